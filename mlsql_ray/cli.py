@@ -1,0 +1,100 @@
+"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks.
+
+Errors print as ``FILE:LINE:COL: message`` on stderr with a non-zero exit; ``--verbose`` adds
+the Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from .errors import MLSQLError, MLSQLSyntaxError
+
+
+def notebook_cells(text: str) -> list[str]:
+    """The code cells of an ``.ipynb`` notebook, in order."""
+    notebook = json.loads(text)
+    cells = []
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            cells.append("".join(source) if isinstance(source, list) else source)
+    return cells
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlsql-ray", description="Run MLSQL scripts and notebooks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a .mlsql script or an .ipynb notebook written for the mlsql kernel")
+    run.add_argument("file", type=Path)
+    run.add_argument("--set", dest="variables", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
+                     help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
+    run.add_argument("--warehouse", help="root folder of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
+    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: a local Ray started on first need)")
+    run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
+    return parser
+
+
+def run_file(args: argparse.Namespace) -> int:
+    from . import lang
+    from .display import render_text
+    from .engine import Session
+
+    path: Path = args.file
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
+        return 2
+    cell = None  # for notebooks, the number of the cell being parsed or run
+    try:
+        cells = notebook_cells(text) if path.suffix == ".ipynb" else [text]
+        # Parse everything before running anything: a typo at the end must not leave half a run.
+        units = []
+        for cell, source in enumerate(cells, start=1):
+            units.append(lang.parse(source))
+        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables)) as session:
+            for cell, statements in enumerate(units, start=1):
+                for result in session.run(statements, source=path):
+                    print(render_text(result.table, result.num_rows) if result.table is not None else result.message, flush=True)
+    except MLSQLError as exc:
+        included = exc.source and Path(exc.source) != path.resolve()
+        where = exc.source if included else str(path)
+        in_cell = f" (in cell {cell})" if path.suffix == ".ipynb" and not included else ""
+        print(_format_error(where, exc, in_cell), file=sys.stderr)
+        if args.verbose:
+            traceback.print_exc()
+        return 1
+    except KeyboardInterrupt:
+        print(f"{path}: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _format_error(where: str, exc: MLSQLError, suffix: str = "") -> str:
+    if exc.line is None:
+        return f"{where}: {exc.message}{suffix}"
+    text = f"{where}:{exc.line}:{exc.column}: {exc.message}{suffix}"
+    if isinstance(exc, MLSQLSyntaxError) and exc.source_line:
+        text += "\n" + "\n".join("    " + line for line in exc.caret.split("\n"))
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_file(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

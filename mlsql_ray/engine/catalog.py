@@ -1,0 +1,72 @@
+"""The session's named tables. Each name is a DuckDB view (lazy: a file scan or a query) or a
+registered Arrow table, so SQL sees every table directly and nothing is copied to name it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from ..errors import MLSQLError
+
+
+@dataclass
+class Entry:
+    name: str
+    kind: str  # "lazy" (scanned when used) or "arrow" (in memory)
+    source: str  # where it came from, for !show tables
+
+
+def quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
+class Catalog:
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self.con = con
+        self._entries: dict[str, Entry] = {}
+
+    def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str) -> None:
+        relation.to_view(name, replace=True)
+        self._entries[name.lower()] = Entry(name, "lazy", source)
+
+    def add_arrow(self, name: str, table: pa.Table | pa.RecordBatchReader, source: str) -> None:
+        self.con.register(name, table)
+        self._entries[name.lower()] = Entry(name, "arrow", source)
+
+    def remove(self, name: str) -> None:
+        entry = self._entries.pop(name.lower(), None)
+        if entry is not None:
+            self.con.execute(f"DROP VIEW IF EXISTS {quoted(entry.name)}")
+
+    def __contains__(self, name: str) -> bool:
+        return name.lower() in self._entries
+
+    def names(self) -> list[str]:
+        return [e.name for e in self._entries.values()]
+
+    def relation(self, name: str) -> duckdb.DuckDBPyRelation:
+        if name not in self:
+            known = ", ".join(sorted(self.names())) or "none yet"
+            raise MLSQLError(f"table {name} is not defined (defined: {known})")
+        return self.con.sql(f"SELECT * FROM {quoted(self._entries[name.lower()].name)}")
+
+    def arrow(self, name: str) -> pa.Table:
+        return self.relation(name).fetch_arrow_table()
+
+    def reader(self, name: str) -> pa.RecordBatchReader:
+        """Stream the table's rows without holding them all in memory."""
+        return self.relation(name).fetch_record_batch()
+
+    def schema(self, name: str) -> pa.Schema:
+        return self.relation(name).limit(0).fetch_arrow_table().schema
+
+    def listing(self) -> pa.Table:
+        entries = sorted(self._entries.values(), key=lambda e: e.name.lower())
+        return pa.table({
+            "name": [e.name for e in entries],
+            "kind": [e.kind for e in entries],
+            "source": [e.source for e in entries],
+        })

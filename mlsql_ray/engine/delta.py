@@ -1,0 +1,235 @@
+"""Delta Lake tables in the warehouse: name → path, reads with time travel, writes with the four
+save modes, partitionBy and ``idCols`` upserts, and the history/info views behind ``!delta``.
+
+Everything goes through the ``deltalake`` package, so every table is readable by any Delta reader.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import MLSQLError
+
+_NAME_PART = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
+
+
+def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
+    """Where ``delta.`db.table``` lives: ``<warehouse>/db/table``; a bare name is in ``default``.
+
+    Name parts are plain ASCII words so a name can never point outside the warehouse;
+    ``mode="path"`` is the explicit way to use any path.
+    """
+    if options.get("mode") == "path":
+        return Path(name).expanduser()
+    parts = name.split(".")
+    if len(parts) == 1:
+        parts = ["default", parts[0]]
+    if len(parts) != 2 or not all(_NAME_PART.fullmatch(p) for p in parts):
+        raise MLSQLError(
+            f"bad Delta table name {name!r}: use `db.table` or `table`, each part made of "
+            "letters, digits and _ (for a path, add where mode=\"path\")"
+        )
+    return warehouse.joinpath(*parts)
+
+
+def exists(path: Path) -> bool:
+    from deltalake import DeltaTable
+
+    return (path / "_delta_log").is_dir() and DeltaTable.is_deltatable(str(path))
+
+
+def open_table(path: Path, name: str, options: dict[str, str] | None = None):
+    """A DeltaTable at the requested version (``version`` or ``timestampAsOf`` option)."""
+    from deltalake import DeltaTable
+
+    options = options or {}
+    if not exists(path):
+        raise MLSQLError(f"Delta table {name} does not exist (looked in {path})")
+    version = options.get("version")
+    if version is not None:
+        if not version.isdigit():
+            raise MLSQLError(f"version must be a whole number, not {version!r}")
+        try:
+            return DeltaTable(str(path), version=int(version))
+        except Exception as exc:
+            latest = DeltaTable(str(path)).version()
+            raise MLSQLError(f"Delta table {name} has no version {version} (latest is {latest})") from exc
+    table = DeltaTable(str(path))
+    stamp = options.get("timestampAsOf")
+    if stamp is not None:
+        try:
+            when = datetime.fromisoformat(stamp)
+        except ValueError as exc:
+            raise MLSQLError(f"timestampAsOf must be an ISO date/time like 2024-01-31 12:00:00, not {stamp!r}") from exc
+        if when.tzinfo is None:
+            when = when.astimezone()  # a naive time means the user's local time
+        try:
+            table.load_as_version(when)
+        except Exception as exc:
+            raise MLSQLError(f"Delta table {name} has no version at or before {stamp}") from exc
+    return table
+
+
+def delta_compatible(schema: pa.Schema) -> pa.Schema:
+    """Delta has no unsigned ints nor fixed-size lists: widen them so no value is lost
+    (uint8 255 would otherwise turn into null)."""
+
+    def widen(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_unsigned_integer(t):
+            return {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}.get(t.bit_width, pa.int64())
+        if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+            return pa.list_(widen(t.value_type))
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(widen(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(widen(t.key_type), widen(t.item_type))
+        if pa.types.is_null(t):
+            return pa.string()
+        return t
+
+    return pa.schema([f.with_type(widen(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _cast_stream(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    target = delta_compatible(reader.schema)
+    if target.equals(reader.schema):
+        return reader
+    return pa.RecordBatchReader.from_batches(target, (b.cast(target) for b in reader))
+
+
+@dataclass
+class WriteResult:
+    version: int | None  # None when nothing was written (mode ignore on an existing table)
+    rows: int
+    operation: str
+
+
+def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partition_by: tuple[str, ...],
+          options: dict[str, str], commit_metadata: dict[str, str] | None = None) -> WriteResult:
+    """Save ``data`` as a Delta table. The commit is atomic: on any error the table keeps its version."""
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake.exceptions import DeltaError
+
+    present = exists(path)
+    if present and mode == "errorifexists":
+        raise MLSQLError(f"Delta table {name} already exists; use save overwrite or save append")
+    if present and mode == "ignore":
+        return WriteResult(None, 0, "IGNORED")
+    commit = CommitProperties(custom_metadata=commit_metadata) if commit_metadata else None
+    data = _cast_stream(data)
+    columns = set(data.schema.names)
+    for col in partition_by:
+        if col not in columns:
+            raise MLSQLError(f"partitionBy column {col!r} is not a column of {name} (columns: {', '.join(data.schema.names)})")
+    id_cols = [c.strip() for c in options.get("idCols", "").split(",") if c.strip()]
+    try:
+        if id_cols and present:
+            return _upsert(DeltaTable(str(path)), name, data, id_cols, commit)
+        path.mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            str(path), data, mode="append" if mode == "append" else "overwrite",
+            partition_by=list(partition_by) or None,
+            schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
+            commit_properties=commit,
+        )
+    except DeltaError as exc:
+        raise MLSQLError(_delta_message(name, exc)) from exc
+    table = DeltaTable(str(path))
+    metrics = table.history(1)[0].get("operationMetrics", {})
+    return WriteResult(table.version(), int(metrics.get("num_added_rows", 0)), "WRITE")
+
+
+def _upsert(table, name: str, data: pa.RecordBatchReader, id_cols: list[str], commit) -> WriteResult:
+    for col in id_cols:
+        if col not in data.schema.names:
+            raise MLSQLError(f"idCols column {col!r} is not a column of {name}")
+    predicate = " AND ".join(f"t.`{c}` = s.`{c}`" for c in id_cols)
+    metrics = (
+        table.merge(data, predicate, source_alias="s", target_alias="t", commit_properties=commit)
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    )
+    rows = int(metrics.get("num_target_rows_inserted", 0)) + int(metrics.get("num_target_rows_updated", 0))
+    table.update_incremental()
+    return WriteResult(table.version(), rows, "MERGE")
+
+
+def _delta_message(name: str, exc: Exception) -> str:
+    text = str(exc).strip()
+    if "schema" in text.lower():
+        return f"cannot write to Delta table {name}: the data's schema does not match the table's ({text.splitlines()[0]}); use save overwrite to replace it, or where mergeSchema=\"true\" to add columns"
+    if "conflict" in text.lower() or "commit" in text.lower() and "version" in text.lower():
+        return f"Delta table {name} was changed by another writer at the same time; nothing was written ({text.splitlines()[0]})"
+    return f"cannot write to Delta table {name}: {text.splitlines()[0] if text else type(exc).__name__}"
+
+
+def history(path: Path, name: str) -> pa.Table:
+    """One row per version, newest first: when, what, how many rows, and any stored metadata."""
+    table = open_table(path, name)
+    rows = {"version": [], "timestamp": [], "operation": [], "parameters": [], "rows": [], "metadata": []}
+    for entry in table.history():
+        metrics = entry.get("operationMetrics", {}) or {}
+        known = {"timestamp", "operation", "operationParameters", "operationMetrics", "engineInfo",
+                 "clientVersion", "version", "readVersion", "isBlindAppend", "operationTime"}
+        extra = {k: v for k, v in entry.items() if k not in known}
+        rows["version"].append(entry.get("version"))
+        rows["timestamp"].append(datetime.fromtimestamp(entry["timestamp"] / 1000, tz=timezone.utc))
+        rows["operation"].append(entry.get("operation"))
+        rows["parameters"].append(json.dumps(entry.get("operationParameters", {}), sort_keys=True))
+        rows["rows"].append(_rows_written(metrics))
+        rows["metadata"].append(json.dumps(extra, sort_keys=True, default=str) if extra else "")
+    return pa.table(rows, schema=pa.schema([
+        ("version", pa.int64()), ("timestamp", pa.timestamp("ms", tz="UTC")), ("operation", pa.string()),
+        ("parameters", pa.string()), ("rows", pa.int64()), ("metadata", pa.string()),
+    ]))
+
+
+def _rows_written(metrics: dict) -> int | None:
+    for key in ("num_added_rows", "num_output_rows"):
+        if key in metrics:
+            return int(metrics[key])
+    if "num_target_rows_inserted" in metrics:
+        return int(metrics["num_target_rows_inserted"]) + int(metrics.get("num_target_rows_updated", 0))
+    return None
+
+
+def info(path: Path, name: str) -> pa.Table:
+    """Key/value facts about a table: where it is, its version, size, partitions and schema."""
+    table = open_table(path, name)
+    files = table.get_add_actions(flatten=True)
+    files = pa.table(files) if not isinstance(files, pa.Table) else files
+    meta = table.metadata()
+    facts = {
+        "name": name,
+        "path": str(path),
+        "version": str(table.version()),
+        "files": str(files.num_rows),
+        "size_bytes": str(sum(files.column("size_bytes").to_pylist()) if files.num_rows else 0),
+        "rows": str(sum(files.column("num_records").to_pylist()) if files.num_rows and "num_records" in files.column_names else "unknown"),
+        "partition_columns": ", ".join(meta.partition_columns),
+        "created": datetime.fromtimestamp(meta.created_time / 1000, tz=timezone.utc).isoformat() if meta.created_time else "",
+        "schema": ", ".join(f"{f.name} {f.type}" for f in pa.schema(table.schema().to_arrow())),
+    }
+    return pa.table({"key": list(facts), "value": list(facts.values())})
+
+
+def list_tables(warehouse: Path) -> pa.Table:
+    """Every Delta table under the warehouse as (db, table, version, path)."""
+    from deltalake import DeltaTable
+
+    rows = {"db": [], "table": [], "version": [], "path": []}
+    if warehouse.is_dir():
+        for log in sorted(warehouse.glob("*/*/_delta_log")):
+            path = log.parent
+            rows["db"].append(path.parent.name)
+            rows["table"].append(path.name)
+            rows["version"].append(DeltaTable(str(path)).version())
+            rows["path"].append(str(path))
+    return pa.table(rows, schema=pa.schema([("db", pa.string()), ("table", pa.string()), ("version", pa.int64()), ("path", pa.string())]))

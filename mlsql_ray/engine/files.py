@@ -1,0 +1,119 @@
+"""Plain file formats (parquet, csv, json lines, text): a reader and a writer each.
+
+Readers return lazy DuckDB relations: naming a big file reads nothing, DuckDB scans it when a
+query needs it. Writers stream the relation through DuckDB's COPY into a fresh folder that
+replaces the target only once it is complete, so a failed save leaves the old files in place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from ..errors import MLSQLError
+
+FORMATS = ("parquet", "csv", "json", "text")
+_EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
+
+
+def _truthy(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false"):
+        raise MLSQLError(f"expected \"true\" or \"false\", not {value!r}")
+    return value.lower() == "true"
+
+
+def data_files(path: Path, fmt: str) -> list[str]:
+    """The files a path stands for: itself, or every visible file below it (Spark's layout:
+    skip ``_SUCCESS``, ``.crc`` and other names starting with ``_`` or ``.``)."""
+    if not path.exists():
+        raise MLSQLError(f"cannot load {fmt}: no such file or directory: {path}")
+    if path.is_file():
+        return [str(path)]
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        found.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith((".", "_")))
+    if not found:
+        raise MLSQLError(f"cannot load {fmt}: {path} holds no data files")
+    return found
+
+
+def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, options: dict[str, str]) -> duckdb.DuckDBPyRelation:
+    files = data_files(path, fmt)
+    hive = any("=" in part for f in files for part in Path(f).relative_to(path).parts[:-1]) if path.is_dir() else False
+    if fmt == "parquet":
+        return con.read_parquet(files, hive_partitioning=hive)
+    if fmt == "csv":
+        header = _truthy(options.get("header"), False)
+        infer = _truthy(options.get("inferSchema"), False)
+        rel = con.read_csv(files, header=header, sep=options.get("delimiter", ","), all_varchar=not infer,
+                           hive_partitioning=hive)
+        if not header:  # Spark names header-less columns _c0, _c1, ...
+            rel = rel.select(*[duckdb.ColumnExpression(c).alias(f"_c{i}") for i, c in enumerate(rel.columns)])
+        return rel
+    if fmt == "json":
+        return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
+    if fmt == "text":
+        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
+        return con.from_arrow(table)
+    raise MLSQLError(f"unknown format {fmt!r}")
+
+
+def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode: str,
+          options: dict[str, str], partition_by: tuple[str, ...]) -> int | None:
+    """Write the named table as a folder of part files. Returns rows written, None if ignored."""
+    if fmt == "text":
+        raise MLSQLError("the text format can only be loaded; save as csv, json or parquet instead")
+    if path.exists() and mode == "errorifexists":
+        raise MLSQLError(f"{path} already exists; use save overwrite or save append")
+    if path.exists() and mode == "ignore":
+        return None
+    copy_options = [f"FORMAT {fmt}"]
+    if fmt == "csv":
+        copy_options.append(f"HEADER {str(_truthy(options.get('header'), False)).lower()}")
+        copy_options.append(f"DELIMITER {exp.Literal.string(options.get('delimiter', ',')).sql('duckdb')}")
+    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    source = exp.to_identifier(view, quoted=True).sql("duckdb")
+    if partition_by:
+        cols = ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in partition_by)
+        copy_options += [f"PARTITION_BY ({cols})", "FILENAME_PATTERN 'part-{uuid}'"]
+        target = staging
+    else:
+        staging.mkdir()
+        target = staging / f"part-{uuid.uuid4()}{_EXTENSIONS[fmt]}"
+    sql = f"COPY (SELECT * FROM {source}) TO {exp.Literal.string(str(target)).sql('duckdb')} ({', '.join(copy_options)})"
+    try:
+        rows = con.execute(sql).fetchone()[0]
+        _publish(staging, path, append=mode == "append")
+    except duckdb.Error as exc:
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return rows
+
+
+def _publish(staging: Path, path: Path, append: bool) -> None:
+    """Move the finished files into place: add them (append) or swap the whole folder."""
+    if append and path.is_dir():
+        for src in sorted(staging.rglob("*")):
+            if src.is_file():
+                dst = path / src.relative_to(staging)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dst)
+        return
+    old = None
+    if path.exists():
+        old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(path, old)
+    os.replace(staging, path)
+    if old is not None:
+        shutil.rmtree(old) if old.is_dir() else old.unlink()

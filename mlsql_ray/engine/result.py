@@ -1,0 +1,27 @@
+"""What one statement did, in a form every front end (CLI, kernel, Python) can show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..lang import ast
+
+PREVIEW_ROWS = 20
+
+
+@dataclass
+class Result:
+    """What one statement did: a one-line ``message`` and/or a ``table`` to show.
+
+    ``table`` is a preview (at most PREVIEW_ROWS rows for selects and loads); ``num_rows`` is the
+    full count when known.
+    """
+
+    statement: ast.Statement
+    message: str = ""
+    table: pa.Table | None = None
+    num_rows: int | None = None
+    name: str | None = None  # the table the statement defined or wrote, if any
+    version: int | None = None  # the Delta version a save wrote

@@ -1,0 +1,226 @@
+"""``Session``: runs parsed statements against the catalog, DuckDB and the Delta warehouse.
+
+The CLI, the kernel and Python users all go through ``Session.execute_iter``, which parses the
+whole text first, then runs statement by statement and yields one ``Result`` per statement.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+import duckdb
+import pyarrow as pa
+
+from .. import lang
+from ..errors import MLSQLError
+from ..lang import ast
+from . import delta, files
+from .catalog import Catalog
+from .commands import run_command
+from .result import PREVIEW_ROWS, Result
+from .sql import duckdb_message, to_duckdb
+
+MAX_INCLUDE_DEPTH = 16
+
+
+class Session:
+    """One user's tables, variables and settings, over one DuckDB connection.
+
+    ``warehouse``: root of the Delta tables (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
+    ``ray_address``: the Ray cluster for Python cells (None: an embedded local Ray, started on
+    first need). ``variables``: initial ``${}`` values, e.g. from ``--set``.
+    """
+
+    def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
+                 variables: Mapping[str, str] | None = None):
+        self.warehouse = Path(warehouse or os.environ.get("MLSQL_WAREHOUSE") or "warehouse").expanduser().resolve()
+        self.ray_address = ray_address
+        self.variables: dict[str, str] = dict(variables or {})
+        self.conf: dict[str, str] = {}
+        self.python_env: dict[str, str] = {}
+        self.python_conf: dict[str, str] = {}
+        self.con = duckdb.connect()
+        self.catalog = Catalog(self.con)
+        self._request_variables: set[str] = set()
+        self._sources: list[Path] = []  # the include stack: the file being run is last
+
+    # -- public API ------------------------------------------------------------------------
+
+    def execute(self, text: str, source: str | os.PathLike | None = None) -> list[Result]:
+        """Run every statement of ``text``; ``source`` is the file it came from (for includes)."""
+        return list(self.execute_iter(text, source))
+
+    def execute_iter(self, text: str, source: str | os.PathLike | None = None) -> Iterator[Result]:
+        """Parse all of ``text`` (a syntax error stops everything), then run and yield results."""
+        yield from self.run(lang.parse(text), source)
+
+    def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
+        """Run already parsed statements, yielding one result per statement (or more, for
+        includes). Variables set with scope "request" are forgotten when this ends."""
+        try:
+            yield from self._run(statements, Path(source).resolve() if source else None)
+        finally:
+            for key in self._request_variables:
+                self.variables.pop(key, None)
+            self._request_variables.clear()
+
+    def table(self, name: str) -> pa.Table:
+        """The named table as Arrow."""
+        return self.catalog.arrow(name)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- running -----------------------------------------------------------------------------
+
+    def _run(self, statements: list[ast.Statement], source: Path | None) -> Iterator[Result]:
+        if source is not None:
+            self._sources.append(source)
+        try:
+            for statement in statements:
+                yield from self._run_one(statement)
+        finally:
+            if source is not None:
+                self._sources.pop()
+
+    def _run_one(self, statement: ast.Statement) -> Iterator[Result]:
+        try:
+            if not isinstance(statement, ast.Set):
+                statement = statement.substituted(self.variables)
+            runner = _RUNNERS.get(type(statement))
+            if runner is None:
+                raise MLSQLError(f"{_describe(statement)} is not supported yet")
+            outcome = runner(self, statement)
+            if isinstance(outcome, Result):
+                yield outcome
+            else:
+                yield from outcome
+        except MLSQLError as exc:
+            if exc.source is None and self._sources:  # name the file, which may be an include
+                exc.source = str(self._sources[-1])
+            raise exc.at(statement.line, statement.col)
+        except duckdb.Error as exc:
+            raise MLSQLError(duckdb_message(exc, self.catalog.names()), statement.line, statement.col) from exc
+        except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
+            raise MLSQLError(f"{type(exc).__name__}: {exc}", statement.line, statement.col) from exc
+
+    # -- one method per statement -------------------------------------------------------------
+
+    def _load(self, s: ast.Load) -> Result:
+        fmt = s.format.lower()
+        if fmt == "delta":
+            path = delta.table_path(self.warehouse, s.path, s.options)
+            dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
+            self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`")
+        elif fmt in files.FORMATS:
+            relation = files.read(self.con, fmt, self._path(s.path), s.options)
+            self.catalog.add_relation(s.table, relation, f"{fmt}.`{s.path}`")
+        else:
+            raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
+        return Result(s, f"loaded {fmt}.`{s.path}` as {s.table}", name=s.table)
+
+    def _select(self, s: ast.Select) -> Result:
+        sql = to_duckdb(s.sql, s.line, s.col)
+        table = self.con.sql(sql).fetch_arrow_table()
+        self.catalog.add_arrow(s.table, table, "select")
+        return Result(s, f"{s.table}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
+                      num_rows=table.num_rows, name=s.table)
+
+    def _save(self, s: ast.Save) -> Result:
+        fmt = s.format.lower()
+        self.catalog.relation(s.table)  # fails first if the table is unknown
+        if fmt == "delta":
+            path = delta.table_path(self.warehouse, s.path, s.options)
+            written = delta.write(path, s.path, self.catalog.reader(s.table), s.mode, s.partition_by, s.options)
+            if written.version is None:
+                return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
+            verb = "merged" if written.operation == "MERGE" else "saved"
+            return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, mode {s.mode})",
+                          name=s.path, num_rows=written.rows, version=written.version)
+        if fmt not in files.FORMATS:
+            raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
+        rows = files.write(self.con, s.table, fmt, self._path(s.path), s.mode, s.options, s.partition_by)
+        if rows is None:
+            return Result(s, f"{s.path} exists; nothing written (mode ignore)")
+        return Result(s, f"saved {rows} rows of {s.table} to {fmt}.`{s.path}` (mode {s.mode})", num_rows=rows)
+
+    def _set(self, s: ast.Set) -> Result:
+        s = s.substituted(self.variables)
+        kind = s.type
+        if kind == "defaultParam" and s.key in self.variables:
+            return Result(s, f"{s.key} keeps its value")
+        if kind == "sql":
+            row = self.con.sql(to_duckdb(s.value, s.line, s.col)).fetchone()
+            value = "" if row is None or row[0] is None else str(row[0])
+        elif kind == "shell":
+            done = subprocess.run(s.value, shell=True, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise MLSQLError(f"shell command for {s.key} failed with exit code {done.returncode}: {done.stderr.strip()[:500]}")
+            value = done.stdout.strip()
+        else:
+            value = s.value
+        if kind == "conf":
+            self.conf[s.key] = value
+        else:
+            self.variables[s.key] = value
+            if s.scope == "request":
+                self._request_variables.add(s.key)
+        return Result(s, f"set {s.key}")
+
+    def _include(self, s: ast.Include) -> Iterator[Result]:
+        if s.format.lower() != "local":
+            raise MLSQLError(f"include supports local.`path`, not {s.format}")
+        path = self._path(s.path)
+        if not path.is_file():
+            raise MLSQLError(f"cannot include {path}: no such file")
+        if path.resolve() in self._sources:
+            raise MLSQLError(f"{path} includes itself (through {' → '.join(p.name for p in self._sources)})")
+        if len(self._sources) >= MAX_INCLUDE_DEPTH:
+            raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
+        try:
+            statements = lang.parse(path.read_text())
+        except MLSQLError as exc:
+            exc.source = str(path)
+            raise exc
+        yield from self._run(statements, path.resolve())
+
+    def _command(self, s: ast.Command) -> Result:
+        return run_command(self, s)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _path(self, path: str) -> Path:
+        """A file path; relative ones are relative to the running script's folder, if any."""
+        p = Path(path).expanduser()
+        if not p.is_absolute() and self._sources:
+            p = self._sources[-1].parent / p
+        return p
+
+
+def _describe(statement: ast.Statement) -> str:
+    if isinstance(statement, ast.PythonCell):
+        return "a --%python cell"
+    if isinstance(statement, ast.Train):
+        return f"{statement.verb} ... as {statement.format}"
+    if isinstance(statement, ast.RawSQL):
+        return f"a {statement.verb} statement"
+    return f"the {statement.keyword} statement"
+
+
+_RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
+    ast.Load: Session._load,
+    ast.Select: Session._select,
+    ast.Save: Session._save,
+    ast.Set: Session._set,
+    ast.Include: Session._include,
+    ast.Command: Session._command,
+}

@@ -1,0 +1,48 @@
+"""Spark SQL → DuckDB SQL with sqlglot, and the mapping of both tools' errors onto the statement.
+
+SQL is only ever rewritten as sqlglot trees, never by string surgery.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
+
+from ..errors import MLSQLError
+
+
+def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
+    """Translate one Spark SQL query. ``line``/``col``: where the SQL starts in the script, so a
+    parse error points into the script, not into the query."""
+    try:
+        trees = sqlglot.parse(spark_sql, read="spark")
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        err_line, err_col = first.get("line") or 1, first.get("col") or 1
+        description = first.get("description") or str(exc)
+        where_line = line + err_line - 1
+        where_col = err_col + (col - 1 if err_line == 1 else 0)
+        raise MLSQLError(f"SQL syntax error: {description}", where_line, where_col) from exc
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
+    try:
+        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as exc:
+        raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}", line, col) from exc
+
+
+_DUCK_LINE = re.compile(r"LINE (\d+):")
+
+
+def duckdb_message(exc: Exception, tables: list[str]) -> str:
+    """DuckDB's message, first line only, with a hint when a table name is unknown."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    missing = re.search(r"Table with name (\S+) does not exist", first)
+    if missing:
+        known = ", ".join(sorted(tables)) or "none yet"
+        return f"table {missing.group(1)} is not defined (load it or select ... as it first; defined: {known})"
+    return re.sub(r"^\w+ Error: ", "", first)

@@ -1,0 +1,48 @@
+"""The two error types users see: a syntax error before anything runs, an execution error after.
+
+Both carry the position of the offending text (1-based line and column) so every front end
+(CLI, kernel, Python) can point at it the same way.
+"""
+
+from __future__ import annotations
+
+
+class MLSQLError(Exception):
+    """A statement could not run. ``line``/``column`` locate the statement (or None); ``source``
+    is the file it is in when that is not the file being run (an included script)."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source: str | None = None
+
+    def at(self, line: int, column: int) -> "MLSQLError":
+        """Give the error a position if it has none yet (the innermost position wins)."""
+        if self.line is None:
+            self.line, self.column = line, column
+        return self
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.message
+        return f"{self.line}:{self.column}: {self.message}"
+
+
+class MLSQLSyntaxError(MLSQLError):
+    """The text is not valid MLSQL. ``source_line`` and ``caret`` show the spot."""
+
+    def __init__(self, message: str, line: int, column: int, source_line: str = ""):
+        super().__init__(message, line, column)
+        self.source_line = source_line
+
+    @property
+    def caret(self) -> str:
+        """The offending source line with a ``^`` under the column."""
+        pad = "".join("\t" if ch == "\t" else " " for ch in self.source_line[: self.column - 1])
+        return f"{self.source_line}\n{pad}^"
+
+    def __str__(self) -> str:
+        text = f"{self.line}:{self.column}: {self.message}"
+        return f"{text}\n{self.caret}" if self.source_line else text

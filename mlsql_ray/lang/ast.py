@@ -1,0 +1,194 @@
+"""The typed statements a script becomes. Plain frozen dataclasses: easy to compare in tests,
+easy to print, no behaviour beyond ``${}`` substitution.
+
+Every statement records where it starts (``line``, ``col``); they are left out of equality so
+tests can compare trees without spelling positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar, Mapping
+
+from ..errors import MLSQLError
+
+Options = Mapping[str, str]
+
+SAVE_MODES = ("overwrite", "append", "errorifexists", "ignore")
+_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+def substitute(text: str, variables: Mapping[str, str]) -> str:
+    """Replace every ``${name}`` by its value; an unknown name is an error, not silence."""
+
+    def value(match: re.Match) -> str:
+        name = match.group(1).strip()
+        if name not in variables:
+            raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
+        return variables[name]
+
+    return _VARIABLE.sub(value, text) if "${" in text else text
+
+
+@dataclass(frozen=True)
+class Statement:
+    line: int = field(default=0, compare=False, kw_only=True)
+    col: int = field(default=0, compare=False, kw_only=True)
+
+    keyword: ClassVar[str] = ""
+    #: fields, and option keys, that ``${}`` substitution leaves alone (they hold code)
+    raw_fields: ClassVar[tuple[str, ...]] = ()
+    raw_options: ClassVar[tuple[str, ...]] = ("code",)
+
+    def substituted(self, variables: Mapping[str, str]) -> "Statement":
+        """A copy with ``${}`` resolved in names, paths, option values and SQL."""
+        changes = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("line", "col") or f.name in self.raw_fields:
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, str):
+                value = substitute(value, variables)
+            elif isinstance(value, tuple):
+                value = tuple(substitute(v, variables) for v in value)
+            elif isinstance(value, Mapping):
+                value = {k: v if k in self.raw_options else substitute(v, variables) for k, v in value.items()}
+            changes[f.name] = value
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Load(Statement):
+    """``load FORMAT.`PATH` [where k="v" and ...] as NAME;``"""
+
+    keyword: ClassVar[str] = "load"
+    format: str
+    path: str
+    table: str
+    options: Options = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Save(Statement):
+    """``save [MODE] NAME as FORMAT.`PATH` [where ...] [partitionBy c1, c2];``"""
+
+    keyword: ClassVar[str] = "save"
+    table: str
+    format: str
+    path: str
+    mode: str = "errorifexists"  # lower-cased; one of SAVE_MODES
+    options: Options = field(default_factory=dict)
+    partition_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Select(Statement):
+    """``select ... as NAME;`` — ``sql`` is the Spark SQL text without the trailing ``as NAME``."""
+
+    keyword: ClassVar[str] = "select"
+    sql: str
+    table: str
+
+
+@dataclass(frozen=True)
+class Set(Statement):
+    """``set KEY = VALUE [where type="text|sql|shell|conf|defaultParam" and scope="..."];``"""
+
+    keyword: ClassVar[str] = "set"
+    key: str
+    value: str
+    options: Options = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        return self.options.get("type", "text")
+
+    @property
+    def scope(self) -> str:
+        return self.options.get("scope", "session")
+
+
+@dataclass(frozen=True)
+class Include(Statement):
+    """``include local.`path/to/other.mlsql`;``"""
+
+    keyword: ClassVar[str] = "include"
+    format: str
+    path: str
+    options: Options = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Register(Statement):
+    """``register FORMAT.`TABLE` as FUNCTION [where ...];``"""
+
+    keyword: ClassVar[str] = "register"
+    format: str
+    path: str
+    function: str
+    options: Options = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Unregister(Statement):
+    """``unregister FORMAT.`PATH` [where ...];``"""
+
+    keyword: ClassVar[str] = "unregister"
+    format: str
+    path: str
+    options: Options = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Train(Statement):
+    """``train|run|predict NAME as FORMAT.`PATH` [where ...] [as OUT];`` — ``verb`` tells which."""
+
+    keyword: ClassVar[str] = "train"
+    verb: str  # "train", "run" or "predict"
+    table: str
+    format: str
+    path: str
+    options: Options = field(default_factory=dict)
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class Connect(Statement):
+    """``connect FORMAT [where ...] [as DB];``"""
+
+    keyword: ClassVar[str] = "connect"
+    format: str
+    options: Options = field(default_factory=dict)
+    alias: str | None = None
+
+
+@dataclass(frozen=True)
+class RawSQL(Statement):
+    """``insert|create|drop|refresh ...;`` kept as text (byzer passes these to Spark)."""
+
+    keyword: ClassVar[str] = "sql"
+    verb: str
+    sql: str
+
+
+@dataclass(frozen=True)
+class Command(Statement):
+    """``!name arg ...;`` — e.g. ``!show tables;``, ``!python conf "k=v";``, ``!delta history db.t;``"""
+
+    keyword: ClassVar[str] = "!"
+    name: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PythonCell(Statement):
+    """A ``--%python`` cell. ``code`` keeps the annotation lines (as comments) so that line numbers
+    in tracebacks are the lines of the cell."""
+
+    keyword: ClassVar[str] = "python"
+    code: str
+    annotations: Options = field(default_factory=dict)
+
+    raw_fields: ClassVar[tuple[str, ...]] = ("code",)
