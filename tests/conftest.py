@@ -1,0 +1,41 @@
+"""Shared fixtures: real sessions over real files, one temporary warehouse per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_MNIST = ROOT / "sample_data" / "mnist"
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    return tmp_path / "warehouse"
+
+
+@pytest.fixture
+def session(warehouse: Path):
+    from mlsql_ray import Session
+
+    with Session(warehouse=warehouse) as s:
+        yield s
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path):
+    """Run ``mlsql-ray`` in a subprocess (the real console entry point) and return the result."""
+    import subprocess
+
+    def run(*args: str, cwd: Path | None = None, timeout: float = 300):
+        return subprocess.run(
+            [sys.executable, "-m", "mlsql_ray.cli", *args],
+            cwd=cwd or tmp_path, capture_output=True, text=True, timeout=timeout,
+        )
+
+    return run
