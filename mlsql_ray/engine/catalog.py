@@ -54,14 +54,14 @@ class Catalog:
         return self.con.sql(f"SELECT * FROM {quoted(self._entries[name.lower()].name)}")
 
     def arrow(self, name: str) -> pa.Table:
-        return self.relation(name).fetch_arrow_table()
+        return self.relation(name).to_arrow_table()
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
-        return self.relation(name).fetch_record_batch()
+        return self.relation(name).to_arrow_reader()
 
     def schema(self, name: str) -> pa.Schema:
-        return self.relation(name).limit(0).fetch_arrow_table().schema
+        return self.relation(name).limit(0).to_arrow_table().schema
 
     def listing(self) -> pa.Table:
         entries = sorted(self._entries.values(), key=lambda e: e.name.lower())

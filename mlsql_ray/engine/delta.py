@@ -180,7 +180,7 @@ def history(path: Path, name: str) -> pa.Table:
                  "clientVersion", "version", "readVersion", "isBlindAppend", "operationTime"}
         extra = {k: v for k, v in entry.items() if k not in known}
         rows["version"].append(entry.get("version"))
-        rows["timestamp"].append(datetime.fromtimestamp(entry["timestamp"] / 1000, tz=timezone.utc))
+        rows["timestamp"].append(entry["timestamp"])  # epoch ms; datetimes would make pyarrow import pandas
         rows["operation"].append(entry.get("operation"))
         rows["parameters"].append(json.dumps(entry.get("operationParameters", {}), sort_keys=True))
         rows["rows"].append(_rows_written(metrics))

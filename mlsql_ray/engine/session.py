@@ -130,7 +130,7 @@ class Session:
 
     def _select(self, s: ast.Select) -> Result:
         sql = to_duckdb(s.sql, s.line, s.col)
-        table = self.con.sql(sql).fetch_arrow_table()
+        table = self.con.sql(sql).to_arrow_table()
         self.catalog.add_arrow(s.table, table, "select")
         return Result(s, f"{s.table}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
                       num_rows=table.num_rows, name=s.table)

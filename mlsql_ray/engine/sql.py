@@ -6,6 +6,7 @@ SQL is only ever rewritten as sqlglot trees, never by string surgery.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import sqlglot
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
@@ -13,9 +14,11 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from ..errors import MLSQLError
 
 
+@lru_cache(maxsize=512)
 def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
     """Translate one Spark SQL query. ``line``/``col``: where the SQL starts in the script, so a
-    parse error points into the script, not into the query."""
+    parse error points into the script, not into the query. Cached: notebooks re-run the same
+    cells, and translation costs about as much as a small query."""
     try:
         trees = sqlglot.parse(spark_sql, read="spark")
     except ParseError as exc:
