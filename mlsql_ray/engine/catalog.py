@@ -12,15 +12,17 @@ from sqlglot import exp
 from ..errors import MLSQLError
 
 
+def quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
 @dataclass
 class Entry:
     name: str
     kind: str  # "lazy" (scanned when used) or "arrow" (in memory)
     source: str  # where it came from, for !show tables
-
-
-def quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
+    data: object = None  # the Arrow table or dataset, until DuckDB is told about it
+    registered: bool = False
 
 
 class Catalog:
@@ -29,17 +31,34 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
 
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str) -> None:
+        self._forget(name)
         relation.to_view(name, replace=True)
-        self._entries[name.lower()] = Entry(name, "lazy", source)
+        self._entries[name.lower()] = Entry(name, "lazy", source, registered=True)
 
-    def add_arrow(self, name: str, table: pa.Table | pa.RecordBatchReader, source: str) -> None:
-        self.con.register(name, table)
-        self._entries[name.lower()] = Entry(name, "arrow", source)
+    def add_arrow(self, name: str, table, source: str, kind: str = "arrow") -> None:
+        """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
+        registering costs about as much as a small query, and most results are never re-queried."""
+        self._forget(name)
+        self._entries[name.lower()] = Entry(name, kind, source, data=table)
+
+    def ensure(self, names) -> None:
+        """Make the named tables visible to DuckDB before a query that reads them."""
+        for name in names:
+            entry = self._entries.get(name.lower())
+            if entry is not None and not entry.registered:
+                self.con.register(entry.name, entry.data)
+                entry.registered = True
 
     def remove(self, name: str) -> None:
-        entry = self._entries.pop(name.lower(), None)
-        if entry is not None:
+        self._forget(name)
+        self._entries.pop(name.lower(), None)
+
+    def _forget(self, name: str) -> None:
+        """Drop DuckDB's view of a name about to be redefined, so no query sees stale data."""
+        entry = self._entries.get(name.lower())
+        if entry is not None and entry.registered:
             self.con.execute(f"DROP VIEW IF EXISTS {quoted(entry.name)}")
+            entry.registered = False
 
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._entries
@@ -51,9 +70,13 @@ class Catalog:
         if name not in self:
             known = ", ".join(sorted(self.names())) or "none yet"
             raise MLSQLError(f"table {name} is not defined (defined: {known})")
+        self.ensure([name])
         return self.con.sql(f"SELECT * FROM {quoted(self._entries[name.lower()].name)}")
 
     def arrow(self, name: str) -> pa.Table:
+        entry = self._entries.get(name.lower())
+        if entry is not None and isinstance(entry.data, pa.Table):
+            return entry.data
         return self.relation(name).to_arrow_table()
 
     def reader(self, name: str) -> pa.RecordBatchReader:

@@ -21,7 +21,7 @@ from . import delta, files
 from .catalog import Catalog
 from .commands import run_command
 from .result import PREVIEW_ROWS, Result
-from .sql import duckdb_message, to_duckdb
+from .sql import duckdb_message, translate
 
 MAX_INCLUDE_DEPTH = 16
 
@@ -120,7 +120,7 @@ class Session:
         if fmt == "delta":
             path = delta.table_path(self.warehouse, s.path, s.options)
             dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
-            self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`")
+            self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
         elif fmt in files.FORMATS:
             relation = files.read(self.con, fmt, self._path(s.path), s.options)
             self.catalog.add_relation(s.table, relation, f"{fmt}.`{s.path}`")
@@ -129,8 +129,7 @@ class Session:
         return Result(s, f"loaded {fmt}.`{s.path}` as {s.table}", name=s.table)
 
     def _select(self, s: ast.Select) -> Result:
-        sql = to_duckdb(s.sql, s.line, s.col)
-        table = self.con.sql(sql).to_arrow_table()
+        table = self._query(s.sql, s.line, s.col).to_arrow_table()
         self.catalog.add_arrow(s.table, table, "select")
         return Result(s, f"{s.table}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
                       num_rows=table.num_rows, name=s.table)
@@ -159,7 +158,7 @@ class Session:
         if kind == "defaultParam" and s.key in self.variables:
             return Result(s, f"{s.key} keeps its value")
         if kind == "sql":
-            row = self.con.sql(to_duckdb(s.value, s.line, s.col)).fetchone()
+            row = self._query(s.value, s.line, s.col).fetchone()
             value = "" if row is None or row[0] is None else str(row[0])
         elif kind == "shell":
             done = subprocess.run(s.value, shell=True, capture_output=True, text=True)
@@ -197,6 +196,12 @@ class Session:
         return run_command(self, s)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
+        """Run Spark SQL on DuckDB over the catalog's tables."""
+        sql, tables = translate(spark_sql, line, col)
+        self.catalog.ensure(tables)
+        return self.con.sql(sql)
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""

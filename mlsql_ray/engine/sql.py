@@ -9,16 +9,19 @@ import re
 from functools import lru_cache
 
 import sqlglot
+from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from ..errors import MLSQLError
 
 
 @lru_cache(maxsize=512)
-def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
-    """Translate one Spark SQL query. ``line``/``col``: where the SQL starts in the script, so a
-    parse error points into the script, not into the query. Cached: notebooks re-run the same
-    cells, and translation costs about as much as a small query."""
+def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[str, ...]]:
+    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads).
+
+    ``line``/``col``: where the SQL starts in the script, so a parse error points into the
+    script, not into the query. Cached: notebooks re-run the same cells, and translation costs
+    about as much as a small query."""
     try:
         trees = sqlglot.parse(spark_sql, read="spark")
     except ParseError as exc:
@@ -31,10 +34,15 @@ def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
+    tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
     try:
-        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE)
+        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}", line, col) from exc
+
+
+def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
+    return translate(spark_sql, line, col)[0]
 
 
 _DUCK_LINE = re.compile(r"LINE (\d+):")
