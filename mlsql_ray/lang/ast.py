@@ -184,8 +184,9 @@ class Command(Statement):
 
 @dataclass(frozen=True)
 class PythonCell(Statement):
-    """A ``--%python`` cell. ``code`` keeps the annotation lines (as comments) so that line numbers
-    in tracebacks are the lines of the cell."""
+    """A ``--%python`` cell. ``code`` starts at the first annotation line (``line``) and keeps the
+    annotation lines as ``#`` comments, so line k of a traceback is line ``line + k - 1`` of the
+    script or notebook cell."""
 
     keyword: ClassVar[str] = "python"
     code: str

@@ -15,7 +15,8 @@ from . import ast
 from .tokens import T, Token, Tokenizer
 
 _CELL_MARKER = re.compile(r"^[ \t]*--[ \t]*%%")
-_ANNOTATION = re.compile(r"^[ \t]*--%([A-Za-z_][\w.]*)[ \t]*(?:=(.*))?$")
+# trailing \r allowed: scripts and notebooks saved with CRLF line ends must still be recognised
+_ANNOTATION = re.compile(r"^[ \t]*--%([A-Za-z_][\w.]*)[ \t\r]*(?:=(.*))?$")
 
 
 class _Cursor:
@@ -26,6 +27,8 @@ class _Cursor:
         self.i = 0
         self.end = end  # the terminating ';', used to point at "end of statement"
         self.tokenizer = tokenizer
+        #: the value token of each option read by options(), so checks on a value can point at it
+        self.option_values: dict[str, Token] = {}
 
     def peek(self, ahead: int = 0) -> Token | None:
         j = self.i + ahead
@@ -98,10 +101,14 @@ class _Cursor:
 
     def options(self) -> dict[str, str]:
         """``[where|options] k="v" [and k="v"]...`` — values must be quoted strings."""
-        self.accept_word("where", "options")
+        keyword = self.accept_word("where", "options")
         opts: dict[str, str] = {}
-        tok = self.peek()
-        if tok is None or tok.type is not T.WORD or tok.is_word("as", "partitionby"):
+        tok, after = self.peek(), self.peek(1)
+        if tok is None or tok.type not in (T.WORD, T.BACKQUOTED) or tok.is_word("as", "partitionby"):
+            return opts
+        if keyword is None and not (after is not None and (after.is_symbol("=") or after.is_symbol("."))):
+            # no where/options and no `k=`: not an option list, so the caller reports the word it
+            # expected here (`load a.`x` t;` → expected 'as'), not a puzzling "expected '='"
             return opts
         while True:
             key_tok = self.peek()
@@ -113,6 +120,7 @@ class _Cursor:
             if key in opts:
                 raise self.error_at(key_tok, f"option '{key}' is given twice")
             opts[key] = value.value
+            self.option_values[key] = value
             if not self.accept_word("and"):
                 return opts
 
@@ -188,7 +196,9 @@ class Parser:
         tokens = c.tokens
         if len(tokens) < 3 or not tokens[-2].is_word("as") or tokens[-1].type not in (T.WORD, T.BACKQUOTED):
             raise c.error_at(tokens[-1] if len(tokens) > 1 else c.end, "a select must end with 'as TABLE_NAME' to name its result")
-        sql = self.text[tokens[0].start : tokens[-2].start].strip()
+        # end at the last SQL token, not at 'as': a trailing `-- comment` kept in the text would
+        # swallow whatever the engine puts after the query
+        sql = self.text[tokens[0].start : tokens[-3].end]
         return ast.Select(sql=sql, table=tokens[-1].value)
 
     def _set(self, c: _Cursor) -> ast.Set:
@@ -206,10 +216,10 @@ class Parser:
         options = c.options()
         kind = options.get("type", "text")
         if kind not in ("text", "sql", "shell", "conf", "defaultParam"):
-            raise c.error_at(tok, f"set type must be text, sql, shell, conf or defaultParam, not '{kind}'")
+            raise c.error_at(c.option_values["type"], f"set type must be text, sql, shell, conf or defaultParam, not '{kind}'")
         scope = options.get("scope", "session")
         if scope not in ("session", "request"):
-            raise c.error_at(tok, f"set scope must be session or request, not '{scope}'")
+            raise c.error_at(c.option_values["scope"], f"set scope must be session or request, not '{scope}'")
         c.finish("the set statement")
         return ast.Set(key=key, value=value, options=options)
 
@@ -239,7 +249,7 @@ class Parser:
     def _train(self, c: _Cursor) -> ast.Train:
         verb = c.next().value.lower()
         table = c.name(f"a table name after '{verb}'")
-        c.expect_word("as")
+        c.expect_word("as", "into")  # DSLSQL.g4: (TRAIN|RUN|PREDICT) tableName (as|into) format '.' path
         fmt, path = c.format_and_path()
         options = c.options()
         output = None
@@ -341,11 +351,13 @@ def python_cell(text: str, first_line: int = 1) -> ast.PythonCell | None:
         start = index if start is None else start
         annotations[match.group(1)] = (match.group(2) or "").strip()
         code_lines[index] = "#" + line  # keep the line so tracebacks count cell lines
-    if "python" not in annotations:
+    if "python" not in annotations or start is None:
         return None
     annotations.pop("python")
-    cell = ast.PythonCell(code="\n".join(code_lines), annotations=annotations)
-    return _at(cell, Token(T.WORD, "python", first_line + (start or 0), 1, 0, 0))
+    # code starts at the first annotation, the line the cell is reported at: line k of the code is
+    # line `cell.line + k - 1` whether blank lines or a `-- %%` marker came before it
+    cell = ast.PythonCell(code="\n".join(code_lines[start:]), annotations=annotations)
+    return _at(cell, Token(T.WORD, "python", first_line + start, 1, 0, 0))
 
 
 def parse(text: str) -> list[ast.Statement]:

@@ -74,7 +74,8 @@ class Tokenizer:
     def source_line(self, line: int) -> str:
         lines = self.text.split("\n")
         index = line - self.first_line
-        return lines[index] if 0 <= index < len(lines) else ""
+        # without a CRLF file's \r, which would send the caret line back to column 1 on a terminal
+        return lines[index].rstrip("\r") if 0 <= index < len(lines) else ""
 
     def position(self, offset: int) -> tuple[int, int]:
         """(line, column) of a character offset in the text."""
