@@ -63,17 +63,28 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
     table = DeltaTable(str(path))
     stamp = options.get("timestampAsOf")
     if stamp is not None:
-        try:
-            when = datetime.fromisoformat(stamp)
-        except ValueError as exc:
-            raise MLSQLError(f"timestampAsOf must be an ISO date/time like 2024-01-31 12:00:00, not {stamp!r}") from exc
-        if when.tzinfo is None:
-            when = when.astimezone()  # a naive time means the user's local time
-        try:
-            table.load_as_version(when)
-        except Exception as exc:
-            raise MLSQLError(f"Delta table {name} has no version at or before {stamp}") from exc
+        table.load_as_version(_version_at(table, name, stamp))
     return table
+
+
+def _version_at(table, name: str, stamp: str) -> int:
+    """The newest version committed at or before ``stamp``, judged by the commit timestamps that
+    ``!delta history`` shows. (deltalake's own lookup goes by the log files' modification times,
+    which can be a few ms later: the time a user copies from the history could then give the
+    version before; and it quietly gives version 0 for a time before the table existed.)"""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError as exc:
+        raise MLSQLError(f"timestampAsOf must be an ISO date/time like 2024-01-31 12:00:00, not {stamp!r}") from exc
+    if when.tzinfo is None:
+        when = when.astimezone()  # a naive time means the user's local time
+    limit = when.timestamp() * 1000
+    commits = table.history()
+    versions = [entry["version"] for entry in commits if entry["timestamp"] <= limit]
+    if not versions:
+        first = datetime.fromtimestamp(min(e["timestamp"] for e in commits) / 1000, tz=timezone.utc)
+        raise MLSQLError(f"Delta table {name} has no version at or before {stamp} (its first version is from {first.isoformat()})")
+    return max(versions)
 
 
 def delta_compatible(schema: pa.Schema) -> pa.Schema:
@@ -192,11 +203,13 @@ def history(path: Path, name: str) -> pa.Table:
 
 
 def _rows_written(metrics: dict) -> int | None:
+    """Rows the operation wrote. A MERGE is asked first: its ``num_output_rows`` also counts the
+    unchanged rows it copied into rewritten files, which is not what the save reported."""
+    if "num_target_rows_inserted" in metrics:
+        return int(metrics["num_target_rows_inserted"]) + int(metrics.get("num_target_rows_updated", 0))
     for key in ("num_added_rows", "num_output_rows"):
         if key in metrics:
             return int(metrics[key])
-    if "num_target_rows_inserted" in metrics:
-        return int(metrics["num_target_rows_inserted"]) + int(metrics.get("num_target_rows_updated", 0))
     return None
 
 

@@ -76,6 +76,10 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         raise MLSQLError(f"{path} already exists; use save overwrite or save append")
     if path.exists() and mode == "ignore":
         return None
+    if path.is_file() and mode == "append":
+        # A save is a folder of part files; swapping one in would drop the file's rows.
+        raise MLSQLError(f"cannot append to {path}: it is a single file, not a folder of part files; "
+                         "save to a folder, or load it and save overwrite the union")
     copy_options = [f"FORMAT {fmt}"]
     if fmt == "csv":
         copy_options.append(f"HEADER {str(_truthy(options.get('header'), False)).lower()}")

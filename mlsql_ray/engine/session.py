@@ -105,13 +105,19 @@ class Session:
             else:
                 yield from outcome
         except MLSQLError as exc:
-            if exc.source is None and self._sources:  # name the file, which may be an include
-                exc.source = str(self._sources[-1])
-            raise exc.at(statement.line, statement.col)
+            raise self._locate(exc, statement)
         except duckdb.Error as exc:
-            raise MLSQLError(duckdb_message(exc, self.catalog.names()), statement.line, statement.col) from exc
+            raise self._locate(MLSQLError(duckdb_message(exc, self.catalog.names())), statement) from exc
         except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
-            raise MLSQLError(f"{type(exc).__name__}: {exc}", statement.line, statement.col) from exc
+            raise self._locate(MLSQLError(f"{type(exc).__name__}: {exc}"), statement) from exc
+
+    def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
+        """Give the error the statement's position and file. Done here, while the statement's
+        file is still on the include stack: once the error leaves an include, the including
+        statement would otherwise claim it (its file, the included file's line)."""
+        if exc.source is None and self._sources:
+            exc.source = str(self._sources[-1])
+        return exc.at(statement.line, statement.col)
 
     # -- one method per statement -------------------------------------------------------------
 
@@ -139,7 +145,11 @@ class Session:
         self.catalog.relation(s.table)  # fails first if the table is unknown
         if fmt == "delta":
             path = delta.table_path(self.warehouse, s.path, s.options)
-            written = delta.write(path, s.path, self.catalog.reader(s.table), s.mode, s.partition_by, s.options)
+            reader = self.catalog.reader(s.table)
+            try:
+                written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options)
+            finally:
+                reader.close()  # an unread stream keeps DuckDB busy: no other query could run
             if written.version is None:
                 return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
             verb = "merged" if written.operation == "MERGE" else "saved"
@@ -158,8 +168,8 @@ class Session:
         if kind == "defaultParam" and s.key in self.variables:
             return Result(s, f"{s.key} keeps its value")
         if kind == "sql":
-            row = self._query(s.value, s.line, s.col).fetchone()
-            value = "" if row is None or row[0] is None else str(row[0])
+            first = self._query(s.value, s.line, s.col).limit(1).fetchall()
+            value = "" if not first or first[0][0] is None else str(first[0][0])
         elif kind == "shell":
             done = subprocess.run(s.value, shell=True, capture_output=True, text=True)
             if done.returncode != 0:

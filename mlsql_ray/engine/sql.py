@@ -27,10 +27,9 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         err_line, err_col = first.get("line") or 1, first.get("col") or 1
-        description = first.get("description") or str(exc)
         where_line = line + err_line - 1
         where_col = err_col + (col - 1 if err_line == 1 else 0)
-        raise MLSQLError(f"SQL syntax error: {description}", where_line, where_col) from exc
+        raise MLSQLError(f"SQL syntax error{_near(first)}: {_description(first, exc)}", where_line, where_col) from exc
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
@@ -39,6 +38,20 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}", line, col) from exc
+
+
+_SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
+
+
+def _description(error: dict, exc: ParseError) -> str:
+    """sqlglot's description without its Python class names (``<class '...EQ'>`` → ``EQ``)."""
+    text = error.get("description") or str(exc).splitlines()[0]
+    return _SQLGLOT_CLASS.sub(r"\1", text)
+
+
+def _near(error: dict) -> str:
+    token = (error.get("highlight") or "").strip()
+    return f" near '{token}'" if token and "\n" not in token and len(token) <= 40 else ""
 
 
 def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
