@@ -67,6 +67,8 @@ def run_file(args: argparse.Namespace) -> int:
         with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables)) as session:
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):
+                    for warning in result.warnings:
+                        print(f"{path}: warning: {warning}", file=sys.stderr)
                     print(render_text(result.table, result.num_rows) if result.table is not None else result.message, flush=True)
     except MLSQLError as exc:
         included = exc.source and Path(exc.source) != path.resolve()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -25,3 +25,4 @@ class Result:
     num_rows: int | None = None
     name: str | None = None  # the table the statement defined or wrote, if any
     version: int | None = None  # the Delta version a save wrote
+    warnings: list[str] = field(default_factory=list)  # things the user should know, e.g. unknown settings

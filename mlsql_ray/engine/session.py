@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .. import lang
 from ..errors import MLSQLError
+from ..raycluster import RayLink
 from ..lang import ast
 from . import delta, files
 from .catalog import Catalog
@@ -44,6 +45,7 @@ class Session:
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
         self.catalog = Catalog(self.con)
+        self.ray_link = RayLink(ray_address)  # Ray starts (or is reached) on first need only
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
 
@@ -72,6 +74,8 @@ class Session:
         return self.catalog.arrow(name)
 
     def close(self) -> None:
+        """Release DuckDB, and stop Ray if this session started it."""
+        self.ray_link.shutdown()
         self.con.close()
 
     def __enter__(self) -> "Session":
@@ -202,6 +206,34 @@ class Session:
             raise exc
         yield from self._run(statements, path.resolve())
 
+    def _python(self, s: ast.PythonCell) -> Result:
+        from ..cells.runner import run_cell
+
+        table, output, notes = run_cell(self, s)
+        if table is None:
+            return Result(s, "python cell done", warnings=notes)
+        if output is not None:
+            self.catalog.add_arrow(output, table, "python")
+        label = output or "result"
+        return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
+                      num_rows=table.num_rows, name=output, warnings=notes)
+
+    def _train(self, s: ast.Train) -> Result:
+        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
+        if s.verb != "run" or s.format.lower() != "ray":
+            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``)")
+        if "code" not in s.options:
+            raise MLSQLError("run ... as Ray.`` needs the Python code in a code='''...''' option")
+        annotations = {k: v for k, v in s.options.items() if k not in ("code", "inputTable", "outputTable")}
+        input_table = s.options.get("inputTable") or (s.table if s.table.lower() != "command" else None)
+        if input_table:
+            annotations["input"] = input_table
+        output = s.options.get("outputTable") or s.output
+        if output:
+            annotations["output"] = output
+        cell = ast.PythonCell(code=s.options["code"], annotations=annotations, line=s.code_line or s.line, col=1)
+        return self._python(cell)
+
     def _command(self, s: ast.Command) -> Result:
         return run_command(self, s)
 
@@ -238,4 +270,6 @@ _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result
     ast.Set: Session._set,
     ast.Include: Session._include,
     ast.Command: Session._command,
+    ast.PythonCell: Session._python,
+    ast.Train: Session._train,
 }

@@ -152,6 +152,7 @@ class Train(Statement):
     path: str
     options: Options = field(default_factory=dict)
     output: str | None = None
+    code_line: int = field(default=0, compare=False)  # the line where a code= option's text starts
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,9 @@ class Parser:
         if c.accept_word("as"):
             output = c.name("an output table name after 'as'")
         c.finish(f"the {verb} statement")
-        return ast.Train(verb=verb, table=table, format=fmt, path=path, options=options, output=output)
+        code = c.option_values.get("code")
+        return ast.Train(verb=verb, table=table, format=fmt, path=path, options=options, output=output,
+                         code_line=code.line if code is not None else 0)
 
     def _connect(self, c: _Cursor) -> ast.Connect:
         c.next()

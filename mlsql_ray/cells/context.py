@@ -1,0 +1,164 @@
+"""What a ``--%python`` cell sees: pyjava's ``RayContext`` API over Arrow partitions in Ray.
+
+Each partition of the cell's input table is put once into Ray's object store as an Arrow table;
+a ``DataServer`` is the small, picklable handle to it. Whoever holds a handle, the driver or an
+actor on any node, reads its partition straight from the object store, as often as it likes,
+zero-copy, without the driver in between and without per-row Python objects (``to_arrow``).
+``collect_from`` keeps the seed's row-dict path for code written against pyjava.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+import pyarrow as pa
+
+from ..errors import MLSQLError
+
+
+@dataclass(frozen=True)
+class DataServer:
+    """One partition of the input table: an object-store reference and what it holds."""
+
+    ref: Any  # ray.ObjectRef of a pyarrow.Table
+    index: int
+    num_rows: int
+
+    def read(self) -> pa.Table:
+        import ray
+
+        return ray.get(self.ref)
+
+
+@dataclass
+class CellContext:
+    """The ``context`` global of a cell: its settings, its input and where its result goes.
+
+    Picklable, so a cell can run as a Ray task (``runIn=executor``); the driver-side hooks
+    (``make_servers``, ``ensure_ray``) are dropped when it travels.
+    """
+
+    conf: dict[str, str]
+    input_name: str | None = None
+    servers: list[DataServer] | None = None
+    result: pa.Table | None = None
+    make_servers: Callable[[], list[DataServer]] | None = field(default=None, repr=False)
+    ensure_ray: Callable[[str | None], None] | None = field(default=None, repr=False)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["make_servers"] = state["ensure_ray"] = None
+        return state
+
+    def data_servers(self) -> list[DataServer]:
+        if self.servers is None:
+            if self.input_name is None:
+                raise MLSQLError("this cell has no input table: add --%input=TABLE to give it one")
+            self.servers = self.make_servers()
+        return self.servers
+
+
+def to_table(items) -> pa.Table:
+    """Rows (dicts), a pandas DataFrame or Arrow data as one Arrow table."""
+    if isinstance(items, pa.Table):
+        return items
+    if isinstance(items, pa.RecordBatch):
+        return pa.Table.from_batches([items])
+    if type(items).__module__.startswith("pandas") and hasattr(items, "columns"):
+        return pa.Table.from_pandas(items, preserve_index=False)
+    if isinstance(items, dict):
+        raise MLSQLError("build_result takes rows (a list of dicts), a pandas DataFrame or an Arrow table, not one dict")
+    rows = list(items)
+    if rows and not all(isinstance(r, dict) for r in rows):
+        raise MLSQLError(f"build_result rows must be dicts, got {type(next(r for r in rows if not isinstance(r, dict))).__name__}")
+    return pa.Table.from_pylist(rows)
+
+
+class RayContext:
+    """pyjava's RayContext: ``ray_context = RayContext.connect(globals(), address)``."""
+
+    def __init__(self, context: CellContext):
+        self.context = context
+
+    @classmethod
+    def connect(cls, cell_globals: dict, address: str | None = None, **_ignored) -> "RayContext":
+        """Bind to the cell's context and make sure Ray is reachable (None: the session's Ray;
+        "auto", "host:port" or "ray://host:port": that cluster)."""
+        context = cell_globals.get("context")
+        if not isinstance(context, CellContext):
+            raise MLSQLError("RayContext.connect(globals(), ...) only works inside a --%python cell")
+        if context.ensure_ray is not None:
+            context.ensure_ray(address)
+        return cls(context)
+
+    # -- reading the input -------------------------------------------------------------------
+
+    @property
+    def conf(self) -> dict[str, str]:
+        return self.context.conf
+
+    def data_servers(self) -> list[DataServer]:
+        """One handle per partition of ``--%input``."""
+        return self.context.data_servers()
+
+    @staticmethod
+    def to_arrow(servers: Iterable[DataServer]) -> pa.Table:
+        """The servers' partitions as one Arrow table, read from the object store."""
+        tables = [s.read() for s in servers]
+        if not tables:
+            raise MLSQLError("to_arrow needs at least one data server")
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+    @staticmethod
+    def collect_from(servers: Iterable[DataServer]) -> Iterator[dict]:
+        """Rows as dicts, partition by partition (pyjava's path; ``to_arrow`` is much faster)."""
+        for server in servers:
+            yield from server.read().to_pylist()
+
+    def to_pandas(self):
+        return self.to_arrow(self.data_servers()).to_pandas()
+
+    def collect(self) -> list[dict]:
+        return list(self.collect_from(self.data_servers()))
+
+    # -- producing the result ----------------------------------------------------------------
+
+    def build_result(self, items) -> None:
+        """Rows (dicts), a pandas DataFrame or an Arrow table become the cell's output table."""
+        self.context.result = to_table(items)
+
+    def build_result_from_dir(self, path: str) -> None:
+        """A file or directory becomes ``schema=file`` rows (see ``streaming_tar``)."""
+        from ..storage import streaming_tar
+        from .schema import FILE_SCHEMA
+
+        self.context.result = pa.Table.from_pylist(list(streaming_tar.build_rows_from_file(path)), schema=FILE_SCHEMA)
+
+    # -- dataMode=data: functions run next to each partition ---------------------------------
+
+    def foreach(self, fn_row: Callable[[dict], dict | None]) -> None:
+        """Apply ``fn_row`` to every input row in Ray tasks, one per partition; the rows it
+        returns (None drops a row) become the output table."""
+        self._map_partitions(fn_row, per_row=True)
+
+    def map_iter(self, fn_rows: Callable[[Iterator[dict]], Iterable[dict]]) -> None:
+        """Apply ``fn_rows`` to each partition's row iterator in a Ray task; its rows become the output."""
+        self._map_partitions(fn_rows, per_row=False)
+
+    def _map_partitions(self, fn, per_row: bool) -> None:
+        import ray
+
+        task = ray.remote(_map_partition)
+        tables = ray.get([task.remote(server, fn, per_row) for server in self.data_servers()])
+        tables = [t for t in tables if t.num_columns]
+        self.context.result = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
+
+
+def _map_partition(server: DataServer, fn, per_row: bool) -> pa.Table:
+    rows = server.read().to_pylist()
+    if per_row:
+        out = [r for r in (fn(row) for row in rows) if r is not None]
+    else:
+        out = list(fn(iter(rows)))
+    return pa.Table.from_pylist(out)

@@ -1,0 +1,220 @@
+"""Running a ``--%python`` cell: settings merged, input partitioned into Ray, code executed in
+the session's process (``runIn=driver``) or as a Ray task (``runIn=executor``), result checked
+against ``--%schema`` and registered as ``--%output``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.util
+import linecache
+import sys
+import traceback
+import types
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..errors import MLSQLError
+from ..lang import ast
+from .context import CellContext, DataServer, RayContext
+from .schema import conform, parse_schema
+
+KNOWN_SETTINGS = {
+    "input": "table whose partitions become data servers",
+    "output": "name the result is registered under",
+    "cache": "materialise the result (results are always materialised)",
+    "schema": "result schema: file | st(field(a,long),...) | DDL | JSON",
+    "dataMode": "model | data",
+    "runIn": "driver | executor",
+    "num_partitions": "number of data servers (default: the cluster's CPUs, at most one per row)",
+    "pythonExec": "accepted for Byzer compatibility; cells use the session's Python",
+}
+
+
+# -- `from pyjava.api.mlsql import RayContext` inside cells ------------------------------------
+
+def _alias_modules() -> dict[str, types.ModuleType]:
+    from ..storage import streaming_tar
+    from . import context
+
+    def package(name: str, **attrs) -> types.ModuleType:
+        module = types.ModuleType(name, f"mlsql-ray's stand-in for {name} inside --%python cells")
+        module.__path__ = []  # a package, so its submodules import
+        module.__dict__.update(attrs)
+        return module
+
+    mlsql = types.ModuleType("pyjava.api.mlsql")
+    mlsql.RayContext = context.RayContext
+    mlsql.DataServer = context.DataServer
+    api = package("pyjava.api", mlsql=mlsql)
+    storage = package("pyjava.storage", streaming_tar=streaming_tar)
+    root = package("pyjava", api=api, storage=storage)
+    return {"pyjava": root, "pyjava.api": api, "pyjava.api.mlsql": mlsql,
+            "pyjava.storage": storage, "pyjava.storage.streaming_tar": streaming_tar}
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, modules: dict[str, types.ModuleType]):
+        self.modules = modules
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.modules:
+            return importlib.util.spec_from_loader(fullname, self, is_package=hasattr(self.modules[fullname], "__path__"))
+        return None
+
+    def create_module(self, spec):
+        return self.modules[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+@contextlib.contextmanager
+def pyjava_alias() -> Iterator[None]:
+    """Make ``pyjava`` mean mlsql-ray for the duration of a cell, then put back whatever was
+    there (an installed pyjava included)."""
+    modules = _alias_modules()
+    saved = {name: sys.modules.pop(name) for name in list(sys.modules) if name == "pyjava" or name.startswith("pyjava.")}
+    finder = _AliasFinder(modules)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n == "pyjava" or n.startswith("pyjava.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+# -- executing code with the cell's line numbers ----------------------------------------------
+
+def cell_filename(cell: ast.PythonCell) -> str:
+    return f"<mlsql cell at line {cell.line}>"
+
+
+def _compile(cell: ast.PythonCell):
+    """Compile so that line numbers are the cell's own (its first line is ``cell.line``)."""
+    source = "\n" * (cell.line - 1) + cell.code
+    filename = cell_filename(cell)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    try:
+        return compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise MLSQLError(f"Python syntax error in the cell: {exc.msg}\n  {(exc.text or '').rstrip()}",
+                         exc.lineno or cell.line, exc.offset or 1) from exc
+
+
+def _cell_traceback(exc: BaseException, filename: str) -> tuple[str, int | None]:
+    """The traceback reduced to the cell's own frames (and what they called last), and the
+    cell line where it went wrong."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [i for i, f in enumerate(frames) if f.filename == filename]
+    line = frames[ours[-1]].lineno if ours else None
+    shown = frames[ours[0]:] if ours else frames[-1:]
+    lines = ["Traceback (most recent call last):"]
+    for frame in shown:
+        where = "cell" if frame.filename == filename else frame.filename
+        lines.append(f'  {where}, line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    lines.extend(traceback.format_exception_only(type(exc), exc)[-1:])
+    return "\n".join(l.rstrip("\n") for l in lines), line
+
+
+def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
+    """Run the cell's code with ``context`` as a global; returns the context with its result.
+
+    Runs in the session's process or inside a Ray task (then the context comes back pickled).
+    """
+    code = _compile(cell)
+    namespace = {"__name__": "__mlsql_cell__", "__builtins__": __builtins__, "context": context,
+                 "RayContext": RayContext}
+    with pyjava_alias():
+        try:
+            exec(code, namespace)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - every failure of user code becomes one MLSQLError
+            if isinstance(exc, SystemExit) and not exc.code:
+                return context
+            text, line = _cell_traceback(exc, cell_filename(cell))
+            raise MLSQLError(f"the Python cell failed:\n{text}", line or cell.line, 1) from None
+    return context
+
+
+def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
+    import ray
+
+    task = ray.remote(num_cpus=1)(execute_code)
+    try:
+        return ray.get(task.remote(cell, context))
+    except ray.exceptions.RayTaskError as exc:
+        cause = exc.cause
+        if isinstance(cause, MLSQLError):
+            raise MLSQLError(cause.message, cause.line, cause.column) from None
+        raise MLSQLError(f"the Python cell failed on Ray: {cause!r}", cell.line, 1) from None
+
+
+# -- the session side ----------------------------------------------------------------------
+
+def merged_settings(session, cell: ast.PythonCell) -> tuple[dict[str, str], list[str]]:
+    """``!python conf`` settings overridden by the cell's annotations, and warnings for unknown keys."""
+    conf = {**session.python_conf, **cell.annotations}
+    unknown = [k for k in conf if k not in KNOWN_SETTINGS]
+    notes = [f"unknown Python cell setting {k!r} (known: {', '.join(KNOWN_SETTINGS)})" for k in unknown]
+    for key, allowed in (("runIn", ("driver", "executor")), ("dataMode", ("model", "data"))):
+        if key in conf and conf[key] not in allowed:
+            raise MLSQLError(f"{key} must be {' or '.join(allowed)}, not {conf[key]!r}")
+    return conf, notes
+
+
+def partition(session, name: str, num_partitions: int | None) -> list[DataServer]:
+    """Split the table into at most ``num_partitions`` slices and put each into Ray."""
+    import ray
+
+    table = session.catalog.arrow(name)
+    count = num_partitions or session.ray_link.cpus()
+    count = max(1, min(count, table.num_rows))
+    bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
+    servers = []
+    for index in range(count):
+        piece = table.slice(bounds[index], bounds[index + 1] - bounds[index]).combine_chunks()
+        servers.append(DataServer(ray.put(piece), index, piece.num_rows))
+    return servers
+
+
+def run_cell(session, cell: ast.PythonCell):
+    """Run one Python cell for ``session``; returns (result table or None, output name, warnings)."""
+    conf, notes = merged_settings(session, cell)
+    input_name = conf.get("input") or None
+    if input_name is not None and input_name not in session.catalog:
+        raise MLSQLError(f"--%input={input_name}: no table of that name (defined: {', '.join(sorted(session.catalog.names())) or 'none yet'})")
+    num_partitions = conf.get("num_partitions")
+    if num_partitions is not None and (not num_partitions.isdigit() or int(num_partitions) < 1):
+        raise MLSQLError(f"num_partitions must be a positive whole number, not {num_partitions!r}")
+    schema = parse_schema(conf["schema"]) if conf.get("schema") else None
+
+    def make_servers() -> list[DataServer]:
+        session.ray_link.ensure()
+        return partition(session, input_name, int(num_partitions) if num_partitions else None)
+
+    context = CellContext(conf=conf, input_name=input_name, make_servers=make_servers,
+                          ensure_ray=session.ray_link.ensure)
+    if conf.get("runIn", "driver") == "executor":
+        session.ray_link.ensure()
+        if input_name is not None:
+            context.data_servers()
+        context = _execute_remotely(cell, context)
+    else:
+        execute_code(cell, context)
+    result = context.result
+    output = conf.get("output") or None
+    if result is None:
+        if output is not None:
+            raise MLSQLError(f"the cell set --%output={output} but never called ray_context.build_result(...)")
+        return None, None, notes
+    if schema is not None:
+        result = conform(result, schema)
+    return result, output, notes

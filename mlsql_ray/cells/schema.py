@@ -1,0 +1,192 @@
+"""``--%schema`` for a cell's result: ``file``, Byzer's ``st(field(a,long),...)``, a Spark DDL
+string (``a BIGINT, b ARRAY<STRING>``) or Spark's StructType JSON; and checking a result against it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+
+from ..errors import MLSQLError
+
+FILE_SCHEMA = pa.schema([("start", pa.int64()), ("offset", pa.int64()), ("value", pa.binary())])
+
+_SIMPLE = {
+    "string": pa.string(), "str": pa.string(), "varchar": pa.string(), "char": pa.string(),
+    "long": pa.int64(), "bigint": pa.int64(), "int": pa.int32(), "integer": pa.int32(),
+    "short": pa.int16(), "smallint": pa.int16(), "byte": pa.int8(), "tinyint": pa.int8(),
+    "float": pa.float32(), "real": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(),
+    "bool": pa.bool_(), "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us"),
+}
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][\w]*)|(`[^`]*`)|(\d+)|([(),<>:]))")
+
+
+class _TypeParser:
+    """One small recursive-descent parser for both Byzer's st()/field() and Spark DDL types."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = []
+        pos = 0
+        while pos < len(text):
+            match = _TOKEN.match(text, pos)
+            if not match or match.end() == pos:
+                if text[pos:].strip() == "":
+                    break
+                raise self.error(f"unexpected {text[pos:pos + 10]!r}", pos)
+            self.tokens.append((match.group(match.lastindex), match.start(match.lastindex)))
+            pos = match.end()
+        self.i = 0
+
+    def error(self, message: str, pos: int | None = None) -> MLSQLError:
+        where = f" at character {pos + 1}" if pos is not None else ""
+        return MLSQLError(f"bad --%schema {self.text!r}: {message}{where}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.i][0] if self.i < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        if self.i >= len(self.tokens):
+            raise self.error(f"expected {expected or 'more'} at the end")
+        value, pos = self.tokens[self.i]
+        if expected is not None and value.lower() != expected:
+            raise self.error(f"expected {expected!r}, found {value!r}", pos)
+        self.i += 1
+        return value
+
+    def done(self) -> None:
+        if self.i < len(self.tokens):
+            value, pos = self.tokens[self.i]
+            raise self.error(f"unexpected {value!r}", pos)
+
+    def name(self) -> str:
+        value = self.take()
+        return value[1:-1] if value.startswith("`") else value
+
+    def type(self) -> pa.DataType:
+        word = self.take().lower()
+        if word == "st" or word == "struct":
+            return pa.struct(self.struct_fields(word))
+        if word == "array":
+            open_ = self.take()
+            inner = self.type()
+            self.take(")" if open_ == "(" else ">")
+            return pa.list_(inner)
+        if word == "map":
+            open_ = self.take()
+            key = self.type()
+            self.take(",")
+            value = self.type()
+            self.take(")" if open_ == "(" else ">")
+            return pa.map_(key, value)
+        if word == "decimal":
+            precision, scale = 10, 0
+            if self.peek() == "(":
+                self.take("(")
+                precision = int(self.take())
+                if self.peek() == ",":
+                    self.take(",")
+                    scale = int(self.take())
+                self.take(")")
+            return pa.decimal128(precision, scale)
+        if word in _SIMPLE:
+            return _SIMPLE[word]
+        raise self.error(f"unknown type {word!r}")
+
+    def struct_fields(self, style: str) -> list[pa.Field]:
+        """st(field(a,long),...) or struct<a:long,...>."""
+        fields = []
+        if style == "st":
+            self.take("(")
+            while True:
+                self.take("field")
+                self.take("(")
+                name = self.name()
+                self.take(",")
+                fields.append(pa.field(name, self.type()))
+                self.take(")")
+                if self.peek() != ",":
+                    break
+                self.take(",")
+            self.take(")")
+        else:
+            self.take("<")
+            while True:
+                name = self.name()
+                self.take(":")
+                fields.append(pa.field(name, self.type()))
+                if self.peek() != ",":
+                    break
+                self.take(",")
+            self.take(">")
+        return fields
+
+    def ddl(self) -> list[pa.Field]:
+        fields = []
+        while True:
+            name = self.name()
+            if self.peek() == ":":
+                self.take(":")
+            fields.append(pa.field(name, self.type()))
+            if self.peek() is None:
+                return fields
+            self.take(",")
+
+
+def _from_spark_json(spec) -> pa.DataType:
+    if isinstance(spec, str):
+        return _TypeParser(spec).type()
+    kind = spec.get("type")
+    if kind == "struct":
+        return pa.struct([pa.field(f["name"], _from_spark_json(f["type"]), f.get("nullable", True)) for f in spec["fields"]])
+    if kind == "array":
+        return pa.list_(_from_spark_json(spec["elementType"]))
+    if kind == "map":
+        return pa.map_(_from_spark_json(spec["keyType"]), _from_spark_json(spec["valueType"]))
+    raise MLSQLError(f"bad --%schema JSON: unknown type {kind!r}")
+
+
+def parse_schema(text: str) -> pa.Schema:
+    """The Arrow schema a ``--%schema`` value describes."""
+    text = text.strip()
+    if text.lower() == "file":
+        return FILE_SCHEMA
+    if text.startswith("{"):
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MLSQLError(f"bad --%schema JSON: {exc}") from exc
+        struct = _from_spark_json(spec)
+        return pa.schema(list(struct))
+    parser = _TypeParser(text)
+    if text.lower().startswith("st("):
+        fields = parser.struct_fields(parser.take().lower())
+    else:
+        fields = parser.ddl()
+    parser.done()
+    return pa.schema(fields)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The result with exactly the schema's columns, in its order and types; a clear error
+    naming the column when one is missing, extra or cannot be converted."""
+    names = set(table.column_names)
+    wanted = set(schema.names)
+    missing = [n for n in schema.names if n not in names]
+    if missing:
+        raise MLSQLError(f"the cell's result has no column {missing[0]!r} required by --%schema "
+                         f"(result columns: {', '.join(table.column_names) or 'none'})")
+    extra = [n for n in table.column_names if n not in wanted]
+    if extra:
+        raise MLSQLError(f"the cell's result has a column {extra[0]!r} that --%schema does not declare")
+    columns = []
+    for field in schema:
+        column = table.column(field.name)
+        try:
+            columns.append(column.cast(field.type) if column.type != field.type else column)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise MLSQLError(f"column {field.name!r} of the cell's result is {column.type}, which cannot become "
+                             f"{field.type} as --%schema says: {str(exc).splitlines()[0]}") from exc
+    return pa.Table.from_arrays(columns, schema=schema)

@@ -1,0 +1,102 @@
+"""The session's link to Ray: an embedded local instance started on first need, or an existing
+cluster given by address. Ray is imported here only when a Python cell needs it.
+
+Ray is one per process, so the link is too: a session that started Ray shuts it down when it
+closes; a session that found Ray already running (a test fixture, another session, a notebook
+user's own ``ray.init``) leaves it alone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from .errors import MLSQLError
+
+CONNECT_TIMEOUT_S = 10
+
+
+def local_cpus() -> int:
+    """CPUs this process may use (cgroup/affinity aware), never more than exist."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def check_reachable(address: str) -> None:
+    """Fail fast, naming the address, when nothing listens there (instead of Ray's long retry loop)."""
+    target = _host_port(address)
+    if target is None:
+        raise MLSQLError(f"bad Ray address {address!r}: use auto, host:port or ray://host:port")
+    try:
+        with socket.create_connection(target, timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise MLSQLError(f"cannot reach Ray at {address}: {exc.strerror or exc}; is a Ray head running there "
+                         f"(ray start --head --port={target[1]})?") from exc
+
+
+class RayLink:
+    """Connects on demand and remembers whether it owns the Ray it connected to."""
+
+    def __init__(self, address: str | None = None):
+        self.default_address = address
+        self.address: str | None = None  # what we are connected to; None for an embedded Ray
+        self.owned = False
+
+    def ensure(self, address: str | None = None):
+        """Be connected to ``address`` (None: the session's default, else an embedded Ray)."""
+        import ray
+
+        wanted = address if address is not None else self.default_address
+        if ray.is_initialized():
+            if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
+                return ray
+            self.shutdown(force=True)  # switching clusters: the old link must go first
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by workers we start
+        if wanted is None:
+            started = time.monotonic()
+            ray.init(num_cpus=local_cpus(), include_dashboard=False, log_to_driver=True,
+                     configure_logging=True, logging_level="WARNING")
+            self.owned = True
+            self.started_in = time.monotonic() - started
+        else:
+            if wanted != "auto":
+                check_reachable(wanted)
+            try:
+                ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
+            except Exception as exc:
+                hint = ""
+                if wanted.startswith("ray://"):
+                    hint = (" (Ray Client with token authentication did not connect in our tests with Ray 2.60; "
+                            "connect to the head's GCS address host:port instead, see README)")
+                raise MLSQLError(f"cannot connect to Ray at {wanted}: {exc}{hint}") from exc
+            self.owned = False
+        self.address = wanted
+        return ray
+
+    def cpus(self) -> int:
+        import ray
+
+        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def shutdown(self, force: bool = False) -> None:
+        """Stop Ray if we started it (or, with ``force``, disconnect from any cluster)."""
+        try:
+            import ray
+        except ImportError:
+            return
+        if ray.is_initialized() and (self.owned or force):
+            ray.shutdown()
+        self.owned = False
+        self.address = None

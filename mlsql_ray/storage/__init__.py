@@ -1,0 +1,1 @@
+"""Files as table rows (pyjava's storage helpers)."""

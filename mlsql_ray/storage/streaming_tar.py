@@ -1,0 +1,149 @@
+"""A file or a directory as table rows, and back (pyjava's ``streaming_tar``).
+
+The path is packed into an uncompressed tar stream cut into 64 KiB chunks; each chunk is a row
+``{start: int64, offset: int64, value: binary}`` where ``start`` is its byte position in the
+stream and ``offset`` its length. Any table reader can rebuild the archive by sorting on
+``start``. Extraction refuses members that would land outside the target directory.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+CHUNK_SIZE = 64 * 1024
+
+
+class _ChunkWriter(io.RawIOBase):
+    """A write-only stream that hands out fixed-size chunks as tarfile writes into it."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+        self.position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.buffer.extend(data)
+        return len(data)
+
+    def take_full_chunks(self, final: bool = False) -> Iterator[dict]:
+        while len(self.buffer) >= CHUNK_SIZE or (final and self.buffer):
+            chunk = bytes(self.buffer[:CHUNK_SIZE])
+            del self.buffer[:CHUNK_SIZE]
+            yield {"start": self.position, "offset": len(chunk), "value": chunk}
+            self.position += len(chunk)
+
+
+def build_rows_from_file(path: str | os.PathLike) -> Iterator[dict]:
+    """Rows holding ``path`` (a file, or a directory with everything below it) as a tar stream.
+
+    Entries are named relative to ``path``'s parent, so a directory ``/tmp/model`` comes back
+    as ``model/...`` under the extraction target, and a file as just its name.
+    """
+    source = Path(path)
+    if not source.exists():
+        raise FileNotFoundError(f"no such file or directory: {source}")
+    sink = _ChunkWriter()
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as archive:
+        for file_path, arcname in _members(source):
+            archive.add(file_path, arcname=arcname, recursive=False)
+            yield from sink.take_full_chunks()
+    yield from sink.take_full_chunks(final=True)
+
+
+def _members(source: Path) -> Iterator[tuple[Path, str]]:
+    yield source, source.name
+    if source.is_dir() and not source.is_symlink():
+        for root, dirs, files in os.walk(source):
+            dirs.sort()
+            for name in dirs + sorted(files):
+                full = Path(root) / name
+                yield full, str(full.relative_to(source.parent))
+
+
+class _RowReader(io.RawIOBase):
+    """A read stream over row chunks, checked to be contiguous (sorted on ``start``)."""
+
+    def __init__(self, rows: Iterable[Mapping]):
+        self.chunks = iter(sorted(rows, key=lambda r: r["start"]))
+        self.current = b""
+        self.expected_start = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target) -> int:
+        while not self.current:
+            row = next(self.chunks, None)
+            if row is None:
+                return 0
+            if row["start"] != self.expected_start:
+                raise ValueError(f"model rows are not contiguous: expected a chunk at byte {self.expected_start}, got {row['start']}")
+            self.current = bytes(row["value"])
+            self.expected_start += len(self.current)
+        n = min(len(target), len(self.current))
+        target[:n] = self.current[:n]
+        self.current = self.current[n:]
+        return n
+
+
+def save_rows_as_file(rows: Iterable[Mapping], target_dir: str | os.PathLike) -> Path:
+    """Extract rows made by ``build_rows_from_file`` into ``target_dir``; returns the path of the
+    top entry (the original file or directory's name under ``target_dir``).
+
+    Members with absolute paths, ``..``, or links or devices that could point outside the
+    target are refused before anything of them is written.
+    """
+    target = Path(target_dir).resolve()
+    target.mkdir(parents=True, exist_ok=True)
+    top: Path | None = None
+    with tarfile.open(fileobj=io.BufferedReader(_RowReader(rows)), mode="r|") as archive:
+        for member in archive:
+            destination = _checked_destination(target, member)
+            top = top or target / Path(member.name).parts[0]
+            if member.isdir():
+                destination.mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                source = archive.extractfile(member)
+                with open(destination, "wb") as out:
+                    while block := source.read(1 << 20):
+                        out.write(block)
+                os.chmod(destination, member.mode & 0o755 | 0o600)
+            elif member.issym() or member.islnk():
+                _link(target, member, destination)
+            else:
+                raise ValueError(f"refusing archive member {member.name!r}: devices and pipes are not extracted")
+    if top is None:
+        raise ValueError("the rows hold an empty archive")
+    return top
+
+
+def _link(target: Path, member: tarfile.TarInfo, destination: Path) -> None:
+    """Recreate a link only if what it points at is inside the target too."""
+    if member.issym():
+        pointee = (destination.parent / member.linkname).resolve()
+    else:  # a hard link names another member of the archive
+        pointee = _checked_destination(target, tarfile.TarInfo(member.linkname))
+    if Path(member.linkname).is_absolute() or (pointee != target and target not in pointee.parents):
+        raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} leaves {target}")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if member.issym():
+        os.symlink(member.linkname, destination)
+    else:
+        os.link(pointee, destination)
+
+
+def _checked_destination(target: Path, member: tarfile.TarInfo) -> Path:
+    name = member.name
+    if name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in Path(name).parts:
+        raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
+    destination = (target / name).resolve()
+    if destination != target and target not in destination.parents:
+        raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
+    return destination
