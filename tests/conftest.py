@@ -39,3 +39,24 @@ def run_cli(tmp_path: Path):
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ray_runtime():
+    """One local Ray for the whole test run, never asking for more CPUs than exist. Sessions
+    find it running and reuse it without owning it (they do not shut it down)."""
+    import ray
+
+    from mlsql_ray.raycluster import local_cpus
+
+    ray.init(num_cpus=min(2, local_cpus()), include_dashboard=False, log_to_driver=True)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def ray_session(ray_runtime, warehouse: Path):
+    from mlsql_ray import Session
+
+    with Session(warehouse=warehouse) as s:
+        yield s
