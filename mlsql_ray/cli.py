@@ -12,6 +12,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from . import progress
 from .errors import MLSQLError, MLSQLSyntaxError
 
 
@@ -64,7 +65,8 @@ def run_file(args: argparse.Namespace) -> int:
         units = []
         for cell, source in enumerate(cells, start=1):
             units.append(lang.parse(source))
-        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables)) as session:
+        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables)) as session, \
+                progress.reporting_to(_print_progress):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):
                     for warning in result.warnings:
@@ -82,6 +84,18 @@ def run_file(args: argparse.Namespace) -> int:
         print(f"{path}: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _print_progress(kind: str, event: dict) -> None:
+    """Training progress as one line per round on stderr."""
+    if kind == "train_start":
+        print(f"training: {event['total_rounds']} rounds on {event['workers']} workers", file=sys.stderr, flush=True)
+    elif kind == "train_round":
+        extra = "".join(f"  {k} {event[k]:.4f}" for k in ("val_loss", "val_accuracy") if k in event)
+        retried = f"  (retried {event['retries']}x)" if event.get("retries") else ""
+        print(f"  round {event['round']}/{event['total_rounds']}: loss {event['loss']:.4f}  "
+              f"accuracy {event.get('accuracy', float('nan')):.4f}{extra}  {event['elapsed']:.1f}s{retried}",
+              file=sys.stderr, flush=True)
 
 
 def _format_error(where: str, exc: MLSQLError, suffix: str = "") -> str:

@@ -41,6 +41,7 @@ class CellContext:
 
     conf: dict[str, str]
     input_name: str | None = None
+    warehouse: str | None = None
     servers: list[DataServer] | None = None
     result: pa.Table | None = None
     make_servers: Callable[[], list[DataServer]] | None = field(default=None, repr=False)
@@ -97,6 +98,11 @@ class RayContext:
     @property
     def conf(self) -> dict[str, str]:
         return self.context.conf
+
+    @property
+    def warehouse(self) -> str | None:
+        """The session's warehouse folder (for ``mlsql_ray.models.load_model``)."""
+        return self.context.warehouse
 
     def data_servers(self) -> list[DataServer]:
         """One handle per partition of ``--%input``."""

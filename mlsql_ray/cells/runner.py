@@ -200,7 +200,7 @@ def run_cell(session, cell: ast.PythonCell):
         session.ray_link.ensure()
         return partition(session, input_name, int(num_partitions) if num_partitions else None)
 
-    context = CellContext(conf=conf, input_name=input_name, make_servers=make_servers,
+    context = CellContext(conf=conf, input_name=input_name, warehouse=str(session.warehouse), make_servers=make_servers,
                           ensure_ray=session.ray_link.ensure)
     if conf.get("runIn", "driver") == "executor":
         session.ray_link.ensure()

@@ -1,0 +1,13 @@
+"""Distributed Keras training on Ray actors by synchronous weight averaging.
+
+    from mlsql_ray import train
+    result = train.fit(create_model, ray_context.data_servers(), rounds=7, batch_size=128,
+                       scale=1 / 255, one_hot=10)
+    ray_context.build_result(result.model_rows())
+"""
+
+from .averaging import average
+from .data import Columns, matrix
+from .trainer import TrainingError, TrainResult, fit
+
+__all__ = ["Columns", "TrainResult", "TrainingError", "average", "fit", "matrix"]

@@ -1,0 +1,68 @@
+"""Training data: what a worker's partition can be, and Arrow columns → numpy without per-row work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells.context import DataServer
+
+# A partition: a data server handle, an Arrow table, or (x, y) arrays.
+Source = Union[DataServer, pa.Table, tuple]
+
+
+def matrix(column: pa.ChunkedArray | pa.Array, dtype=np.float32) -> np.ndarray:
+    """A list (or fixed-size list) column of equal-length rows as a 2-D array, vectorised:
+    the flat values buffer reshaped, no Python object per row."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type)):
+        return column.to_numpy(zero_copy_only=False).astype(dtype).reshape(len(column), 1)
+    if column.null_count:
+        raise ValueError("a feature column has null rows; filter them out first")
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if len(lengths) and (lengths != lengths[0]).any():
+        raise ValueError(f"feature rows have different lengths ({lengths.min()}..{lengths.max()}); they must all be equal")
+    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    width = int(lengths[0]) if len(lengths) else 0
+    return flat.astype(dtype, copy=False).reshape(len(column), width)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The default way to turn a partition into (x, y): feature column(s) → float32 matrix
+    (times ``scale``), label column → ints, or one-hot rows when ``one_hot`` classes are given."""
+
+    features: str | Sequence[str] = "image"
+    label: str = "label"
+    scale: float | None = None
+    one_hot: int | None = None
+
+    def __call__(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        names = [self.features] if isinstance(self.features, str) else list(self.features)
+        for name in names + [self.label]:
+            if name not in table.column_names:
+                raise ValueError(f"training data has no column {name!r} (columns: {', '.join(table.column_names)})")
+        parts = [matrix(table.column(n)) for n in names]
+        x = parts[0] if len(parts) == 1 else np.hstack(parts)
+        if self.scale is not None:
+            x *= np.float32(self.scale)
+        y = table.column(self.label).to_numpy(zero_copy_only=False)
+        if self.one_hot is not None:
+            y = np.eye(self.one_hot, dtype=np.float32)[y.astype(np.int64)]
+        return x, y
+
+
+def load_xy(source: Source, prepare: Callable[[pa.Table], tuple] | None) -> tuple[np.ndarray, np.ndarray]:
+    """A worker's (x, y) from whatever its partition is."""
+    if isinstance(source, tuple):
+        x, y = source
+        return np.asarray(x), np.asarray(y)
+    table = source.read() if isinstance(source, DataServer) else source
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"a training partition must be a data server, an Arrow table or (x, y), not {type(source).__name__}")
+    return (prepare or Columns())(table)

@@ -1,0 +1,235 @@
+"""Synchronous weight averaging on Ray actors: the seed's parameter-server loop, made correct.
+
+    workers start from worker 0's weights
+    repeat for each round:
+        every worker trains on its own partition (an epoch, or N batches)
+        the driver averages their weights (by sample count) and sends the average back
+
+With k workers the learning rate is multiplied by k (``scale_learning_rate``): each worker sees
+1/k of the data per round, and averaging k updates of size 1/k would otherwise make each round
+worth 1/k of an epoch. A worker that dies is replaced, reloads its partition from its data
+server, and the round is retried from the last average; no actor outlives ``fit``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import progress
+from ..errors import MLSQLError
+from .averaging import average
+from .data import Columns, Source
+from .worker import Worker
+
+
+class TrainingError(MLSQLError):
+    """Training could not finish; the message names the worker and the cause."""
+
+
+@dataclass
+class TrainResult:
+    """What ``fit`` returns: the per-round history, the final weights and the model file."""
+
+    history: list[dict]
+    weights: list[np.ndarray]
+    model_file: bytes  # a Keras 3 .keras file with the averaged weights
+    workers: int
+    elapsed: float
+    _model: object = field(default=None, repr=False)
+
+    @property
+    def model(self):
+        """The trained Keras model, loaded in this process on first use."""
+        if self._model is None:
+            from ..models import model_from_bytes
+
+            self._model = model_from_bytes(self.model_file)
+        return self._model
+
+    def model_rows(self) -> list[dict]:
+        """The model as ``schema=file`` rows, ready for ``ray_context.build_result``."""
+        from ..models import rows_from_model_file
+
+        return rows_from_model_file(self.model_file)
+
+    def summary(self) -> dict[str, str]:
+        """Final metrics as strings, e.g. for Delta commit metadata."""
+        last = self.history[-1] if self.history else {}
+        facts = {"rounds": len(self.history), "workers": self.workers, "elapsed_s": round(self.elapsed, 1)}
+        facts.update({k: round(v, 4) for k, v in last.items() if isinstance(v, float) and k != "elapsed"})
+        return {k: str(v) for k, v in facts.items()}
+
+
+def fit(
+    model_fn: Callable,
+    data: Sequence[Source],
+    *,
+    rounds: int = 1,
+    steps_per_round: int | None = None,
+    batch_size: int = 32,
+    prepare: Callable | None = None,
+    features: str | Sequence[str] = "image",
+    label: str = "label",
+    scale: float | None = None,
+    one_hot: int | None = None,
+    validation: Source | None = None,
+    scale_learning_rate: bool = True,
+    average_optimizer: bool = False,
+    cpus_per_worker: float = 1,
+    gpus_per_worker: float = 0,
+    max_failures: int = 3,
+    on_round: Callable[[dict], None] | None = None,
+) -> TrainResult:
+    """Train ``model_fn()`` (a compiled Keras model) with one Ray actor per partition of ``data``.
+
+    ``data``: data servers (``ray_context.data_servers()``), Arrow tables or (x, y) pairs.
+    Arrow partitions become (x, y) by ``prepare(table)``, by default the ``features`` list
+    column as a float32 matrix times ``scale`` and the ``label`` column (one-hot with
+    ``one_hot`` classes). ``rounds`` rounds of an epoch each, or ``steps_per_round`` batches.
+    ``validation``: evaluated on the averaged model after each round.
+    """
+    import ray
+
+    if not data:
+        raise TrainingError("no training data: pass the data servers of a non-empty table")
+    if rounds < 1:
+        raise TrainingError("rounds must be at least 1")
+    prepare = prepare or Columns(features, label, scale, one_hot)
+    _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
+    actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
+    threads = max(1, int(cpus_per_worker))
+
+    def start(index: int):
+        return actor_class.remote(index, model_fn, data[index], prepare, threads,
+                                  validation if index == 0 else None)
+
+    started = time.monotonic()
+    workers = [start(i) for i in range(len(data))]
+    everyone = list(workers)  # every actor ever started, so that all of them are killed at the end
+    failures = 0
+    try:
+        counts = _gather(ray, [w.ready.remote() for w in workers], "starting")
+        lr_scale = len(workers) if scale_learning_rate else 1
+        _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
+        weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
+        progress.report("train_start", total_rounds=rounds, workers=len(workers))
+        history: list[dict] = []
+        for round_number in range(1, rounds + 1):
+            weights_ref = ray.put(weights)
+            state_ref = ray.put(optimizer_state) if optimizer_state is not None else None
+            retries = 0
+            while True:
+                try:
+                    _gather(ray, [w.set_weights.remote(weights_ref, state_ref) for w in workers], "receiving weights")
+                    metrics = _gather(ray, [w.train_round.remote(batch_size, steps_per_round) for w in workers],
+                                      f"round {round_number}")
+                    states = _gather(ray, [w.get_weights.remote(average_optimizer) for w in workers], "sending weights")
+                    break
+                except _WorkersDied as died:
+                    failures += len(died.indexes)
+                    if failures > max_failures:
+                        index, cause = next(iter(died.indexes.items()))
+                        raise TrainingError(f"training worker {index} died in round {round_number} ({cause}); "
+                                            f"{failures} failures is more than max_failures={max_failures}") from None
+                    for index in died.indexes:
+                        workers[index] = start(index)
+                        everyone.append(workers[index])
+                    _gather(ray, [w.ready.remote() for w in workers], "restarting")
+                    _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
+                    retries += 1
+            counts = [m["samples"] for m in metrics]
+            weights = average([s[0] for s in states], counts)
+            if average_optimizer:
+                optimizer_state = average([s[1] for s in states], counts)
+            entry = _round_entry(round_number, metrics, counts, time.monotonic() - started, retries)
+            if validation is not None:
+                ray.get(workers[0].set_weights.remote(ray.put(weights), None))
+                entry.update(ray.get(workers[0].evaluate.remote()))
+            history.append(entry)
+            progress.report("train_round", total_rounds=rounds, **entry)
+            if on_round is not None:
+                on_round(entry)
+        ray.get(workers[0].set_weights.remote(ray.put(weights), None))
+        model_file = ray.get(workers[0].model_file.remote())
+        elapsed = time.monotonic() - started
+        progress.report("train_end", history=history, elapsed=elapsed)
+        return TrainResult(history, weights, model_file, len(workers), elapsed)
+    finally:
+        _stop(ray, everyone)
+
+
+class _WorkersDied(Exception):
+    def __init__(self, indexes: dict[int, str]):
+        super().__init__(indexes)
+        self.indexes = indexes
+
+
+def _gather(ray, refs: list, what: str) -> list:
+    """Results of one call per worker; dead workers are collected (to be replaced), and a
+    worker whose own code failed stops training with its error."""
+    results, died = [None] * len(refs), {}
+    for index, ref in enumerate(refs):
+        try:
+            results[index] = ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            died[index] = _first_line(exc)
+        except ray.exceptions.RayTaskError as exc:
+            raise TrainingError(f"training worker {index} failed while {what}: {_first_line(exc.cause or exc)}") from None
+    if died:
+        raise _WorkersDied(died)
+    return results
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _round_entry(number: int, metrics: list[dict], counts: list[int], elapsed: float, retries: int) -> dict:
+    total = sum(counts)
+    keys = [k for k in metrics[0] if k != "samples"]
+    entry: dict = {"round": number}
+    for key in keys:
+        entry[key] = float(sum(m[key] * c for m, c in zip(metrics, counts)) / total)
+    entry["elapsed"] = elapsed
+    entry["retries"] = retries
+    entry["workers"] = [{"worker": i, **m} for i, m in enumerate(metrics)]
+    return entry
+
+
+def _check_resources(ray, workers: int, cpus: float, gpus: float) -> None:
+    """Refuse up front what would otherwise wait forever for resources that never come."""
+    total = ray.cluster_resources()
+    free = ray.available_resources()
+    for name, each in (("CPU", cpus), ("GPU", gpus)):
+        if each <= 0:
+            continue
+        needed = workers * each
+        if needed > total.get(name, 0):
+            raise TrainingError(f"{workers} workers x {each} {name} = {needed:g} {name}s, but the Ray cluster has "
+                                f"{total.get(name, 0):g}; use fewer partitions (num_partitions) or fewer {name}s per worker")
+        if needed > free.get(name, 0) + 1e-9:
+            raise TrainingError(f"{workers} workers need {needed:g} {name}s but only {free.get(name, 0):g} are free "
+                                f"(other tasks or actors hold the rest); they would wait forever")
+
+
+def _stop(ray, actors: list) -> None:
+    """Kill every actor and wait until Ray reports them dead, so none outlives the call."""
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    from ray._private import state
+
+    ids = {a._actor_id.hex() for a in actors}
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        alive = [i for i in ids if (state.actors(actor_id=i) or {}).get("State") != "DEAD"]
+        if not alive:
+            return
+        time.sleep(0.1)

@@ -1,0 +1,107 @@
+"""One training worker: a Ray actor holding a Keras model and its partition of the data.
+
+It loads its own partition from its data server (the driver never touches the rows), trains one
+round when told to, and hands its weights over for averaging.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import numpy as np
+
+from .data import Source, load_xy
+
+
+def configure_tensorflow(threads: int) -> None:
+    """Give TensorFlow exactly this worker's CPUs, so workers sharing a machine don't fight
+    over cores. Must run before TensorFlow executes anything in this process."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1 if threads <= 2 else 2)
+    except RuntimeError:
+        pass  # this process already ran TensorFlow ops (a reused worker); keep its pools
+
+
+class Worker:
+    def __init__(self, index: int, model_fn: Callable, source: Source, prepare, threads: int,
+                 validation: Source | None = None):
+        configure_tensorflow(threads)
+        self.index = index
+        self.x, self.y = load_xy(source, prepare)
+        self.validation = load_xy(validation, prepare) if validation is not None else None
+        self.model = model_fn()
+        if getattr(self.model, "optimizer", None) is None:
+            raise ValueError("the model factory must return a compiled model (call model.compile(...))")
+        self.base_lr = float(self.model.optimizer.learning_rate)
+        self.rng = np.random.default_rng(index)
+        self.cursor = 0
+        self.order = self.rng.permutation(len(self.x))
+
+    def ready(self) -> int:
+        """Rows this worker trains on (also tells the driver the actor is up)."""
+        return len(self.x)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def get_weights(self, with_optimizer: bool = False):
+        weights = self.model.get_weights()
+        if with_optimizer:
+            return weights, [np.asarray(v) for v in self.model.optimizer.variables]
+        return weights, None
+
+    def set_weights(self, weights, optimizer_state=None) -> None:
+        self.model.set_weights(weights)
+        if optimizer_state is not None:
+            for var, value in zip(self.model.optimizer.variables, optimizer_state):
+                if "learning_rate" not in var.path:
+                    var.assign(value)
+
+    def set_learning_rate_scale(self, scale: float) -> float:
+        self.model.optimizer.learning_rate.assign(self.base_lr * scale)
+        return float(self.model.optimizer.learning_rate)
+
+    def train_round(self, batch_size: int, steps: int | None) -> dict:
+        """One round of local training: a full pass over the partition, or ``steps`` batches
+        continuing where the last round stopped. Returns its metrics."""
+        if steps is None:
+            index = self.rng.permutation(len(self.x))
+        else:
+            index = self._next_batches(steps * batch_size)
+        history = self.model.fit(self.x[index], self.y[index], batch_size=batch_size, epochs=1,
+                                 shuffle=False, verbose=0)
+        metrics = {k: float(v[-1]) for k, v in history.history.items()}
+        metrics["samples"] = int(len(index))
+        return metrics
+
+    def _next_batches(self, count: int) -> np.ndarray:
+        taken = []
+        while count > 0:
+            if self.cursor >= len(self.order):
+                self.order, self.cursor = self.rng.permutation(len(self.x)), 0
+            part = self.order[self.cursor : self.cursor + count]
+            taken.append(part)
+            self.cursor += len(part)
+            count -= len(part)
+        return np.concatenate(taken)
+
+    def evaluate(self) -> dict:
+        """Metrics of the current weights on the validation data (this worker holds it)."""
+        x, y = self.validation
+        values = self.model.evaluate(x, y, batch_size=512, verbose=0, return_dict=True)
+        return {f"val_{k}": float(v) for k, v in values.items()}
+
+    def model_file(self) -> bytes:
+        """The model (with the current weights) as a Keras 3 ``.keras`` file."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.keras")
+            self.model.save(path)
+            with open(path, "rb") as f:
+                return f.read()
