@@ -1,6 +1,13 @@
-"""Tables as text for terminals (and, later, HTML for notebooks): a preview, never the whole table."""
+"""Tables as text for terminals and as HTML for notebooks: a preview, never the whole table.
+
+Both renderings show the first rows, each column's type under its name, and a row-count footer.
+``num_rows`` is the full count when known; ``more=True`` says there are more rows than shown
+but nobody counted them (a lazy ``load``).
+"""
 
 from __future__ import annotations
+
+import html
 
 import pyarrow as pa
 
@@ -24,9 +31,8 @@ def cell_text(value, limit: int = MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_text(table: pa.Table, num_rows: int | None = None, max_rows: int = 20) -> str:
+def render_text(table: pa.Table, num_rows: int | None = None, max_rows: int = 20, *, more: bool = False) -> str:
     """A boxed-free, aligned text table with a ``(N rows)`` footer."""
-    total = table.num_rows if num_rows is None else num_rows
     shown = table.slice(0, max_rows)
     headers = [f"{f.name}" for f in shown.schema]
     types = [_short_type(f.type) for f in shown.schema]
@@ -38,9 +44,43 @@ def render_text(table: pa.Table, num_rows: int | None = None, max_rows: int = 20
 
     out = [line(headers), line(types), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
-    more = f", first {shown.num_rows} shown" if total > shown.num_rows else ""
-    out.append(f"({total} row{'s' if total != 1 else ''}{more})")
+    out.append(f"({footer(table, shown, num_rows, more)})")
     return "\n".join(out)
+
+
+def render_html(table: pa.Table, num_rows: int | None = None, max_rows: int = 20, *, more: bool = False) -> str:
+    """The same preview as an HTML table: names and types in the header, values escaped,
+    numbers right-aligned, the row count below."""
+    shown = table.slice(0, max_rows)
+    numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
+               for f in shown.schema]
+    head = "".join(
+        f'<th style="text-align:{"right" if num else "left"}">{html.escape(f.name)}<br>'
+        f'<span style="font-weight:normal;opacity:0.6">{html.escape(_short_type(f.type))}</span></th>'
+        for f, num in zip(shown.schema, numeric)
+    )
+    body = []
+    for row in shown.to_pylist():
+        cells = "".join(
+            f'<td style="text-align:{"right" if num else "left"}">{html.escape(cell_text(v))}</td>'
+            for v, num in zip(row.values(), numeric)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return (
+        '<div class="mlsql-table">'
+        f'<table class="dataframe"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<p style="opacity:0.7;margin-top:0.3em">{html.escape(footer(table, shown, num_rows, more))}</p>'
+        "</div>"
+    )
+
+
+def footer(table: pa.Table, shown: pa.Table, num_rows: int | None, more: bool = False) -> str:
+    """``12 rows``, ``60000 rows, first 20 shown``, or ``first 20 rows shown, more not counted``."""
+    if more:
+        return f"first {shown.num_rows} rows shown, more not counted"
+    total = table.num_rows if num_rows is None else num_rows
+    extra = f", first {shown.num_rows} shown" if total > shown.num_rows else ""
+    return f"{total} row{'s' if total != 1 else ''}{extra}"
 
 
 def _short_type(t: pa.DataType) -> str:
