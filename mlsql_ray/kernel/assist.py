@@ -1,0 +1,231 @@
+"""Completion, inspection and "is this cell complete?" for the kernel.
+
+Plain functions of (cell text, cursor, session or None) so they are easy to test. The words they
+offer come from the library itself (the parser's statement table, the engine's formats and
+commands, the Python cell settings) and from the session's catalog: nothing is listed twice.
+A kernel whose first cell has not run yet has no session; completion then offers language words
+only and never starts one.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from .. import lang
+from ..errors import MLSQLSyntaxError
+
+SAVE_MODES = ["overwrite", "append", "errorIfExists", "ignore"]
+CLAUSE_WORDS = ["as", "where", "options", "and", "partitionBy"]
+SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left join", "on", "limit",
+             "distinct", "count", "sum", "avg", "min", "max", "case", "when", "then", "else", "end",
+             "union all", "with"]
+COMMAND_ARGS = {"show": ["tables"], "delta": ["history", "info", "show"], "python": ["env", "conf"]}
+
+_ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")
+_WORD_BEFORE = re.compile(r"(?:`?(\w+)`?\.)?(\w*)$")
+
+
+# -- the vocabulary, from the library -------------------------------------------------------------
+
+def statement_keywords() -> list[str]:
+    from ..lang.parser import STATEMENT_PARSERS
+
+    return list(STATEMENT_PARSERS)
+
+
+def formats() -> list[str]:
+    from ..engine.files import FORMATS
+
+    return [*FORMATS, "delta"]
+
+
+def commands() -> list[str]:
+    from ..engine.commands import COMMANDS
+
+    return list(COMMANDS)
+
+
+def annotations() -> list[str]:
+    """``--%`` names: ``python`` plus every Python cell setting."""
+    from ..cells.runner import KNOWN_SETTINGS
+
+    return ["python", *KNOWN_SETTINGS]
+
+
+# -- completion -------------------------------------------------------------------------------------
+
+def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
+    """(where the replaced text starts, the matches) for the cursor position."""
+    before = code[:cursor]
+    line_before = before[before.rfind("\n") + 1:]
+
+    annotation = _ANNOTATION_LINE.match(line_before)
+    if annotation:
+        prefix = annotation.group(1)
+        names = [n if n == "python" else f"{n}=" for n in annotations()]
+        return cursor - len(prefix), _starting(names, prefix)
+    if "--" in _outside_strings(line_before):
+        return cursor, []  # in a comment
+
+    match = _WORD_BEFORE.search(before)
+    qualifier, prefix = match.group(1), match.group(2)
+    start = cursor - len(prefix)
+    tables = _table_names(session)
+
+    if qualifier is not None:  # `table.col`
+        table = _find(tables, qualifier)
+        return start, _starting(_columns(session, table), prefix) if table else []
+
+    statement = _current_statement(before[: start])
+    words = re.findall(r"!?\w+", statement)
+    previous = words[-1].lower() if words else ""
+    first = words[0].lower() if words else ""
+
+    if before[:start].endswith("!"):
+        return start, _starting(commands(), prefix)
+    if not words:  # the statement's first word
+        return start, _cased(_starting(statement_keywords(), prefix), prefix)
+    if first.startswith("!"):
+        return start, _starting(_command_args(first[1:], words[1:], tables, session), prefix)
+    if previous in ("load", "connect", "register", "unregister") or (previous == "as" and first in ("save", "register")):
+        return start, _starting(formats(), prefix)
+    if previous == "include":
+        return start, _starting(["local"], prefix)
+    if previous == "as" and first in ("run", "train", "predict"):
+        return start, _starting(["Ray", *formats()], prefix)
+    if first == "save" and (previous == "save" or previous in {m.lower() for m in SAVE_MODES}):
+        return start, _starting([*SAVE_MODES, *tables] if previous == "save" else tables, prefix)
+    if previous in ("from", "join", "desc", "predict", "run", "train"):
+        return start, _starting(tables, prefix)
+
+    candidates: list[str] = []
+    if first == "select":
+        whole = statement + code[cursor:].split(";", 1)[0]
+        used = [t for t in tables if re.search(rf"(?<![\w.]){re.escape(t)}(?!\w)", whole, re.IGNORECASE)]
+        for table in used:
+            candidates += _columns(session, table)
+        candidates += tables + _cased(SQL_WORDS, prefix)
+    else:
+        candidates += tables + _cased(CLAUSE_WORDS, prefix) + formats()
+    return start, _unique(_starting(candidates, prefix))
+
+
+def _command_args(name: str, args: list[str], tables: list[str], session) -> list[str]:
+    if name == "desc":
+        return tables
+    if name == "delta" and len(args) == 1 and args[0].lower() in ("history", "info"):
+        return _delta_tables(session)
+    if name == "delta" and len(args) == 1 and args[0].lower() == "show":
+        return ["tables"]
+    return COMMAND_ARGS.get(name, []) if not args else []
+
+
+def _delta_tables(session) -> list[str]:
+    if session is None:
+        return []
+    try:
+        from ..engine.delta import list_tables
+
+        listing = list_tables(session.warehouse).to_pydict()
+        return [f"{db}.{table}" for db, table in zip(listing.get("db", []), listing.get("table", []))]
+    except Exception:  # noqa: BLE001 - completion never fails
+        return []
+
+
+def _current_statement(before: str) -> str:
+    """The text of the statement the cursor is in, up to the cursor, without comments."""
+    text = _outside_strings(before, keep_length=True)
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"--[^\n]*", " ", text)
+    return text[text.rfind(";") + 1:]
+
+
+def _outside_strings(text: str, keep_length: bool = False) -> str:
+    """``text`` with quoted strings and backquoted names blanked, so their contents are not words."""
+    def blank(match: re.Match) -> str:
+        return " " * len(match.group(0)) if keep_length else " "
+
+    return re.sub(r"'''.*?(?:'''|$)|'(?:\\.|[^'\\])*(?:'|$)|\"(?:\\.|[^\"\\])*(?:\"|$)|`[^`]*(?:`|$)",
+                  blank, text, flags=re.S)
+
+
+def _table_names(session) -> list[str]:
+    if session is None:
+        return []
+    return sorted(session.catalog.names(), key=str.lower)
+
+
+def _find(tables: list[str], name: str) -> str | None:
+    for table in tables:
+        if table.lower() == name.lower():
+            return table
+    return None
+
+
+def _columns(session, table: str) -> list[str]:
+    try:
+        return list(session.catalog.schema(table).names)
+    except Exception:  # noqa: BLE001 - a table that cannot be read has no columns to offer
+        return []
+
+
+def _starting(words: list[str], prefix: str) -> list[str]:
+    low = prefix.lower()
+    return [w for w in words if w.lower().startswith(low)]
+
+
+def _cased(words: list[str], prefix: str) -> list[str]:
+    """Keywords in the case the user types them in."""
+    return [w.upper() for w in words] if prefix and prefix.isupper() else words
+
+
+def _unique(words: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [w for w in words if not (w in seen or seen.add(w))]
+
+
+# -- inspection -------------------------------------------------------------------------------------
+
+def inspect(code: str, cursor: int, session=None) -> dict | None:
+    """A table name under the cursor → its schema, as text/plain and text/html."""
+    if session is None:
+        return None
+    left = re.search(r"\w*$", code[:cursor]).group(0)
+    right = re.match(r"\w*", code[cursor:]).group(0)
+    table = _find(_table_names(session), left + right)
+    if table is None:
+        return None
+    schema = session.catalog.schema(table)
+    listing = session.catalog.listing().to_pylist()
+    source = next((row["source"] for row in listing if row["name"] == table), "")
+    from ..display import _short_type
+
+    types = [_short_type(f.type) for f in schema]
+    width = max([len(n) for n in schema.names] + [6])
+    text = "\n".join([f"{table}: {len(schema)} columns" + (f" (from {source})" if source else ""),
+                      *(f"  {n.ljust(width)}  {t}" for n, t in zip(schema.names, types))])
+    rows = "".join(f"<tr><td><code>{html.escape(n)}</code></td><td>{html.escape(t)}</td></tr>"
+                   for n, t in zip(schema.names, types))
+    page = (f"<p><b>{html.escape(table)}</b>: {len(schema)} columns"
+            + (f" (from <code>{html.escape(source)}</code>)" if source else "")
+            + f"</p><table><thead><tr><th>column</th><th>type</th></tr></thead><tbody>{rows}</tbody></table>")
+    return {"text/plain": text, "text/html": page}
+
+
+# -- is_complete ------------------------------------------------------------------------------------
+
+def is_complete(code: str) -> dict:
+    """``complete``, ``incomplete`` (a statement without its ``;``, an open string or comment) or
+    ``invalid`` (a syntax error that more typing at the end cannot fix)."""
+    if not code.strip() or lang.python_cell(code) is not None:
+        return {"status": "complete"}
+    try:
+        lang.parse(code)
+    except MLSQLSyntaxError as exc:
+        if exc.message.startswith(("missing ';'", "unterminated")):
+            return {"status": "incomplete", "indent": ""}
+        return {"status": "invalid"}
+    except Exception:  # noqa: BLE001 - e.g. a ${} error: let the execution say what is wrong
+        return {"status": "complete"}
+    return {"status": "complete"}

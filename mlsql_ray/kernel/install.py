@@ -1,0 +1,83 @@
+"""``python -m mlsql_ray.kernel install [--user | --sys-prefix | --prefix DIR]``: register the
+``mlsql`` kernelspec with Jupyter (``pip install`` already does, as wheel data).
+
+The spec written here is ``kernel/kernel.json`` (the file pip ships) with this Python as argv[0],
+plus the logos found beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+KERNEL_NAME = "mlsql"
+KERNEL_JSON = {
+    "argv": ["python", "-m", "mlsql_ray.kernel", "-f", "{connection_file}"],
+    "display_name": "MLSQL (Ray)",
+    "language": "mlsql",
+    "interrupt_mode": "signal",
+    "env": {"TF_CPP_MIN_LOG_LEVEL": "2"},
+    "metadata": {"debugger": False},
+}
+LOGOS = ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg")
+
+
+def _logo_dir() -> Path | None:
+    """Where the logos are: the source tree's kernel/ or an installed kernelspec's folder."""
+    here = Path(__file__).resolve()
+    candidates = [here.parents[2] / "kernel", Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME]
+    for folder in candidates:
+        if (folder / LOGOS[0]).is_file():
+            return folder
+    return None
+
+
+def write_spec(folder: Path, python: str = sys.executable) -> Path:
+    """Write kernel.json (argv[0] = ``python``) and the logos into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = json.loads(json.dumps(KERNEL_JSON))
+    spec["argv"][0] = python
+    (folder / "kernel.json").write_text(json.dumps(spec, indent=2) + "\n")
+    logos = _logo_dir()
+    if logos is not None:
+        for name in LOGOS:
+            if (logos / name).is_file():
+                shutil.copy(logos / name, folder / name)
+    return folder
+
+
+def _is_root() -> bool:
+    try:
+        return os.geteuid() == 0
+    except AttributeError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mlsql_ray.kernel install",
+                                     description="Install the MLSQL (Ray) kernelspec for Jupyter.")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user (~/.local/share/jupyter)")
+    where.add_argument("--sys-prefix", action="store_true", help=f"install into this Python's prefix ({sys.prefix})")
+    where.add_argument("--prefix", help="install under PREFIX/share/jupyter/kernels")
+    args = parser.parse_args(argv)
+
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    user = args.user or (not args.sys_prefix and not args.prefix and not _is_root())
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    with tempfile.TemporaryDirectory() as tmp:
+        write_spec(Path(tmp) / KERNEL_NAME)
+        dest = KernelSpecManager().install_kernel_spec(str(Path(tmp) / KERNEL_NAME), KERNEL_NAME,
+                                                       user=user, prefix=prefix)
+    print(f"Installed the {KERNEL_JSON['display_name']} kernelspec '{KERNEL_NAME}' in {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,416 @@
+"""``MLSQLKernel``: Jupyter's side of a ``Session``, as thin as the CLI.
+
+A cell is handed to ``Session.execute_iter`` as is (any number of statements, or one ``--%python``
+cell); each result becomes Jupyter messages as it comes:
+
+* a table (select, load, ``!show``/``!desc``/``!delta``, a Python cell's result): ``display_data``
+  with ``text/html`` and ``text/plain``;
+* any other statement (save, set, ...): its one-line summary on stdout;
+* warnings: on stderr;
+* an error (syntax or runtime): an ``error`` message and ``status: error`` naming the line and
+  column in the cell; the kernel lives on;
+* training progress (``mlsql_ray.progress``): one display per run, updated in place each round
+  and ending with a loss/accuracy plot.
+
+Interrupts (SIGINT, ``interrupt_mode: signal``) raise ``KeyboardInterrupt`` in the cell's Python
+code and cancel a running DuckDB query through the connection's ``interrupt()``.
+
+Nothing heavy is imported at start: the engine is imported in the background once the kernel has
+answered its first ``kernel_info_request``, and Ray and TensorFlow only when a cell needs them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+import uuid
+
+from ipykernel.kernelbase import Kernel
+
+from .. import __version__
+from ..errors import MLSQLError, MLSQLSyntaxError
+from . import assist
+
+PREVIEW_ROWS = 20
+
+
+class MLSQLKernel(Kernel):
+    implementation = "mlsql_ray"
+    implementation_version = __version__
+    language = "mlsql"
+    language_version = __version__
+    language_info = {
+        "name": "mlsql",
+        "version": __version__,
+        "mimetype": "text/x-mlsql",
+        "file_extension": ".mlsql",
+        "codemirror_mode": "sql",
+        "pygments_lexer": "sql",
+    }
+    banner = (f"MLSQL (Ray) {__version__}: MLSQL statements on DuckDB and Delta Lake; "
+              "a cell starting with --%python runs Python (on Ray when it asks for it)")
+    help_links = [{"text": "MLSQL statements", "url": "https://github.com/byzer-org/byzer-lang"}]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._session = None
+        self._warmed = False
+        self._interrupted = False
+
+    # -- the session -----------------------------------------------------------------------------
+
+    def mlsql_session(self):
+        if self._session is None:
+            from ..engine import Session
+
+            self._session = Session(warehouse=os.environ.get("MLSQL_WAREHOUSE") or None,
+                                    ray_address=os.environ.get("MLSQL_RAY_ADDRESS") or None)
+        return self._session
+
+    def _warm_up(self) -> None:
+        """Import the engine (DuckDB, pyarrow, sqlglot, deltalake) while the user types the first cell."""
+        if self._warmed:
+            return
+        self._warmed = True
+
+        def work():
+            try:
+                from .. import display, engine  # noqa: F401
+            except Exception:  # noqa: BLE001 - the first cell will report it properly
+                pass
+
+        threading.Thread(target=work, name="mlsql-warm-up", daemon=True).start()
+
+    @property
+    def kernel_info(self):
+        info = dict(super().kernel_info)
+        # ipykernel advertises its debugger whenever debugpy is importable; this kernel has none
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != "debugger"]
+        return info
+
+    def set_parent(self, ident, parent, channel="shell"):
+        """Also tell sys.stdout/sys.stderr (ipykernel's OutStreams) which request they now
+        answer: what a Python cell prints, and what Ray forwards from its workers, then shows up
+        under the running cell."""
+        super().set_parent(ident, parent, channel)
+        if channel == "shell":
+            for stream in (sys.stdout, sys.stderr):
+                if hasattr(stream, "set_parent"):
+                    stream.set_parent(parent)
+
+    async def kernel_info_request(self, stream, ident, parent):
+        await super().kernel_info_request(stream, ident, parent)
+        self._warm_up()
+
+    # -- execute ---------------------------------------------------------------------------------
+
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False,
+                         **_ignored):
+        if not code.strip():
+            return self._ok()
+        parent = self.get_parent()
+        try:
+            with _Interrupts(self) as interrupts:
+                from .. import progress
+
+                session = self.mlsql_session()
+                interrupts.connection = session.con
+                display = _ProgressDisplay(self, parent, silent)
+                with progress.reporting_to(display):
+                    for result in session.execute_iter(code):
+                        if not silent:
+                            self._show(result, parent)
+        except KeyboardInterrupt:
+            return self._error(parent, "KeyboardInterrupt", "interrupted", ["KeyboardInterrupt: interrupted"])
+        except MLSQLError as exc:
+            if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
+                return self._error(parent, "KeyboardInterrupt", "interrupted",
+                                   [f"KeyboardInterrupt: interrupted at line {exc.line}, column {exc.column}"
+                                    if exc.line else "KeyboardInterrupt: interrupted"])
+            return self._error(parent, type(exc).__name__, *_describe_error(exc, code))
+        except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
+            if self._interrupted:
+                return self._error(parent, "KeyboardInterrupt", "interrupted", ["KeyboardInterrupt: interrupted"])
+            lines = traceback.format_exception(exc)
+            return self._error(parent, type(exc).__name__, str(exc),
+                               ["".join(lines).rstrip("\n")])
+        return self._ok()
+
+    def _ok(self) -> dict:
+        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
+
+    def _error(self, parent, ename: str, evalue: str, traceback_lines: list[str]) -> dict:
+        content = {"ename": ename, "evalue": evalue, "traceback": traceback_lines}
+        self._flush_std()
+        self.session.send(self.iopub_socket, "error", {**content, "execution_count": self.execution_count},
+                          parent, ident=self._topic("error"))
+        return {"status": "error", "execution_count": self.execution_count, **content}
+
+    def _show(self, result, parent) -> None:
+        from ..display import render_html, render_text
+
+        for warning in result.warnings:
+            self._stream(parent, "stderr", f"warning: {warning}\n")
+        table, num_rows, more = result.table, result.num_rows, False
+        if table is None:
+            table, more = self._load_preview(result)
+            num_rows = None
+        if table is None:
+            self._stream(parent, "stdout", result.message + "\n")
+            return
+        heading = result.message if result.table is None else None  # a load says what it loaded
+        text = render_text(table, num_rows, PREVIEW_ROWS, more=more)
+        page = render_html(table, num_rows, PREVIEW_ROWS, more=more)
+        if heading:
+            import html
+
+            text = f"{heading}\n{text}"
+            page = f'<p style="margin:0 0 0.3em 0"><code>{html.escape(heading)}</code></p>{page}'
+        self._display(parent, "display_data", {"text/plain": text, "text/html": page})
+
+    def _load_preview(self, result):
+        """A ``load`` names a lazy table: show its first rows (counting them all could read a big file)."""
+        from ..lang import ast
+
+        if not isinstance(result.statement, ast.Load) or not result.name:
+            return None, False
+        relation = self.mlsql_session().catalog.relation(result.name)
+        head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()
+        return head.slice(0, PREVIEW_ROWS), head.num_rows > PREVIEW_ROWS
+
+    # -- sending -----------------------------------------------------------------------------------
+
+    def _flush_std(self) -> None:
+        """Python cells print through sys.stdout/stderr (buffered): flush them so messages keep their order."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _stream(self, parent, name: str, text: str) -> None:
+        self._flush_std()
+        self.session.send(self.iopub_socket, "stream", {"name": name, "text": text}, parent,
+                          ident=self._topic(f"stream.{name}"))
+
+    def _display(self, parent, msg_type: str, data: dict, display_id: str | None = None) -> None:
+        self._flush_std()
+        content = {"data": data, "metadata": {}, "transient": {"display_id": display_id} if display_id else {}}
+        self.session.send(self.iopub_socket, msg_type, content, parent, ident=self._topic("display_data"))
+
+    # -- completion, inspection, is_complete ---------------------------------------------------------
+
+    async def do_complete(self, code, cursor_pos):
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        start, matches = assist.complete(code, cursor_pos, self._session)
+        return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor_pos, "metadata": {}}
+
+    async def do_inspect(self, code, cursor_pos, detail_level=0, omit_sections=()):
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        data = assist.inspect(code, cursor_pos, self._session)
+        return {"status": "ok", "found": bool(data), "data": data or {}, "metadata": {}}
+
+    async def do_is_complete(self, code):
+        return assist.is_complete(code)
+
+    async def do_shutdown(self, restart):
+        if self._session is not None:
+            try:
+                self._session.close()
+            except Exception:  # noqa: BLE001 - shutting down regardless
+                pass
+            self._session = None
+        return {"status": "ok", "restart": restart}
+
+
+# -- interrupts -------------------------------------------------------------------------------------
+
+class _Interrupts:
+    """While a cell runs: SIGINT raises KeyboardInterrupt in the cell's Python code (as anywhere),
+    and a watcher thread cancels the running DuckDB query, which holds the main thread in C code
+    where no Python signal handler can run until it returns."""
+
+    def __init__(self, kernel: MLSQLKernel):
+        self.kernel = kernel
+        self.connection = None
+        self._reader, self._writer = socket.socketpair()
+        self._reader.setblocking(True)
+        self._writer.setblocking(False)
+        self._done = False
+
+    def __enter__(self) -> "_Interrupts":
+        self.kernel._interrupted = False
+        self._old_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        self._old_wakeup = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        self._thread = threading.Thread(target=self._watch, name="mlsql-interrupt-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.set_wakeup_fd(self._old_wakeup)
+        signal.signal(signal.SIGINT, self._old_handler)
+        self._done = True
+        try:
+            self._writer.send(b"\0")  # wake the watcher so it ends
+        except OSError:
+            pass
+        self._thread.join(timeout=1)
+        self._reader.close()
+        self._writer.close()
+
+    def _on_sigint(self, signum, frame):
+        self.kernel._interrupted = True
+        raise KeyboardInterrupt
+
+    def _watch(self) -> None:
+        while True:
+            try:
+                data = self._reader.recv(64)
+            except OSError:
+                return
+            if self._done or not data:
+                return
+            if signal.SIGINT in data:
+                self.kernel._interrupted = True
+                if self.connection is not None:
+                    try:
+                        self.connection.interrupt()
+                    except Exception:  # noqa: BLE001 - nothing running, or already closed
+                        pass
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+def _describe_error(exc: MLSQLError, code: str) -> tuple[str, list[str]]:
+    """(evalue, traceback lines): ``line 3, column 7: message``, then the cell's line with a caret."""
+    where = f"line {exc.line}, column {exc.column}" if exc.line is not None else ""
+    if exc.source:
+        where = f"{exc.source}, {where}" if where else exc.source
+    first, _, rest = exc.message.partition("\n")
+    evalue = f"{where}: {first}" if where else first
+    lines = [f"{type(exc).__name__}: {evalue}"]
+    if rest:
+        lines.extend(rest.split("\n"))
+    if isinstance(exc, MLSQLSyntaxError) and exc.source_line:
+        lines.extend("    " + line for line in exc.caret.split("\n"))
+    elif exc.line is not None and not exc.source:
+        cell_lines = code.split("\n")
+        if 1 <= exc.line <= len(cell_lines) and not rest:
+            source_line = cell_lines[exc.line - 1].rstrip("\r")
+            pad = "".join("\t" if ch == "\t" else " " for ch in source_line[: (exc.column or 1) - 1])
+            lines.extend([f"    {source_line}", f"    {pad}^"])
+    return evalue, lines
+
+
+# -- live training progress -------------------------------------------------------------------------
+
+class _ProgressDisplay:
+    """A ``progress`` sink: one display per training run, updated in place, ending with a plot."""
+
+    def __init__(self, kernel: MLSQLKernel, parent, silent: bool):
+        self.kernel = kernel
+        self.parent = parent
+        self.silent = silent
+        self.display_id: str | None = None
+        self.total_rounds = None
+        self.workers = None
+
+    def __call__(self, kind: str, fields: dict) -> None:
+        if self.silent:
+            return
+        try:
+            if kind == "train_start":
+                self.display_id = uuid.uuid4().hex
+                self.total_rounds = fields.get("total_rounds")
+                self.workers = fields.get("workers")
+                text = f"training: {self.workers} workers, {self.total_rounds} rounds, starting…"
+                self._send("display_data", text)
+            elif kind == "train_round" and self.display_id:
+                self._send("update_display_data", _round_text(fields, self.workers))
+            elif kind == "train_end" and self.display_id:
+                history = fields.get("history") or []
+                text = _summary_text(history, fields.get("elapsed"))
+                data = {"text/plain": text, "text/html": _html_paragraph(text)}
+                png = _plot_png(history)
+                if png is not None:
+                    data["image/png"] = png
+                self.kernel._display(self.parent, "update_display_data", data, self.display_id)
+                self.display_id = None
+        except KeyboardInterrupt:
+            raise
+        except Exception:  # noqa: BLE001 - a display problem must not fail the training
+            self.kernel.log.warning("progress display failed", exc_info=True)
+
+    def _send(self, msg_type: str, text: str) -> None:
+        self.kernel._display(self.parent, msg_type, {"text/plain": text, "text/html": _html_paragraph(text)},
+                             self.display_id)
+
+
+def _fmt(value, digits: int = 4) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "–"
+
+
+def _round_text(fields: dict, workers=None) -> str:
+    parts = [f"round {fields.get('round')}/{fields.get('total_rounds')}",
+             f"loss {_fmt(fields.get('loss'))}", f"accuracy {_fmt(fields.get('accuracy'))}"]
+    if fields.get("val_loss") is not None:
+        parts.append(f"val_loss {_fmt(fields.get('val_loss'))}")
+    if fields.get("val_accuracy") is not None:
+        parts.append(f"val_accuracy {_fmt(fields.get('val_accuracy'))}")
+    parts.append(f"elapsed {_fmt(fields.get('elapsed'), 1)} s")
+    if workers:
+        parts.append(f"{workers} workers")
+    return "training: " + ", ".join(parts)
+
+
+def _summary_text(history: list[dict], elapsed) -> str:
+    if not history:
+        return f"training done in {_fmt(elapsed, 1)} s"
+    last = history[-1]
+    text = (f"training done: {len(history)} rounds in {_fmt(elapsed, 1)} s, "
+            f"final loss {_fmt(last.get('loss'))}, accuracy {_fmt(last.get('accuracy'))}")
+    if last.get("val_accuracy") is not None:
+        text += f", val_accuracy {_fmt(last.get('val_accuracy'))}"
+    return text
+
+
+def _html_paragraph(text: str) -> str:
+    import html
+
+    return f'<pre style="margin:0">{html.escape(text)}</pre>'
+
+
+def _plot_png(history: list[dict]) -> str | None:
+    """Loss and accuracy per round as a base64 PNG (matplotlib's Agg canvas, no pyplot state)."""
+    if not history:
+        return None
+    import base64
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rounds = [h.get("round", i + 1) for i, h in enumerate(history)]
+    figure = Figure(figsize=(8, 3), dpi=100)
+    FigureCanvasAgg(figure)
+    for axes, metric in zip(figure.subplots(1, 2), ("loss", "accuracy")):
+        for key, style in ((metric, "o-"), (f"val_{metric}", "s--")):
+            values = [h.get(key) for h in history]
+            if any(v is not None for v in values):
+                points = [(r, v) for r, v in zip(rounds, values) if v is not None]
+                axes.plot([p[0] for p in points], [p[1] for p in points], style, label=key)
+        axes.set_xlabel("round")
+        axes.set_title(metric)
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="best")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+__all__ = ["MLSQLKernel"]
