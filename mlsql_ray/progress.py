@@ -2,7 +2,7 @@
 prints lines, the kernel updates one display in place) listens with ``reporting_to``.
 
 Events are a kind plus plain fields. Training sends:
-  ``train_start``  total_rounds, workers
+  ``train_start``  total_rounds, workers, actors (the worker actor handles, for supervisors)
   ``train_round``  round, total_rounds, loss, accuracy, elapsed (s), val_loss/val_accuracy if any
   ``train_end``    history (a list of per-round dicts), elapsed
 """

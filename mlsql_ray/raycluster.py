@@ -66,7 +66,7 @@ class RayLink:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by workers we start
         if wanted is None:
             started = time.monotonic()
-            ray.init(num_cpus=local_cpus(), include_dashboard=False, log_to_driver=True,
+            ray.init(address="local", num_cpus=local_cpus(), include_dashboard=False, log_to_driver=True,
                      configure_logging=True, logging_level="WARNING")
             self.owned = True
             self.started_in = time.monotonic() - started

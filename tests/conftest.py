@@ -49,7 +49,8 @@ def ray_runtime():
 
     from mlsql_ray.raycluster import local_cpus
 
-    ray.init(num_cpus=min(2, local_cpus()), include_dashboard=False, log_to_driver=True)
+    # address="local": always our own instance, even when a `ray start` cluster runs on this machine
+    ray.init(address="local", num_cpus=min(2, local_cpus()), include_dashboard=False, log_to_driver=True)
     yield ray
     ray.shutdown()
 

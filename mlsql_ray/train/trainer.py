@@ -13,6 +13,7 @@ server, and the round is retried from the last average; no actor outlives ``fit`
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -116,7 +117,7 @@ def fit(
         lr_scale = len(workers) if scale_learning_rate else 1
         _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
         weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
-        progress.report("train_start", total_rounds=rounds, workers=len(workers))
+        progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers))
         history: list[dict] = []
         for round_number in range(1, rounds + 1):
             weights_ref = ray.put(weights)
@@ -176,12 +177,20 @@ def _gather(ray, refs: list, what: str) -> list:
         try:
             results[index] = ray.get(ref)
         except ray.exceptions.RayActorError as exc:
+            if "creation task" in str(exc):  # its __init__ raised: a bug to report, not a death to retry
+                raise TrainingError(f"training worker {index} failed while {what}: {_last_line(exc)}") from None
             died[index] = _first_line(exc)
         except ray.exceptions.RayTaskError as exc:
             raise TrainingError(f"training worker {index} failed while {what}: {_first_line(exc.cause or exc)}") from None
     if died:
         raise _WorkersDied(died)
     return results
+
+
+def _last_line(exc: BaseException) -> str:
+    """The final ``SomeError: message`` line of a remote traceback, without terminal colours."""
+    lines = [l for l in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines() if l.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def _first_line(exc: BaseException) -> str:
@@ -201,10 +210,11 @@ def _round_entry(number: int, metrics: list[dict], counts: list[int], elapsed: f
     return entry
 
 
-def _check_resources(ray, workers: int, cpus: float, gpus: float) -> None:
-    """Refuse up front what would otherwise wait forever for resources that never come."""
+def _check_resources(ray, workers: int, cpus: float, gpus: float, patience: float = 15) -> None:
+    """Refuse up front what would otherwise wait forever for resources that never come. Resources
+    still held by actors that are just going away (a previous run) get ``patience`` seconds."""
     total = ray.cluster_resources()
-    free = ray.available_resources()
+    deadline = time.monotonic() + patience
     for name, each in (("CPU", cpus), ("GPU", gpus)):
         if each <= 0:
             continue
@@ -212,9 +222,11 @@ def _check_resources(ray, workers: int, cpus: float, gpus: float) -> None:
         if needed > total.get(name, 0):
             raise TrainingError(f"{workers} workers x {each} {name} = {needed:g} {name}s, but the Ray cluster has "
                                 f"{total.get(name, 0):g}; use fewer partitions (num_partitions) or fewer {name}s per worker")
-        if needed > free.get(name, 0) + 1e-9:
-            raise TrainingError(f"{workers} workers need {needed:g} {name}s but only {free.get(name, 0):g} are free "
-                                f"(other tasks or actors hold the rest); they would wait forever")
+        while (free := ray.available_resources().get(name, 0)) + 1e-9 < needed:
+            if time.monotonic() > deadline:
+                raise TrainingError(f"{workers} workers need {needed:g} {name}s but only {free:g} are free "
+                                    f"(other tasks or actors hold the rest); they would wait forever")
+            time.sleep(0.2)
 
 
 def _stop(ray, actors: list) -> None:

@@ -1,0 +1,240 @@
+"""mlsql_ray.train on a real local Ray: averaging math, common start, MNIST accuracy, dead
+workers replaced (or not, past max_failures), no actor left, models through Delta."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from mlsql_ray import MLSQLError, progress, train
+from mlsql_ray.cells.context import DataServer
+
+from conftest import SAMPLE_MNIST
+
+# Ray workers cannot import this test module: send its functions (model factories) by value.
+import ray.cloudpickle  # noqa: E402
+import sys  # noqa: E402
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def mnist_model():
+    from tensorflow.keras import layers, models
+
+    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+
+def tiny_model(learning_rate: float = 0.0):
+    def build():
+        from tensorflow.keras import layers, models, optimizers
+
+        network = models.Sequential([layers.Input((4,)), layers.Dense(3, activation="softmax")])
+        network.compile(optimizer=optimizers.SGD(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return network
+
+    return build
+
+
+def alive_workers(ray) -> list[dict]:
+    from ray._private import state
+
+    return [a for a in state.actors().values() if a.get("State") != "DEAD" and "Worker" in a.get("ActorClassName", "")]
+
+
+@pytest.fixture(scope="module")
+def mnist_servers(ray_runtime):
+    table = pq.read_table(SAMPLE_MNIST / "train.parquet")
+    half = table.num_rows // 2
+    return [DataServer(ray_runtime.put(table.slice(0, half).combine_chunks()), 0, half),
+            DataServer(ray_runtime.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+
+
+@pytest.fixture(scope="module")
+def mnist_test():
+    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
+
+
+def tiny_partitions(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
+
+
+# -- averaging, pure --------------------------------------------------------------------------
+
+def test_average_weights_by_sample_count():
+    a = [np.array([[1.0, 2.0]], dtype=np.float32), np.array([0.0], dtype=np.float32)]
+    b = [np.array([[3.0, 6.0]], dtype=np.float32), np.array([4.0], dtype=np.float32)]
+    out = train.average([a, b], [1, 3])
+    np.testing.assert_allclose(out[0], [[2.5, 5.0]])
+    np.testing.assert_allclose(out[1], [3.0])
+    assert out[0].dtype == np.float32
+
+
+def test_average_equal_counts_is_the_mean_and_integer_state_keeps_worker_zero():
+    a = [np.array([1.0, 1.0]), np.array(7, dtype=np.int64)]
+    b = [np.array([3.0, 5.0]), np.array(9, dtype=np.int64)]
+    out = train.average([a, b], [10, 10])
+    np.testing.assert_allclose(out[0], [2.0, 3.0])
+    assert out[1] == 7
+
+
+def test_average_refuses_mismatched_inputs():
+    with pytest.raises(ValueError, match="2 weight sets but 1"):
+        train.average([[np.ones(1)], [np.ones(1)]], [1])
+    with pytest.raises(ValueError, match="more than zero"):
+        train.average([[np.ones(1)]], [0])
+
+
+def test_matrix_is_vectorised_and_checks_lengths():
+    import pyarrow as pa
+
+    col = pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.uint8()))
+    np.testing.assert_array_equal(train.matrix(col), [[1, 2, 3], [4, 5, 6]])
+    with pytest.raises(ValueError, match="different lengths"):
+        train.matrix(pa.array([[1, 2], [3]]))
+
+
+# -- on Ray --------------------------------------------------------------------------------
+
+def test_workers_start_from_worker_zeros_weights(ray_runtime, tmp_path: Path):
+    """With a learning rate of 0 nothing moves, so the result is the common start itself: it must
+    be one worker's own random initialisation, not a blend of two different ones."""
+
+    def recording_model():
+        import numpy as np
+
+        network = tiny_model(0.0)()
+        np.save(tmp_path / f"init-{os.getpid()}.npy", network.get_weights()[0])
+        return network
+
+    result = train.fit(recording_model, tiny_partitions(), rounds=1, batch_size=8, scale_learning_rate=False)
+    inits = [np.load(p) for p in sorted(tmp_path.glob("init-*.npy"))]
+    assert len(inits) == 2
+    assert not np.allclose(inits[0], inits[1]), "workers built identical random weights; the test proves nothing"
+    assert any(np.array_equal(result.weights[0], init) for init in inits)
+    assert alive_workers(ray_runtime) == []
+
+
+def test_learning_rate_is_scaled_by_worker_count(ray_runtime):
+    seen = []
+    with progress.reporting_to(lambda kind, event: seen.append((kind, event))):
+        train.fit(tiny_model(0.01), tiny_partitions(), rounds=2, batch_size=8)
+    kinds = [k for k, _ in seen]
+    assert kinds == ["train_start", "train_round", "train_round", "train_end"]
+    rounds = [e for k, e in seen if k == "train_round"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert all(len(r["workers"]) == 2 and r["workers"][0]["samples"] == 40 for r in rounds)
+
+
+def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_servers, mnist_test):
+    history = []
+    result = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10,
+                       on_round=history.append)
+    x, y = mnist_test
+    accuracy = float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
+    assert accuracy >= 0.85, f"test accuracy {accuracy:.3f}"
+    assert [h["round"] for h in history] == list(range(1, 8))
+    assert history[-1]["loss"] < history[0]["loss"]
+    assert alive_workers(ray_runtime) == []
+
+
+def _kill_during_round(ray, target_round: int, worker: int, delay: float = 0.3):
+    """A progress sink that kills one worker actor while round ``target_round`` trains."""
+    state = {"actors": None, "killed": 0}
+
+    def sink(kind, event):
+        if kind == "train_start":
+            state["actors"] = event["actors"]
+        elif kind == "train_round" and event["round"] == target_round - 1 and not state["killed"]:
+            state["killed"] = 1
+            victim = state["actors"][worker]
+            threading.Timer(delay, lambda: ray.kill(victim, no_restart=True)).start()
+
+    return sink, state
+
+
+def test_a_killed_worker_is_replaced_and_the_round_retried(ray_runtime, mnist_servers, mnist_test):
+    sink, state = _kill_during_round(ray_runtime, target_round=3, worker=1)
+    with progress.reporting_to(sink):
+        result = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
+    assert state["killed"] == 1
+    assert result.history[2]["retries"] >= 1, result.history[2]
+    assert len(result.history) == 5
+    x, y = mnist_test
+    assert float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean()) > 0.8
+    assert alive_workers(ray_runtime) == []
+
+
+def test_past_max_failures_training_stops_with_a_clear_error_and_nothing_is_saved(ray_session, mnist_servers):
+    import ray
+
+    session = ray_session
+    session.execute("load parquet.`%s` as mnist;" % (SAMPLE_MNIST / "train.parquet"))
+    session.execute("select 1 as a as old_model; save overwrite old_model as delta.`ai_model.kept`;")
+    cell = """--%python
+--%input=mnist
+--%output=mnist_model
+--%num_partitions=2
+from pyjava.api.mlsql import RayContext
+from mlsql_ray import train
+
+def mnist_model():
+    from tensorflow.keras import layers, models
+    network = models.Sequential([layers.Input((784,)), layers.Dense(64, activation="relu"), layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+rc = RayContext.connect(globals(), None)
+rc.build_result(train.fit(mnist_model, rc.data_servers(), rounds=3, batch_size=128, scale=1 / 255,
+                          one_hot=10, max_failures=0).model_rows())
+"""
+    sink, state = _kill_during_round(ray, target_round=2, worker=0)
+    with progress.reporting_to(sink), pytest.raises(MLSQLError) as caught:
+        session.execute(cell)
+    assert "training worker 0 died in round 2" in caught.value.message
+    assert "max_failures=0" in caught.value.message
+    assert "mnist_model" not in session.catalog
+    history = session.execute("!delta history ai_model.kept;")[0].table
+    assert history.column("version").to_pylist() == [0]
+    assert alive_workers(ray) == []
+
+
+def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_servers, mnist_test, warehouse):
+    from mlsql_ray.models import load_model
+
+    result = train.fit(mnist_model, mnist_servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
+    import pyarrow as pa
+
+    from mlsql_ray.cells.schema import FILE_SCHEMA
+
+    ray_session.catalog.add_arrow("m", pa.Table.from_pylist(result.model_rows(), schema=FILE_SCHEMA), "test")
+    ray_session.execute("save overwrite m as delta.`ai_model.roundtrip`;")
+    loaded = load_model("ai_model.roundtrip", warehouse=warehouse)
+    x, _ = mnist_test
+    np.testing.assert_allclose(loaded.predict(x[:200], verbose=0), result.model.predict(x[:200], verbose=0), rtol=1e-5, atol=1e-6)
+
+
+def test_too_many_workers_for_the_cluster_is_refused_not_a_hang(ray_runtime):
+    started = time.monotonic()
+    with pytest.raises(train.TrainingError, match="but the Ray cluster has"):
+        train.fit(tiny_model(), tiny_partitions() * 2, rounds=1, cpus_per_worker=1)
+    assert time.monotonic() - started < 10
+
+
+def test_a_worker_whose_code_fails_names_itself(ray_runtime):
+    def bad_prepare(table):
+        raise ValueError("no pixels here")
+
+    import pyarrow as pa
+
+    with pytest.raises(train.TrainingError, match="worker 0 failed while starting.*no pixels here"):
+        train.fit(tiny_model(), [pa.table({"a": [1]}), pa.table({"a": [2]})], prepare=bad_prepare)
+    assert alive_workers(ray_runtime) == []
