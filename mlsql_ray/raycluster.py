@@ -9,6 +9,7 @@ user's own ``ray.init``) leaves it alone.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 
@@ -46,6 +47,40 @@ def check_reachable(address: str) -> None:
                          f"(ray start --head --port={target[1]})?") from exc
 
 
+def _on_this_machine(host: str) -> bool:
+    """Whether ``host`` is this machine (loopback, or the address its hostname resolves to)."""
+    try:
+        ip = socket.gethostbyname(host)
+        return ip.startswith("127.") or ip == socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return False
+
+
+def use_local_token(address: str) -> None:
+    """Send this user's Ray token (``~/.ray/auth_token``) to a cluster on this machine.
+
+    Ray 2.60 does that by itself only for ``address="auto"``; given an explicit address it sends
+    no token, so a ``ray start`` head of the same user (token authentication on by default)
+    refuses the connection after a 30 s retry loop. A cluster elsewhere never gets the local
+    token implicitly: set ``RAY_AUTH_MODE=token`` (and ``RAY_AUTH_TOKEN``) for that.
+    """
+    target = _host_port(address)
+    if os.environ.get("RAY_AUTH_MODE") is not None or target is None or not _on_this_machine(target[0]):
+        return
+    from ray._private.authentication.authentication_token_setup import (
+        maybe_enable_token_auth_if_token_available)
+
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+def _auth_refused(exc: BaseException) -> bool:
+    while exc is not None:
+        if "AuthenticationError" in type(exc).__name__ or "InvalidAuthToken" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class RayLink:
     """Connects on demand and remembers whether it owns the Ray it connected to."""
 
@@ -62,6 +97,8 @@ class RayLink:
         if ray.is_initialized():
             if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
                 return ray
+            if wanted != "auto":
+                check_reachable(wanted)  # before dropping the Ray we have, not after
             self.shutdown(force=True)  # switching clusters: the old link must go first
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by workers we start
         if wanted is None:
@@ -73,11 +110,15 @@ class RayLink:
         else:
             if wanted != "auto":
                 check_reachable(wanted)
+                use_local_token(wanted)
             try:
                 ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
             except Exception as exc:
                 hint = ""
-                if wanted.startswith("ray://"):
+                if _auth_refused(exc):
+                    hint = (" (it requires a Ray token we did not send: set RAY_AUTH_MODE=token, with the cluster's "
+                            "token in RAY_AUTH_TOKEN or ~/.ray/auth_token)")
+                elif wanted.startswith("ray://"):
                     hint = (" (Ray Client with token authentication did not connect in our tests with Ray 2.60; "
                             "connect to the head's GCS address host:port instead, see README)")
                 raise MLSQLError(f"cannot connect to Ray at {wanted}: {exc}{hint}") from exc
@@ -100,3 +141,9 @@ class RayLink:
             ray.shutdown()
         self.owned = False
         self.address = None
+
+
+def remote_error_line(exc: BaseException) -> str:
+    """The final ``SomeError: message`` line of a Ray error's remote traceback, uncoloured."""
+    lines = [l for l in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines() if l.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__

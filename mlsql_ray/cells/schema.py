@@ -189,4 +189,4 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise MLSQLError(f"column {field.name!r} of the cell's result is {column.type}, which cannot become "
                              f"{field.type} as --%schema says: {str(exc).splitlines()[0]}") from exc
-    return pa.Table.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays(columns, schema=schema.with_metadata(table.schema.metadata))

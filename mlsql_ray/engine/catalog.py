@@ -83,6 +83,13 @@ class Catalog:
         """Stream the table's rows without holding them all in memory."""
         return self.relation(name).to_arrow_reader()
 
+    def metadata(self, name: str) -> dict[str, str]:
+        """Schema metadata of an in-memory table (e.g. training metrics of a model table)."""
+        entry = self._entries.get(name.lower())
+        if entry is None or not isinstance(entry.data, pa.Table) or not entry.data.schema.metadata:
+            return {}
+        return {k.decode(): v.decode() for k, v in entry.data.schema.metadata.items() if not k.startswith(b"pandas")}
+
     def schema(self, name: str) -> pa.Schema:
         return self.relation(name).limit(0).to_arrow_table().schema
 

@@ -25,6 +25,7 @@ from .result import PREVIEW_ROWS, Result
 from .sql import duckdb_message, translate
 
 MAX_INCLUDE_DEPTH = 16
+MODEL_FORMATS = ("tf", "keras")
 
 
 class Session:
@@ -46,6 +47,7 @@ class Session:
         self.con = duckdb.connect()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(ray_address)  # Ray starts (or is reached) on first need only
+        self._functions = None  # model functions (register), created with the first one
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
 
@@ -74,7 +76,9 @@ class Session:
         return self.catalog.arrow(name)
 
     def close(self) -> None:
-        """Release DuckDB, and stop Ray if this session started it."""
+        """Release DuckDB and model functions, and stop Ray if this session started it."""
+        if self._functions is not None:
+            self._functions.close()
         self.ray_link.shutdown()
         self.con.close()
 
@@ -151,7 +155,8 @@ class Session:
             path = delta.table_path(self.warehouse, s.path, s.options)
             reader = self.catalog.reader(s.table)
             try:
-                written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options)
+                written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,
+                                      commit_metadata=self.catalog.metadata(s.table) or None)
             finally:
                 reader.close()  # an unread stream keeps DuckDB busy: no other query could run
             if written.version is None:
@@ -222,10 +227,71 @@ class Session:
         return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
                       num_rows=table.num_rows, name=output, warnings=notes)
 
+    def _model_function(self, name: str, fmt: str, table: str, options: dict):
+        """Load a model table's rows and start the actors that serve it."""
+        from ..models import MODEL_COLUMNS
+        from ..predict import ModelFunction
+
+        if fmt.lower() not in MODEL_FORMATS:
+            raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
+        path = delta.table_path(self.warehouse, table, options)
+        delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
+        rows = delta_table.to_pyarrow_table()
+        missing = [c for c in MODEL_COLUMNS if c not in rows.column_names]
+        if missing:
+            raise MLSQLError(f"{table} is not a model table: it has no column {missing[0]!r} "
+                             f"(a model table has columns start, offset, value)")
+        self.ray_link.ensure()
+        return ModelFunction.start(name, table, delta_table.version(), rows.select(list(MODEL_COLUMNS)), options,
+                                   self.ray_link.cpus())
+
+    def _register(self, s: ast.Register) -> Result:
+        from ..predict import FunctionRegistry
+
+        function = self._model_function(s.function, s.format, s.path, dict(s.options))
+        if self._functions is None:
+            self._functions = FunctionRegistry(self.con)
+        self._functions.add(function)
+        return Result(s, f"registered {s.function} from {s.path} version {function.version} "
+                         f"({len(function.actors)} workers, output {function.output})", name=s.function)
+
+    def _unregister(self, s: ast.Unregister) -> Result:
+        removed = []
+        if self._functions is not None:
+            removed = [s.path] if self._functions.remove(s.path) else self._functions.remove_for_table(s.path)
+        if not removed:
+            raise MLSQLError(f"no function is registered as {s.path} or from a model table of that name")
+        return Result(s, f"unregistered {', '.join(removed)}")
+
+    def _predict(self, s: ast.Train) -> Result:
+        """``predict T as tf.`db.model` [where inputCol="image"] [as OUT];``: T plus a prediction column."""
+        options = dict(s.options)
+        table = self.catalog.arrow(s.table)
+        column = options.get("inputCol") or next(
+            (f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type)
+             or pa.types.is_large_list(f.type)), None)
+        if column is None or column not in table.column_names:
+            raise MLSQLError(f"predict needs a list column of {s.table} to feed the model (inputCol=\"...\"); "
+                             f"columns: {', '.join(table.column_names)}")
+        function = self._model_function("predict", s.format, s.path, options)
+        function.argument = column
+        try:
+            scored = table.append_column("prediction", function(table.column(column)))
+        except ValueError as exc:
+            raise MLSQLError(str(exc)) from exc
+        finally:
+            function.close()
+        output = s.output or f"{s.table}_predictions"
+        self.catalog.add_arrow(output, scored, f"predict {s.path}")
+        return Result(s, f"{output}: {scored.num_rows} rows", table=scored.slice(0, PREVIEW_ROWS),
+                      num_rows=scored.num_rows, name=output)
+
     def _train(self, s: ast.Train) -> Result:
         """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
+        if s.verb == "predict":
+            return self._predict(s)
         if s.verb != "run" or s.format.lower() != "ray":
-            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``)")
+            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
         if "code" not in s.options:
             raise MLSQLError("run ... as Ray.`` needs the Python code in a code='''...''' option")
         annotations = {k: v for k, v in s.options.items() if k not in ("code", "inputTable", "outputTable")}
@@ -245,8 +311,10 @@ class Session:
 
     def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
         """Run Spark SQL on DuckDB over the catalog's tables."""
-        sql, tables = translate(spark_sql, line, col)
+        sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
+        if self._functions is not None:
+            self._functions.note_calls(calls)
         return self.con.sql(sql)
 
     def _path(self, path: str) -> Path:
@@ -276,4 +344,6 @@ _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result
     ast.Command: Session._command,
     ast.PythonCell: Session._python,
     ast.Train: Session._train,
+    ast.Register: Session._register,
+    ast.Unregister: Session._unregister,
 }

@@ -16,8 +16,9 @@ from ..errors import MLSQLError
 
 
 @lru_cache(maxsize=512)
-def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[str, ...]]:
-    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads).
+def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads, calls of
+    functions sqlglot does not know, as (name, first argument) — model functions among them).
 
     ``line``/``col``: where the SQL starts in the script, so a parse error points into the
     script, not into the query. Cached: notebooks re-run the same cells, and translation costs
@@ -34,8 +35,9 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
     tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
+    calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
     try:
-        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables
+        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}", line, col) from exc
 
@@ -69,4 +71,6 @@ def duckdb_message(exc: Exception, tables: list[str]) -> str:
     if missing:
         known = ", ".join(sorted(tables)) or "none yet"
         return f"table {missing.group(1)} is not defined (load it or select ... as it first; defined: {known})"
-    return re.sub(r"^\w+ Error: ", "", first)
+    first = re.sub(r"^[\w ]+ Error: ", "", first)
+    # an exception raised inside a Python function (a model function) speaks for itself
+    return re.sub(r"^Python exception occurred while executing the UDF: \w+: ", "", first)

@@ -13,7 +13,6 @@ server, and the round is retried from the last average; no actor outlives ``fit`
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -22,9 +21,13 @@ import numpy as np
 
 from .. import progress
 from ..errors import MLSQLError
+from ..raycluster import remote_error_line
 from .averaging import average
 from .data import Columns, Source
 from .worker import Worker
+
+
+TRAIN_METADATA_KEY = "mlsql.train"
 
 
 class TrainingError(MLSQLError):
@@ -56,6 +59,18 @@ class TrainResult:
         from ..models import rows_from_model_file
 
         return rows_from_model_file(self.model_file)
+
+    def model_table(self):
+        """The model rows as an Arrow table that also carries ``summary()`` as schema metadata;
+        saving it to Delta stores the training metrics with that table version."""
+        import json
+
+        import pyarrow as pa
+
+        from ..cells.schema import FILE_SCHEMA
+
+        schema = FILE_SCHEMA.with_metadata({TRAIN_METADATA_KEY: json.dumps(self.summary())})
+        return pa.Table.from_pylist(self.model_rows(), schema=schema)
 
     def summary(self) -> dict[str, str]:
         """Final metrics as strings, e.g. for Delta commit metadata."""
@@ -178,19 +193,13 @@ def _gather(ray, refs: list, what: str) -> list:
             results[index] = ray.get(ref)
         except ray.exceptions.RayActorError as exc:
             if "creation task" in str(exc):  # its __init__ raised: a bug to report, not a death to retry
-                raise TrainingError(f"training worker {index} failed while {what}: {_last_line(exc)}") from None
+                raise TrainingError(f"training worker {index} failed while {what}: {remote_error_line(exc)}") from None
             died[index] = _first_line(exc)
         except ray.exceptions.RayTaskError as exc:
             raise TrainingError(f"training worker {index} failed while {what}: {_first_line(exc.cause or exc)}") from None
     if died:
         raise _WorkersDied(died)
     return results
-
-
-def _last_line(exc: BaseException) -> str:
-    """The final ``SomeError: message`` line of a remote traceback, without terminal colours."""
-    lines = [l for l in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines() if l.strip()]
-    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def _first_line(exc: BaseException) -> str:

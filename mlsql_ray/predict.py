@@ -1,0 +1,191 @@
+"""Model tables as SQL functions: ``register tf.`db.model` as f;`` then ``select f(image) ...``.
+
+Each registered function owns a few Ray actors that load the model once, when it is
+registered. DuckDB hands the function whole Arrow vectors; the function cuts them into batches,
+spreads the batches over its actors and returns one Arrow column: no per-row model loading and
+no per-row Python call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import MLSQLError
+from .raycluster import remote_error_line
+
+OUTPUTS = ("probabilities", "argmax")
+
+
+class Predictor:
+    """A Ray actor holding one loaded model."""
+
+    def __init__(self, rows, threads: int):
+        from .train.worker import configure_tensorflow
+
+        configure_tensorflow(threads)
+        from .models import model_from_rows
+
+        self.model = model_from_rows(rows)
+
+    def input_width(self) -> int | None:
+        """Values per input row the model takes (None when its input is not a flat vector)."""
+        shape = tuple(self.model.inputs[0].shape)
+        return int(shape[1]) if len(shape) == 2 and shape[1] is not None else None
+
+    def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
+        from .train.data import matrix
+
+        x = matrix(column)
+        if scale is not None:
+            x *= scale
+        scores = self.model.predict(x, batch_size=batch_size, verbose=0)
+        if output == "argmax":
+            return pa.array(scores.argmax(axis=1).astype("int64"))
+        flat = pa.array(scores.astype("float32").reshape(-1))
+        return pa.ListArray.from_arrays(pa.array(range(0, flat.__len__() + 1, scores.shape[1]), pa.int32()), flat)
+
+
+def parse_scale(text: str | None) -> float | None:
+    """``scale="1/255"`` or ``scale="0.0039"``: the factor applied to inputs before predicting."""
+    if text is None:
+        return None
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError) as exc:
+        raise MLSQLError(f"scale must be a number or a fraction like 1/255, not {text!r}") from exc
+
+
+def _positive_int(options: dict, key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise MLSQLError(f"{key} must be a positive whole number, not {value!r}")
+    return int(value)
+
+
+@dataclass
+class ModelFunction:
+    """A model table loaded into actors and callable on Arrow columns (DuckDB's UDF)."""
+
+    name: str
+    table: str
+    version: int
+    actors: list
+    width: int | None
+    scale: float | None = None
+    output: str = "probabilities"
+    batch_size: int = 1024
+    argument: str = field(default="input")  # how the call was written, for error messages
+
+    @classmethod
+    def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int) -> "ModelFunction":
+        """Start the actors and wait until each has loaded the model; nothing is left running
+        when loading fails."""
+        import ray
+
+        output = options.get("output", "probabilities")
+        if output not in OUTPUTS:
+            raise MLSQLError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        workers = _positive_int(options, "workers", max(1, min(2, cpus)))
+        batch_size = _positive_int(options, "batchSize", 1024)
+        scale = parse_scale(options.get("scale"))
+        rows_ref = ray.put(rows.to_pylist())
+        actor_class = ray.remote(Predictor).options(num_cpus=0)
+        threads = max(1, cpus // workers)
+        actors = [actor_class.remote(rows_ref, threads) for _ in range(workers)]
+        try:
+            widths = ray.get([a.input_width.remote() for a in actors])
+        except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
+            for actor in actors:
+                ray.kill(actor)
+            raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
+        return cls(name, table, version, actors, widths[0], scale, output, batch_size)
+
+    def __call__(self, column: pa.Array) -> pa.Array:
+        import ray
+
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        self._check_shape(column)
+        pieces = [column.slice(i, self.batch_size) for i in range(0, len(column), self.batch_size)]
+        refs = [self.actors[i % len(self.actors)].predict.remote(p, self.scale, self.output, self.batch_size)
+                for i, p in enumerate(pieces)]
+        results = ray.get(refs)
+        return pa.concat_arrays(results) if results else pa.array([], self.arrow_type)
+
+    def _check_shape(self, column: pa.Array) -> None:
+        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type)):
+            raise ValueError(f"{self.name}({self.argument}): the model takes a list of numbers per row, not {column.type}")
+        if self.width is None or len(column) == 0:
+            return
+        lengths = pc.list_value_length(column)
+        if pc.any(pc.not_equal(lengths, self.width)).as_py():
+            seen = pc.min_max(lengths).as_py()
+            got = seen["min"] if seen["min"] == seen["max"] else f"{seen['min']} to {seen['max']}"
+            raise ValueError(f"{self.name}({self.argument}): the model takes rows of {self.width} values, got rows of {got}")
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return pa.int64() if self.output == "argmax" else pa.list_(pa.float32())
+
+    @property
+    def duckdb_type(self) -> str:
+        return "BIGINT" if self.output == "argmax" else "FLOAT[]"
+
+    def close(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            try:
+                ray.kill(actor)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.actors = []
+
+
+class FunctionRegistry:
+    """The session's model functions, as DuckDB functions of the same names."""
+
+    def __init__(self, con):
+        self.con = con
+        self.functions: dict[str, ModelFunction] = {}
+
+    def add(self, function: ModelFunction) -> None:
+        self.remove(function.name)
+        try:
+            self.con.create_function(function.name, function, None, function.duckdb_type, type="arrow")
+        except Exception as exc:  # noqa: BLE001 - e.g. a name DuckDB already uses for a built-in
+            function.close()
+            raise MLSQLError(f"cannot register {function.name}: {exc}") from exc
+        self.functions[function.name.lower()] = function
+
+    def remove(self, name: str) -> bool:
+        function = self.functions.pop(name.lower(), None)
+        if function is None:
+            return False
+        self.con.remove_function(function.name)
+        function.close()
+        return True
+
+    def remove_for_table(self, table: str) -> list[str]:
+        """Remove the functions registered from a model table; returns their names."""
+        names = [f.name for f in self.functions.values() if f.table == table]
+        for name in names:
+            self.remove(name)
+        return names
+
+    def note_calls(self, calls: tuple[tuple[str, str], ...]) -> None:
+        """Remember how each function is called in the coming query, to name the column in errors."""
+        for name, argument in calls:
+            function = self.functions.get(name.lower())
+            if function is not None:
+                function.argument = argument
+
+    def close(self) -> None:
+        for name in list(self.functions):
+            self.remove(name)
