@@ -20,10 +20,12 @@ CLAUSE_WORDS = ["as", "where", "options", "and", "partitionBy"]
 SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left join", "on", "limit",
              "distinct", "count", "sum", "avg", "min", "max", "case", "when", "then", "else", "end",
              "union all", "with"]
+MAX_TABLES_FOR_COLUMNS = 20  # reading schemas costs a query each
 COMMAND_ARGS = {"show": ["tables"], "delta": ["history", "info", "show"], "python": ["env", "conf"]}
 
 _ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")
 _WORD_BEFORE = re.compile(r"(?:`?(\w+)`?\.)?(\w*)$")
+_BACKQUOTED_BEFORE = re.compile(r"(\w+)\.`([^`\n]*)$")
 
 
 # -- the vocabulary, from the library -------------------------------------------------------------
@@ -68,6 +70,13 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
     if "--" in _outside_strings(line_before):
         return cursor, []  # in a comment
 
+    path = _BACKQUOTED_BEFORE.search(_current_statement_raw(before))
+    if path:  # inside `...`: a file path, or a Delta table name after delta.
+        fmt, typed = path.group(1).lower(), path.group(2)
+        if fmt == "delta":
+            return cursor - len(typed), _starting(_delta_tables(session), typed)
+        return _complete_path(typed, cursor)
+
     match = _WORD_BEFORE.search(before)
     qualifier, prefix = match.group(1), match.group(2)
     start = cursor - len(prefix)
@@ -103,6 +112,8 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
     if first == "select":
         whole = statement + code[cursor:].split(";", 1)[0]
         used = [t for t in tables if re.search(rf"(?<![\w.]){re.escape(t)}(?!\w)", whole, re.IGNORECASE)]
+        if not used:  # the select list written before its FROM: any table's columns
+            used = tables[:MAX_TABLES_FOR_COLUMNS]
         for table in used:
             candidates += _columns(session, table)
         candidates += tables + _cased(SQL_WORDS, prefix)
@@ -131,6 +142,28 @@ def _delta_tables(session) -> list[str]:
         return [f"{db}.{table}" for db, table in zip(listing.get("db", []), listing.get("table", []))]
     except Exception:  # noqa: BLE001 - completion never fails
         return []
+
+
+def _current_statement_raw(before: str) -> str:
+    """The statement's text up to the cursor, strings and all (to see an open backquote)."""
+    blanked = _outside_strings(before, keep_length=True)
+    return before[blanked.rfind(";") + 1:]
+
+
+def _complete_path(typed: str, cursor: int) -> tuple[int, list[str]]:
+    """Files and folders (folders with a trailing /) whose path starts with ``typed``; relative
+    paths are relative to the kernel's folder, as when the statement runs."""
+    import os
+
+    folder, _, name = typed.rpartition("/")
+    base = os.path.expanduser(folder + "/" if folder or typed.startswith("/") else ".")
+    try:
+        entries = sorted(os.scandir(base or "/"), key=lambda e: e.name)
+    except OSError:
+        return cursor, []
+    matches = [e.name + ("/" if e.is_dir() else "") for e in entries
+               if e.name.startswith(name) and (name.startswith(".") or not e.name.startswith("."))]
+    return cursor - len(name), matches
 
 
 def _current_statement(before: str) -> str:
@@ -188,19 +221,25 @@ def _unique(words: list[str]) -> list[str]:
 # -- inspection -------------------------------------------------------------------------------------
 
 def inspect(code: str, cursor: int, session=None) -> dict | None:
-    """A table name under the cursor → its schema, as text/plain and text/html."""
-    if session is None:
-        return None
+    """The word under the cursor: a table → its schema; a statement keyword → its syntax.
+    As text/plain and text/html."""
     left = re.search(r"\w*$", code[:cursor]).group(0)
     right = re.match(r"\w*", code[cursor:]).group(0)
-    table = _find(_table_names(session), left + right)
-    if table is None:
+    word = left + right
+    if not word:
         return None
+    table = _find(_table_names(session), word)
+    if table is not None:
+        return _table_help(session, table)
+    return _keyword_help(word)
+
+
+def _table_help(session, table: str) -> dict:
+    from ..display import _short_type
+
     schema = session.catalog.schema(table)
     listing = session.catalog.listing().to_pylist()
     source = next((row["source"] for row in listing if row["name"] == table), "")
-    from ..display import _short_type
-
     types = [_short_type(f.type) for f in schema]
     width = max([len(n) for n in schema.names] + [6])
     text = "\n".join([f"{table}: {len(schema)} columns" + (f" (from {source})" if source else ""),
@@ -211,6 +250,23 @@ def inspect(code: str, cursor: int, session=None) -> dict | None:
             + (f" (from <code>{html.escape(source)}</code>)" if source else "")
             + f"</p><table><thead><tr><th>column</th><th>type</th></tr></thead><tbody>{rows}</tbody></table>")
     return {"text/plain": text, "text/html": page}
+
+
+def _keyword_help(word: str) -> dict | None:
+    """The statement's grammar line, from the docstring of its class in ``lang.ast``."""
+    from ..lang import ast
+
+    keyword = word.lower()
+    if keyword not in statement_keywords():
+        return None
+    if keyword in ("run", "predict"):
+        keyword = "train"
+    for cls in vars(ast).values():
+        if isinstance(cls, type) and issubclass(cls, ast.Statement) and cls.__doc__:
+            if cls.keyword == keyword or (cls.keyword == "sql" and keyword in ("insert", "create", "drop", "refresh")):
+                syntax = cls.__doc__.strip().split("\n")[0].replace("``", "").split(" — ")[0]
+                return {"text/plain": f"{word}: {syntax}", "text/html": f"<code>{html.escape(syntax)}</code>"}
+    return None
 
 
 # -- is_complete ------------------------------------------------------------------------------------

@@ -26,16 +26,18 @@ import signal
 import socket
 import sys
 import threading
+import time
 import traceback
 import uuid
 
 from ipykernel.kernelbase import Kernel
 
-from .. import __version__
+from .. import __version__, lang
 from ..errors import MLSQLError, MLSQLSyntaxError
 from . import assist
 
 PREVIEW_ROWS = 20
+WORKER_OUTPUT_GRACE_S = 0.3
 
 
 class MLSQLKernel(Kernel):
@@ -114,31 +116,57 @@ class MLSQLKernel(Kernel):
             return self._ok()
         parent = self.get_parent()
         try:
+            return self._execute(code, silent, parent)
+        finally:
+            self._await_worker_output(code)
+
+    def _execute(self, code: str, silent: bool, parent) -> dict:
+        lines: list[int] = []
+        running = 0
+        try:
             with _Interrupts(self) as interrupts:
                 from .. import progress
 
                 session = self.mlsql_session()
                 interrupts.connection = session.con
                 display = _ProgressDisplay(self, parent, silent)
+                statements = lang.parse(code)  # what Session.execute_iter does, keeping the statements
+                lines = [s.line for s in statements]
+                running = 0  # index of the statement running now, for "interrupted at line N"
                 with progress.reporting_to(display):
-                    for result in session.execute_iter(code):
+                    for result in session.run(statements):
+                        if result.statement.line in lines:
+                            running = lines.index(result.statement.line) + 1
                         if not silent:
                             self._show(result, parent)
-        except KeyboardInterrupt:
-            return self._error(parent, "KeyboardInterrupt", "interrupted", ["KeyboardInterrupt: interrupted"])
+        except KeyboardInterrupt as exc:
+            return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running))
         except MLSQLError as exc:
             if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
-                return self._error(parent, "KeyboardInterrupt", "interrupted",
-                                   [f"KeyboardInterrupt: interrupted at line {exc.line}, column {exc.column}"
-                                    if exc.line else "KeyboardInterrupt: interrupted"])
+                return self._interrupted_reply(parent, exc.line)
             return self._error(parent, type(exc).__name__, *_describe_error(exc, code))
         except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
-            if self._interrupted:
-                return self._error(parent, "KeyboardInterrupt", "interrupted", ["KeyboardInterrupt: interrupted"])
-            lines = traceback.format_exception(exc)
-            return self._error(parent, type(exc).__name__, str(exc),
-                               ["".join(lines).rstrip("\n")])
+            if self._interrupted:  # e.g. DuckDB's own "Query interrupted" RuntimeError
+                return self._interrupted_reply(parent, _line_at(lines, running))
+            text = "".join(traceback.format_exception(exc)).rstrip("\n")
+            return self._error(parent, type(exc).__name__, str(exc), text.split("\n"))
         return self._ok()
+
+    def _interrupted_reply(self, parent, line: int | None) -> dict:
+        evalue = f"interrupted at line {line}" if line else "interrupted"
+        return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
+
+    def _await_worker_output(self, code: str) -> None:
+        """Ray forwards what its workers print some 50-100 ms late: give it that time after a
+        Python cell, so the lines land under this cell and not the next."""
+        ray = sys.modules.get("ray")
+        if ray is None or self._interrupted or "--%" not in code and "ray" not in code.lower():
+            return
+        try:
+            if ray.is_initialized():
+                time.sleep(WORKER_OUTPUT_GRACE_S)
+        except Exception:  # noqa: BLE001
+            pass
 
     def _ok(self) -> dict:
         return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
@@ -283,6 +311,21 @@ class _Interrupts:
                         pass
 
 
+def _line_at(lines: list[int], index: int) -> int | None:
+    return lines[index] if 0 <= index < len(lines) else None
+
+
+def _cell_line(exc: BaseException) -> int | None:
+    """The line of the Python cell that was running when an interrupt came, if any."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<mlsql cell"):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 # -- errors -----------------------------------------------------------------------------------------
 
 def _describe_error(exc: MLSQLError, code: str) -> tuple[str, list[str]]:
@@ -291,6 +334,9 @@ def _describe_error(exc: MLSQLError, code: str) -> tuple[str, list[str]]:
     if exc.source:
         where = f"{exc.source}, {where}" if where else exc.source
     first, _, rest = exc.message.partition("\n")
+    last = rest.strip().split("\n")[-1].strip() if rest.strip() else ""
+    if last and first.endswith(":"):  # "the Python cell failed:" + traceback: say what failed
+        first = f"{first} {last}"
     evalue = f"{where}: {first}" if where else first
     lines = [f"{type(exc).__name__}: {evalue}"]
     if rest:

@@ -1,0 +1,587 @@
+"""The Jupyter kernel, tested as Jupyter uses it: a real kernel process driven over ZeroMQ by
+jupyter_client (execute/reply/iopub sequences, errors, interrupts, completion, inspection),
+jupyter_kernel_test's protocol checks, and every notebook in notebooks/ run by nbclient.
+
+The kernelspec used is this checkout's (``kernel/kernel.json`` written for this venv's Python into a
+temporary JUPYTER_PATH), so the tests run the code under test whatever else is installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mlsql_ray.kernel import assist
+from mlsql_ray.kernel.install import KERNEL_JSON, write_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+MNIST = (ROOT / "sample_data" / "mnist" / "train.parquet").as_posix()
+TIMEOUT = 30
+
+
+# -- the kernelspec under test ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module", autouse=True)
+def kernelspec(tmp_path_factory):
+    """``mlsql`` resolves to this checkout's kernel, for jupyter_client, nbclient and jupyter_kernel_test."""
+    jupyter_path = tmp_path_factory.mktemp("jupyter")
+    write_spec(jupyter_path / "kernels" / "mlsql")
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(jupyter_path), saved) if p)
+    yield jupyter_path / "kernels" / "mlsql"
+    if saved is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = saved
+
+
+class Kernel:
+    """A running kernel and a blocking client, with helpers that collect a request's messages."""
+
+    def __init__(self, cwd: Path, warehouse: Path):
+        from jupyter_client import KernelManager
+
+        self.km = KernelManager(kernel_name="mlsql")
+        env = {**os.environ, "MLSQL_WAREHOUSE": str(warehouse)}
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+
+    def execute(self, code: str, timeout: float = TIMEOUT, **kwargs):
+        """(reply content, the request's iopub messages up to idle, in order)."""
+        msg_id = self.kc.execute(code, **kwargs)
+        reply = self.reply(msg_id, timeout)
+        return reply["content"], self.iopub(msg_id, timeout)
+
+    def reply(self, msg_id: str, timeout: float = TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def iopub(self, msg_id: str, timeout: float = TIMEOUT) -> list[dict]:
+        messages = []
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+
+    def request(self, method: str, *args, **kwargs) -> dict:
+        msg_id = getattr(self.kc, method)(*args, **kwargs)
+        return self.reply(msg_id)["content"]
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture(scope="module")
+def kernel(kernelspec, tmp_path_factory):
+    work = tmp_path_factory.mktemp("kernel-cwd")
+    k = Kernel(cwd=work, warehouse=work / "warehouse")
+    yield k
+    k.close()
+
+
+def outputs(messages: list[dict]) -> list[dict]:
+    """The messages a notebook shows (no status, no execute_input)."""
+    return [m for m in messages if m["msg_type"] not in ("status", "execute_input")]
+
+
+def stdout(messages: list[dict], name: str = "stdout") -> str:
+    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name)
+
+
+def displays(messages: list[dict]) -> list[dict]:
+    return [m["content"] for m in messages if m["msg_type"] == "display_data"]
+
+
+def error_of(messages: list[dict]) -> dict:
+    (error,) = [m["content"] for m in messages if m["msg_type"] == "error"]
+    return error
+
+
+# -- kernel info and the kernelspec ------------------------------------------------------------------
+
+def test_kernel_info(kernel):
+    info = kernel.request("kernel_info")
+    assert info["implementation"] == "mlsql_ray"
+    language = info["language_info"]
+    assert language["name"] == "mlsql"
+    assert language["file_extension"] == ".mlsql"
+    assert language["mimetype"] == "text/x-mlsql"
+    assert language["codemirror_mode"] == "sql" and language["pygments_lexer"] == "sql"
+    assert "debugger" not in info.get("supported_features", [])
+    assert "MLSQL" in info["banner"]
+
+
+def test_kernelspec_files_agree():
+    """kernel/kernel.json (what pip ships) is the installer's spec, and names what SPEC.md says."""
+    shipped = json.loads((ROOT / "kernel" / "kernel.json").read_text())
+    assert shipped == KERNEL_JSON
+    assert shipped["display_name"] == "MLSQL (Ray)"
+    assert shipped["argv"] == ["python", "-m", "mlsql_ray.kernel", "-f", "{connection_file}"]
+    assert shipped["interrupt_mode"] == "signal"
+    data_files = (ROOT / "pyproject.toml").read_text()
+    assert '"share/jupyter/kernels/mlsql"' in data_files
+    for name in ("kernel.json", "logo-32x32.png", "logo-64x64.png"):
+        assert (ROOT / "kernel" / name).is_file() and f'"kernel/{name}"' in data_files
+
+
+def test_install_command(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mlsql_ray.kernel", "install", "--prefix", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "mlsql"
+    spec = json.loads((spec_dir / "kernel.json").read_text())
+    assert spec["argv"][0] == sys.executable and spec["argv"][1:] == KERNEL_JSON["argv"][1:]
+    assert spec["display_name"] == "MLSQL (Ray)"
+    assert (spec_dir / "logo-64x64.png").is_file()
+    assert "Installed" in done.stdout
+
+
+def test_wheel_ships_the_kernelspec(tmp_path):
+    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data)."""
+    pytest.importorskip("setuptools")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import zipfile
+
+    (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    data = [n for n in names if ".data/data/share/jupyter/kernels/mlsql/" in n]
+    assert {Path(n).name for n in data} >= {"kernel.json", "logo-32x32.png", "logo-64x64.png"}
+
+
+# -- execute: tables, summaries, streams --------------------------------------------------------------
+
+def test_select_shows_an_html_and_text_table(kernel):
+    code = (f"load parquet.`{MNIST}` as mnist;\n"
+            "select label, count(*) as images from mnist group by label order by label as digits;")
+    reply, messages = kernel.execute(code)
+    assert reply["status"] == "ok"
+    assert reply["execution_count"] >= 1
+    kinds = [m["msg_type"] for m in messages]
+    assert kinds[0] == "status" and messages[0]["content"]["execution_state"] == "busy"
+    assert kinds[1] == "execute_input" and messages[1]["content"]["code"] == code
+    assert kinds[-1] == "status" and kinds.count("display_data") == 2  # the load's preview, the select
+    load, select = displays(messages)
+    assert set(select["data"]) == {"text/html", "text/plain"}
+    page = select["data"]["text/html"]
+    assert "<table" in page and "label" in page and "images" in page
+    assert "int64" in page  # the column types are in the header
+    assert re.search(r">\s*0\s*</td>.*>\s*773\s*</td>", page)  # first row: digit 0, 773 images
+    assert "10 rows" in page
+    assert select["data"]["text/plain"].splitlines()[0].split() == ["label", "images"]
+    assert "(10 rows)" in select["data"]["text/plain"]
+    # the load shows what it loaded and its first rows, without counting a possibly big file
+    assert "loaded parquet" in load["data"]["text/plain"]
+    assert "first 20 rows shown" in load["data"]["text/html"] and "list&lt;uint8&gt;" in load["data"]["text/html"]
+
+
+def test_html_escapes_values(kernel):
+    reply, messages = kernel.execute("select '<b>bold</b> & co' as s as escaped;")
+    assert reply["status"] == "ok"
+    page = displays(messages)[0]["data"]["text/html"]
+    assert "&lt;b&gt;bold&lt;/b&gt; &amp; co" in page and "<b>bold</b>" not in page
+
+
+def test_save_prints_a_summary_with_the_delta_version(kernel):
+    reply, messages = kernel.execute("select 1 as id, 'a' as v as one;\n"
+                                     "save overwrite one as delta.`kt.saved`;\n"
+                                     "save append one as delta.`kt.saved`;\n"
+                                     "!delta history kt.saved;")
+    assert reply["status"] == "ok"
+    text = stdout(messages)
+    assert re.search(r"saved 1 rows of one to delta.`kt.saved` \(version 0, mode overwrite\)", text)
+    assert re.search(r"\(version 1, mode append\)", text)
+    history = displays(messages)[-1]["data"]
+    assert "operation" in history["text/html"] and "(2 rows)" in history["text/plain"]
+    # outputs keep the statements' order: table, save, save, history
+    kinds = [m["msg_type"] for m in outputs(messages)]
+    assert kinds == ["display_data", "stream", "stream", "display_data"]
+
+
+def test_show_and_desc_are_tables(kernel):
+    kernel.execute("select 1 as a, 'x' as b as shown;")
+    reply, messages = kernel.execute("!show tables;\n!desc shown;")
+    assert reply["status"] == "ok"
+    show, desc = displays(messages)
+    assert "shown" in show["data"]["text/plain"]
+    assert "<table" in desc["data"]["text/html"] and "nullable" in desc["data"]["text/plain"]
+
+
+def test_python_cell_output_streams_while_it_runs(kernel):
+    code = ("--%python\nimport sys, time\nprint('first', flush=True)\nprint('oops', file=sys.stderr, flush=True)\n"
+            "time.sleep(1.5)\nprint('second')")
+    started = time.monotonic()
+    msg_id = kernel.kc.execute(code)
+    arrivals = []
+    while True:
+        msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        arrivals.append((time.monotonic() - started, msg))
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    assert kernel.reply(msg_id)["content"]["status"] == "ok"
+    messages = [m for _, m in arrivals]
+    assert stdout(messages).startswith("first\n") and "second\n" in stdout(messages)
+    assert stdout(messages, "stderr") == "oops\n"
+    first_at = next(t for t, m in arrivals if m["msg_type"] == "stream" and "first" in m["content"]["text"])
+    done_at = arrivals[-1][0]
+    assert done_at - first_at > 1.0, "output arrived only when the cell ended"
+
+
+def test_python_cell_result_is_a_table_and_warnings_go_to_stderr(kernel):
+    code = ("--%python\n--%output=squares\n--%colour=blue\n"
+            "ray_context = RayContext(context)  # connect() would start Ray; this cell needs none\n"
+            "ray_context.build_result([{'n': i, 'sq': i * i} for i in range(5)])")
+    reply, messages = kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    assert "unknown Python cell setting 'colour'" in stdout(messages, "stderr")
+    (table,) = displays(messages)
+    assert "sq" in table["data"]["text/html"] and "(5 rows)" in table["data"]["text/plain"]
+    reply, messages = kernel.execute("select sum(sq) as total from squares as t;")
+    assert ">30<" in displays(messages)[0]["data"]["text/html"].replace(" ", "").replace('style="text-align:right"', "")
+
+
+def test_silent_execution_shows_nothing(kernel):
+    reply, messages = kernel.execute("select 1 as a as quiet;", silent=True)
+    assert reply["status"] == "ok"
+    assert outputs(messages) == []
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+
+def test_syntax_error_names_line_and_column(kernel):
+    code = "select 1 as a as fine;\n\nload parquet.`/x` wher x = 'y' as t;\nselect 2 as b as never;"
+    reply, messages = kernel.execute(code)
+    assert reply["status"] == "error"
+    assert reply["ename"] == "MLSQLSyntaxError"
+    error = error_of(messages)
+    assert error["ename"] == "MLSQLSyntaxError"
+    assert error["evalue"].startswith("line 3, column 19: ")
+    assert error["traceback"][0] == f"MLSQLSyntaxError: {error['evalue']}"
+    source, caret = error["traceback"][-2:]
+    assert source.strip() == "load parquet.`/x` wher x = 'y' as t;"
+    assert caret.index("^") - 4 == 18  # under column 19 (4 spaces of indent)
+    assert outputs(messages)[-1]["msg_type"] == "error"
+    assert displays(messages) == []  # nothing ran: the whole cell is parsed first
+    reply, messages = kernel.execute("!show tables;")
+    assert "fine" not in displays(messages)[0]["data"]["text/plain"]
+
+
+def test_runtime_error_names_the_statement_line(kernel):
+    code = "select 1 as a as ok_table;\n\n  select nope from ok_table as broken;"
+    reply, messages = kernel.execute(code)
+    assert reply["status"] == "error" and reply["ename"] == "MLSQLError"
+    error = error_of(messages)
+    assert error["evalue"].startswith("line 3, column 3: ")
+    assert "nope" in error["evalue"]
+    assert error["traceback"][-2].strip() == "select nope from ok_table as broken;"
+    assert error["traceback"][-1] == "      ^"
+    assert len(displays(messages)) == 1  # the first statement ran and showed its table
+
+
+def test_python_cell_error_names_the_cell_line(kernel):
+    reply, messages = kernel.execute("--%python\nx = 1\n\nraise ValueError('bad value')\n")
+    assert reply["status"] == "error"
+    error = error_of(messages)
+    assert error["evalue"].startswith("line 4, column 1: the Python cell failed")
+    assert any("ValueError: bad value" in line for line in error["traceback"])
+
+
+def test_kernel_survives_errors(kernel):
+    for code in ["load nosuchformat.`/nowhere` as x;", "select 1/0 as x as y;", "!nosuch command;",
+                 "--%python\nimport sys\nsys.exit(3)", "--%python\nraise SystemExit", "'''unterminated",
+                 "select ${undefined} as a as b;"]:
+        reply, messages = kernel.execute(code)
+        assert reply["status"] in ("ok", "error"), (code, reply)
+    reply, messages = kernel.execute("select 42 as answer as alive;")
+    assert reply["status"] == "ok" and "42" in displays(messages)[0]["data"]["text/plain"]
+
+
+# -- interrupts -----------------------------------------------------------------------------------------
+
+def _interrupt_then_follow_up(kernel: Kernel, code: str, wait: float = 1.5):
+    msg_id = kernel.kc.execute(code)
+    time.sleep(wait)
+    assert kernel.km.is_alive()
+    interrupted_at = time.monotonic()
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(msg_id, timeout=10)["content"]
+    stopped_in = time.monotonic() - interrupted_at
+    messages = kernel.iopub(msg_id)
+    follow_started = time.monotonic()
+    follow, follow_messages = kernel.execute("select 'still here' as state as after_interrupt;", timeout=10)
+    follow_took = time.monotonic() - follow_started
+    return reply, messages, stopped_in, follow, follow_messages, follow_took
+
+
+def test_interrupt_stops_a_python_cell(kernel):
+    reply, messages, stopped_in, follow, follow_messages, follow_took = _interrupt_then_follow_up(
+        kernel, "--%python\nimport time\nwhile True:\n    time.sleep(0.05)\n")
+    assert stopped_in < 5
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert error_of(messages)["evalue"] == "interrupted at line 4"
+    assert follow["status"] == "ok" and follow_took < 5
+    assert "still here" in displays(follow_messages)[0]["data"]["text/plain"]
+
+
+def test_interrupt_stops_a_busy_python_loop(kernel):
+    reply, messages, stopped_in, follow, _, follow_took = _interrupt_then_follow_up(
+        kernel, "--%python\nn = 0\nwhile True:\n    n += 1\n")
+    assert stopped_in < 5 and reply["ename"] == "KeyboardInterrupt"
+    assert follow["status"] == "ok" and follow_took < 5
+
+
+def test_interrupt_stops_a_long_duckdb_query(kernel):
+    # ~10^14 rows of cross join: hours of work, inside DuckDB's C++ where no Python handler runs
+    code = "select count(*) as n from range(100000) a, range(100000) b, range(10000) c as huge;"
+    reply, messages, stopped_in, follow, follow_messages, follow_took = _interrupt_then_follow_up(kernel, code)
+    assert stopped_in < 5
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert error_of(messages)["evalue"] == "interrupted at line 1"
+    assert follow["status"] == "ok" and follow_took < 5
+    assert "still here" in displays(follow_messages)[0]["data"]["text/plain"]
+
+
+# -- live training progress -----------------------------------------------------------------------------
+
+PROGRESS_CELL = """--%python
+from mlsql_ray import progress
+history = []
+progress.report("train_start", total_rounds=3, workers=2)
+for r in range(1, 4):
+    row = {"round": r, "total_rounds": 3, "loss": 1.0 / r, "accuracy": 0.5 + r / 10, "elapsed": 0.5 * r}
+    history.append(row)
+    progress.report("train_round", **row)
+progress.report("train_end", history=history, elapsed=1.5)
+"""
+
+
+def test_training_progress_updates_one_display_then_plots(kernel):
+    reply, messages = kernel.execute(PROGRESS_CELL)
+    assert reply["status"] == "ok"
+    shown = [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+    kinds = [m["msg_type"] for m in shown]
+    assert kinds == ["display_data"] + ["update_display_data"] * 4
+    ids = {m["content"]["transient"]["display_id"] for m in shown}
+    assert len(ids) == 1 and None not in ids
+    assert "2 workers" in shown[0]["content"]["data"]["text/plain"]
+    second = shown[2]["content"]["data"]["text/plain"]
+    assert "round 2/3" in second and "loss 0.5000" in second and "accuracy 0.7000" in second and "elapsed 1.0 s" in second
+    final = shown[-1]["content"]["data"]
+    assert base64.b64decode(final["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "3 rounds" in final["text/plain"] and "accuracy 0.8000" in final["text/plain"]
+    # a second run gets a display of its own
+    _, again = kernel.execute(PROGRESS_CELL)
+    second_id = next(m["content"]["transient"]["display_id"] for m in again if m["msg_type"] == "display_data")
+    assert second_id not in ids
+
+
+# -- completion, inspection, is_complete -----------------------------------------------------------------
+
+def test_complete_over_the_protocol(kernel):
+    kernel.execute(f"load parquet.`{MNIST}` as mnist;")
+    code = "select la from mnist as x;"
+    reply = kernel.request("complete", code, 9)
+    assert reply["status"] == "ok"
+    assert reply["matches"] == ["label"] and reply["cursor_start"] == 7 and reply["cursor_end"] == 9
+    reply = kernel.request("complete", "mnist.im", 8)
+    assert reply["matches"] == ["image"] and reply["cursor_start"] == 6
+
+
+def test_inspect_over_the_protocol(kernel):
+    kernel.execute(f"load parquet.`{MNIST}` as mnist;")
+    reply = kernel.request("inspect", "select * from mnist as x;", 16)
+    assert reply["status"] == "ok" and reply["found"]
+    assert "label" in reply["data"]["text/plain"] and "list<uint8>" in reply["data"]["text/plain"]
+    assert "<table>" in reply["data"]["text/html"] and "list&lt;uint8&gt;" in reply["data"]["text/html"]
+    reply = kernel.request("inspect", "nothing_here", 3)
+    assert reply["status"] == "ok" and not reply["found"]
+
+
+def test_is_complete_over_the_protocol(kernel):
+    assert kernel.request("is_complete", "select 1 as a") == {"status": "incomplete", "indent": ""}
+    assert kernel.request("is_complete", "select 1 as a;")["status"] == "complete"
+    assert kernel.request("is_complete", "--%python\nx = 1")["status"] == "complete"
+    assert kernel.request("is_complete", "load parquet.`x` as ;")["status"] == "invalid"
+
+
+class FakeCatalog:
+    def __init__(self, tables):
+        self.tables = tables
+
+    def names(self):
+        return list(self.tables)
+
+    def schema(self, name):
+        import pyarrow as pa
+
+        return pa.schema([(c, pa.int64()) for c in self.tables[name]])
+
+
+class FakeSession:
+    def __init__(self, tables):
+        self.catalog = FakeCatalog(tables)
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("lo", ["load"]),
+    ("LO", ["LOAD"]),
+    ("select 1 as a;\nsa", ["save"]),
+    ("load par", ["parquet"]),
+    ("load ", ["parquet", "csv", "json", "text", "delta"]),
+    ("save overwrite digits as de", ["delta"]),
+    ("save ov", ["overwrite"]),
+    ("save overwrite dig", ["digits"]),
+    ("select * from dig", ["digits"]),
+    ("select digits.", ["label", "images"]),
+    ("select la", ["label"]),
+    ("select im from digits as x;", ["images"]),  # cursor at 9 (see below): columns of tables in the statement
+    ("--%py", ["python", "pythonExec="]),
+    ("--%python\n--%inp", ["input="]),
+    ("--%python\n--%", None),  # every annotation name
+    ("!sh", ["show"]),
+    ("!delta hi", ["history"]),
+    ("!desc di", ["digits"]),
+    ("include lo", ["local"]),
+    ("run command as R", ["Ray"]),
+    ("-- a comment with lo", []),
+    ("load parquet.`/a/lo", []),
+])
+def test_completion_matches(code, expected):
+    session = FakeSession({"digits": ["label", "images"], "other": ["x"]})
+    cursor = 9 if code.startswith("select im from") else len(code)
+    start, matches = assist.complete(code, cursor, session)
+    if expected is None:
+        assert matches == ["python"] + [f"{n}=" for n in ("input", "output", "cache", "schema", "dataMode", "runIn",
+                                                          "num_partitions", "pythonExec")]
+        return
+    if code.startswith("select la"):
+        assert matches[:1] == expected  # SQL words starting with "la" may follow
+    else:
+        assert matches == expected
+    if matches:
+        word = re.search(r"[\w]*$", code[:cursor]).group(0)
+        assert start == cursor - len(word)
+
+
+def test_completion_of_paths_in_backquotes(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.parquet").touch()
+    (tmp_path / "data" / "test.parquet").touch()
+    (tmp_path / "data" / ".hidden").touch()
+    monkeypatch.chdir(tmp_path)  # relative paths are relative to the kernel's folder
+    assert assist.complete("load parquet.`da", 16, None) == (14, ["data/"])
+    code = "load parquet.`data/t"
+    assert assist.complete(code, len(code), None) == (len(code) - 1, ["test.parquet", "train.parquet"])
+    code = f"load csv.`{tmp_path}/data/tr"
+    assert assist.complete(code, len(code), None)[1] == ["train.parquet"]
+
+
+def test_completion_without_a_session_offers_language_words_only():
+    assert assist.complete("sel", 3, None) == (0, ["select"])
+    assert assist.complete("select * from t", 15, None)[1] == []
+
+
+@pytest.mark.parametrize("code, status", [
+    ("", "complete"),
+    ("select 1 as a;", "complete"),
+    ("select 1 as a", "incomplete"),
+    ("select 1 as a;\nload parquet.`x`", "incomplete"),
+    ("set code = '''print(1)", "incomplete"),
+    ("/* still writing", "incomplete"),
+    ("select 1 as a; -- done", "complete"),
+    ("--%python\nfor i in range(3):", "complete"),
+    ("load parquet.`x` as ;", "invalid"),
+    ("bogus statement;", "invalid"),
+])
+def test_is_complete(code, status):
+    assert assist.is_complete(code)["status"] == status
+
+
+def test_inspect_a_keyword_shows_its_syntax():
+    data = assist.inspect("load", 2, None)
+    assert "load FORMAT.`PATH`" in data["text/plain"]
+    assert assist.inspect("xyz", 1, None) is None
+
+
+# -- jupyter_kernel_test's protocol checks ----------------------------------------------------------------
+
+import jupyter_kernel_test  # noqa: E402
+
+
+class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
+    kernel_name = "mlsql"
+    language_name = "mlsql"
+    file_extension = ".mlsql"
+
+    code_hello_world = '--%python\nprint("hello, world")'
+    code_stderr = '--%python\nimport sys\nprint("some error", file=sys.stderr)'
+    completion_samples = [
+        {"text": "sel", "matches": {"select"}},
+        {"text": "load js", "matches": {"json"}},
+        {"text": "--%out", "matches": {"output="}},
+    ]
+    complete_code_samples = ["select 1 as a;", "--%python\nx = 1", "!show tables;"]
+    incomplete_code_samples = ["select 1 as a", "set x = '''abc"]
+    invalid_code_samples = ["load parquet.`x` as ;", "nonsense here;"]
+    code_generate_error = "select nope from nowhere as x;"
+    code_display_data = [
+        {"code": "select 1 as a as t;", "mime": "text/html"},
+        {"code": "select 1 as a as t;", "mime": "text/plain"},
+    ]
+    code_inspect_sample = "load"
+
+
+# -- notebooks ---------------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch):
+    """Every notebook in notebooks/ runs top to bottom headless, its folder as the kernel's cwd."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "warehouse"))
+    notebook = nbformat.read(path, as_version=4)
+    assert notebook.metadata["kernelspec"]["name"] == "mlsql"
+    client = NotebookClient(notebook, kernel_name="mlsql", timeout=900, startup_timeout=120,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    nbformat.write(notebook, tmp_path / path.name)  # the executed copy, for a look after a failure
+    if path.name == "quickstart.ipynb":
+        select = notebook.cells[3].outputs
+        assert any("mean_pixel" in o.get("data", {}).get("text/html", "") for o in select)
+        assert any("version 0" in o.get("text", "") for o in notebook.cells[4].outputs)
+
+
+def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):
+    done = run_cli("run", str(ROOT / "notebooks" / "quickstart.ipynb"), "--warehouse", str(tmp_path / "wh"))
+    assert done.returncode == 0, done.stderr
+    assert "saved 10 rows of digits to delta.`demo.digit_stats` (version 0" in done.stdout
+    assert "mean_pixel" in done.stdout
