@@ -1,0 +1,202 @@
+"""End to end in a real browser: JupyterLab on localhost, headless Chromium (Debian's ``chromium``)
+driven by Playwright, opens each notebook of notebooks/ that has expectations below, runs all its
+cells the way a person would (Run → Run All Cells), and checks what appears on the page. A
+screenshot of every run is saved in the test's tmp folder and copied to test-output/.
+
+Needs /usr/bin/chromium (.ci/run installs it) and the ``playwright`` package; Playwright's own
+browser downloads are never used (``executable_path``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mlsql_ray.kernel.install import write_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+OUTPUT = ROOT / "test-output"
+
+# What must be on the page once each notebook has run (regexes over the notebook's text), and how
+# long running it may take. A notebook added to notebooks/ without an entry here is not opened.
+EXPECTED = {
+    "quickstart.ipynb": {"timeout": 120, "texts": [r"mean_pixel", r"\(version 0, mode overwrite\)", r"WRITE"]},
+    "mnist_distributed.ipynb": {"timeout": 1200, "texts": [r"accuracy\D{0,20}\d\.\d+"]},
+}
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (.ci/run installs it)"),
+]
+NOTEBOOKS = [p for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if p.name in EXPECTED]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kernel_pids(runtime_dir: Path) -> list[int]:
+    """Processes started with a connection file in our runtime dir: the kernels of our JupyterLab."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(runtime_dir) in cmdline and "mlsql_ray.kernel" in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+class JupyterLab:
+    """``jupyter lab`` on a random localhost port with token auth, over a temp root folder."""
+
+    def __init__(self, base: Path):
+        self.root = base / "root"
+        self.root.mkdir()
+        shutil.copytree(ROOT / "notebooks", self.root / "notebooks",
+                        ignore=shutil.ignore_patterns("warehouse", ".ipynb_checkpoints"))
+        shutil.copytree(ROOT / "sample_data", self.root / "sample_data")  # the notebooks' ../sample_data
+        self.runtime = base / "runtime"
+        jupyter_path = base / "jupyter"
+        write_spec(jupyter_path / "kernels" / "mlsql")  # this checkout's kernel, for this venv's Python
+        # no "get notified about Jupyter news?" toast over the outputs
+        settings = base / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+        self.port = _free_port()
+        self.token = uuid.uuid4().hex
+        env = {**os.environ,
+               "JUPYTER_PATH": os.pathsep.join(p for p in (str(jupyter_path), os.environ.get("JUPYTER_PATH")) if p),
+               "JUPYTER_RUNTIME_DIR": str(self.runtime),
+               "JUPYTER_CONFIG_DIR": str(base / "config"),
+               "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+               "MLSQL_WAREHOUSE": str(base / "warehouse")}
+        self.log = open(base / "jupyterlab.log", "w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}", "--ServerApp.port_retries=0",
+             "--allow-root", "--ServerApp.terminals_enabled=False", "--LabApp.extension_manager=readonly",
+             "--expose-app-in-browser", "--LabApp.news_url=None",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready(timeout=90)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self, path: str, method: str = "GET"):
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+            return json.loads(body) if body else None
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.process.returncode}: see {self.log.name}")
+            try:
+                self.api("/api/status")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError(f"jupyter lab did not answer in {timeout} s")
+
+    def stop(self) -> None:
+        """Shut down our kernels and the server; kill, by pid, whatever of ours is left."""
+        try:
+            for kernel in self.api("/api/kernels"):
+                self.api(f"/api/kernels/{kernel['id']}", method="DELETE")
+        except OSError:
+            pass
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=5)
+        for pid in _kernel_pids(self.runtime):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    server = JupyterLab(tmp_path_factory.mktemp("lab"))
+    yield server
+    server.stop()
+    assert not _kernel_pids(server.runtime), "a kernel outlived JupyterLab"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+ALL_CELLS_RAN = """() => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}"""
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_in_jupyterlab(notebook, lab, browser, tmp_path):
+    expected = EXPECTED[notebook.name]
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    try:
+        page.goto(f"{lab.url}/lab/tree/notebooks/{notebook.name}?token={lab.token}&reset")
+        # the kernel named in the notebook starts by itself, and shows in the toolbar
+        page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=60_000)
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName')]
+                     .some(e => e.textContent.includes('MLSQL (Ray)'))""", timeout=60_000)
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells')",
+                               timeout=30_000)
+        # Run → Run All Cells, as a person would
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name=re.compile(r"^Run All Cells")).click()
+        page.wait_for_function(ALL_CELLS_RAN, timeout=expected["timeout"] * 1000)
+        page.wait_for_timeout(500)  # the last outputs render
+
+        text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook").inner_text()
+        for pattern in expected["texts"]:
+            assert re.search(pattern, text), f"{pattern!r} is not on the page"
+        assert page.locator(".jp-OutputArea-output .mlsql-table table").count() >= 1, "no table output"
+        errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+        assert not [e for e in errors if re.match(r"\s*(MLSQL\w*Error|KeyboardInterrupt|Traceback)", e)], errors
+    finally:
+        shot = tmp_path / f"{notebook.stem}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        OUTPUT.mkdir(exist_ok=True)
+        shutil.copy(shot, OUTPUT / shot.name)
+        page.close()
