@@ -708,3 +708,18 @@ def test_explicit_warehouse_wins_over_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "env_wh"))
     with Session(warehouse=tmp_path / "mine") as s:
         assert s.warehouse == (tmp_path / "mine").resolve()
+
+
+def test_include_outside_the_scripts_folder_needs_allow_outside(session, tmp_path):
+    outside = tmp_path / "elsewhere" / "other.mlsql"
+    outside.parent.mkdir()
+    outside.write_text("select 7 as x as from_outside;")
+    script = tmp_path / "project" / "main.mlsql"
+    script.parent.mkdir()
+    script.write_text("include local.`../elsewhere/other.mlsql`;")
+    with pytest.raises(MLSQLError, match=r"outside .*project.*allowOutside"):
+        session.execute(script.read_text(), source=script)
+    assert "from_outside" not in session.catalog
+    script.write_text('include local.`../elsewhere/other.mlsql` where allowOutside="true";')
+    session.execute(script.read_text(), source=script)
+    assert session.table("from_outside").column("x").to_pylist() == [7]

@@ -200,6 +200,10 @@ class Session:
         path = self._path(s.path)
         if not path.is_file():
             raise MLSQLError(f"cannot include {path}: no such file")
+        root = self._sources[0].parent if self._sources else Path.cwd().resolve()
+        if not path.resolve().is_relative_to(root) and s.options.get("allowOutside") != "true":
+            raise MLSQLError(f"cannot include {path}: it is outside {root}, the folder of the script being run; "
+                             f"add where allowOutside=\"true\" to include it anyway")
         if path.resolve() in self._sources:
             raise MLSQLError(f"{path} includes itself (through {' → '.join(p.name for p in self._sources)})")
         if len(self._sources) >= MAX_INCLUDE_DEPTH:
