@@ -7,7 +7,8 @@
 """
 
 from .averaging import average
+from .checkpoint import Checkpoints
 from .data import Columns, matrix
 from .trainer import TrainingError, TrainResult, fit
 
-__all__ = ["Columns", "TrainResult", "TrainingError", "average", "fit", "matrix"]
+__all__ = ["Checkpoints", "Columns", "TrainResult", "TrainingError", "average", "fit", "matrix"]

@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 
 from ..cells.context import DataServer
 
-# A partition: a data server handle, an Arrow table, or (x, y) arrays.
-Source = Union[DataServer, pa.Table, tuple]
+# A partition: a data server handle (or a list of them), an Arrow table, or (x, y) arrays.
+Source = Union[DataServer, list, pa.Table, tuple]
 
 
 def matrix(column: pa.ChunkedArray | pa.Array, dtype=np.float32) -> np.ndarray:
@@ -62,7 +62,10 @@ def load_xy(source: Source, prepare: Callable[[pa.Table], tuple] | None) -> tupl
     if isinstance(source, tuple):
         x, y = source
         return np.asarray(x), np.asarray(y)
-    table = source.read() if isinstance(source, DataServer) else source
+    if isinstance(source, list):  # several data servers (e.g. a whole validation table)
+        table = pa.concat_tables([s.read() for s in source])
+    else:
+        table = source.read() if isinstance(source, DataServer) else source
     if not isinstance(table, pa.Table):
         raise TypeError(f"a training partition must be a data server, an Arrow table or (x, y), not {type(source).__name__}")
     return (prepare or Columns())(table)

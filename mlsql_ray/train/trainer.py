@@ -23,6 +23,7 @@ from .. import progress
 from ..errors import MLSQLError
 from ..raycluster import remote_error_line
 from .averaging import average
+from .checkpoint import Checkpoints
 from .data import Columns, Source
 from .worker import Worker
 
@@ -99,6 +100,13 @@ def fit(
     gpus_per_worker: float = 0,
     max_failures: int = 3,
     on_round: Callable[[dict], None] | None = None,
+    checkpoints: Checkpoints | None = None,
+    resume: bool = False,
+    early_stopping: tuple[str, int] | None = None,
+    mode: str = "sync",
+    max_staleness: int = 4,
+    num_shards: int = 2,
+    slowdown: dict[int, float] | None = None,
 ) -> TrainResult:
     """Train ``model_fn()`` (a compiled Keras model) with one Ray actor per partition of ``data``.
 
@@ -106,7 +114,16 @@ def fit(
     Arrow partitions become (x, y) by ``prepare(table)``, by default the ``features`` list
     column as a float32 matrix times ``scale`` and the ``label`` column (one-hot with
     ``one_hot`` classes). ``rounds`` rounds of an epoch each, or ``steps_per_round`` batches.
-    ``validation``: evaluated on the averaged model after each round.
+    ``validation``: evaluated on the averaged model after each round (a source, or a list of
+    data servers). ``checkpoints``: save the averaged state after every k rounds; with
+    ``resume=True`` a run continues after its last checkpoint. ``early_stopping=("val_loss", 2)``
+    stops when that metric has not improved for 2 rounds (lower is better for losses, higher
+    for anything else).
+
+    ``mode="async"``: sharded parameter servers (``num_shards``) and workers that never wait for
+    each other; gradients older than ``max_staleness`` updates are dropped (see ``async_ps``).
+    Pick it when workers run at uneven speeds or hold uneven partitions. ``slowdown={1: 3.0}``
+    makes worker 1 three times slower, to see that for yourself.
     """
     import ray
 
@@ -116,12 +133,23 @@ def fit(
         raise TrainingError("rounds must be at least 1")
     prepare = prepare or Columns(features, label, scale, one_hot)
     _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
-    actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
     threads = max(1, int(cpus_per_worker))
+    if mode == "async":
+        if checkpoints is not None or validation is not None or early_stopping is not None:
+            raise TrainingError("mode=\"async\" does not support checkpoints, validation or early stopping yet")
+        from .async_ps import fit_async
+
+        return fit_async(ray, model_fn, list(data), rounds=rounds, batch_size=batch_size, prepare=prepare,
+                         threads=threads, cpus_per_worker=cpus_per_worker, max_staleness=max_staleness,
+                         num_shards=num_shards, slowdown=slowdown, on_round=on_round, stop_actors=_stop)
+    if mode != "sync":
+        raise TrainingError(f"mode must be \"sync\" or \"async\", not {mode!r}")
+    actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
+    slowdown = slowdown or {}
 
     def start(index: int):
         return actor_class.remote(index, model_fn, data[index], prepare, threads,
-                                  validation if index == 0 else None)
+                                  validation if index == 0 else None, slowdown.get(index, 1.0))
 
     started = time.monotonic()
     workers = [start(i) for i in range(len(data))]
@@ -132,9 +160,16 @@ def fit(
         lr_scale = len(workers) if scale_learning_rate else 1
         _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
         weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
-        progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers))
         history: list[dict] = []
-        for round_number in range(1, rounds + 1):
+        first_round, resumed_from = 1, None
+        saved = checkpoints.latest() if (checkpoints is not None and resume) else None
+        if saved is not None:
+            weights, history = saved["weights"], saved["history"]
+            optimizer_state = saved["optimizer_state"] if average_optimizer else optimizer_state
+            first_round = resumed_from = saved["round"] + 1
+        progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers),
+                        first_round=first_round)
+        for round_number in range(first_round, rounds + 1):
             weights_ref = ray.put(weights)
             state_ref = ray.put(optimizer_state) if optimizer_state is not None else None
             retries = 0
@@ -165,10 +200,17 @@ def fit(
             if validation is not None:
                 ray.get(workers[0].set_weights.remote(ray.put(weights), None))
                 entry.update(ray.get(workers[0].evaluate.remote()))
+            if round_number == resumed_from:
+                entry["resumed_from_checkpoint"] = resumed_from - 1
             history.append(entry)
             progress.report("train_round", total_rounds=rounds, **entry)
             if on_round is not None:
                 on_round(entry)
+            if checkpoints is not None and checkpoints.due(round_number, rounds):
+                checkpoints.save(round_number, weights, optimizer_state, history)
+            if early_stopping is not None and _should_stop(history, *early_stopping):
+                entry["stopped_early"] = True
+                break
         ray.get(workers[0].set_weights.remote(ray.put(weights), None))
         model_file = ray.get(workers[0].model_file.remote())
         elapsed = time.monotonic() - started
@@ -176,6 +218,17 @@ def fit(
         return TrainResult(history, weights, model_file, len(workers), elapsed)
     finally:
         _stop(ray, everyone)
+
+
+def _should_stop(history: list[dict], metric: str, patience: int) -> bool:
+    """True when ``metric`` has not improved for ``patience`` rounds."""
+    if metric not in history[-1]:
+        known = ", ".join(k for k, v in history[-1].items() if isinstance(v, float))
+        hint = " (pass validation= data to get val_ metrics)" if metric.startswith("val_") else ""
+        raise TrainingError(f"early_stopping watches {metric!r} but rounds report {known}{hint}")
+    values = [h[metric] for h in history if metric in h]
+    best = int(np.argmin(values) if "loss" in metric else np.argmax(values))
+    return len(values) - 1 - best >= patience
 
 
 class _WorkersDied(Exception):

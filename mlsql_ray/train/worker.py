@@ -7,6 +7,7 @@ round when told to, and hands its weights over for averaging.
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable
 
 import numpy as np
@@ -29,9 +30,10 @@ def configure_tensorflow(threads: int) -> None:
 
 class Worker:
     def __init__(self, index: int, model_fn: Callable, source: Source, prepare, threads: int,
-                 validation: Source | None = None):
+                 validation: Source | None = None, slowdown: float = 1.0):
         configure_tensorflow(threads)
         self.index = index
+        self.slowdown = slowdown  # > 1 simulates a straggler (benchmarks and tests)
         self.x, self.y = load_xy(source, prepare)
         self.validation = load_xy(validation, prepare) if validation is not None else None
         self.model = model_fn()
@@ -73,8 +75,11 @@ class Worker:
             index = self.rng.permutation(len(self.x))
         else:
             index = self._next_batches(steps * batch_size)
+        began = time.perf_counter()
         history = self.model.fit(self.x[index], self.y[index], batch_size=batch_size, epochs=1,
                                  shuffle=False, verbose=0)
+        if self.slowdown > 1:
+            time.sleep((self.slowdown - 1) * (time.perf_counter() - began))
         metrics = {k: float(v[-1]) for k, v in history.history.items()}
         metrics["samples"] = int(len(index))
         return metrics
