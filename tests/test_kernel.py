@@ -400,6 +400,90 @@ def test_training_progress_updates_one_display_then_plots(kernel):
     assert second_id not in ids
 
 
+# -- on Ray: worker output, real training, interrupting it ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def ray_kernel(kernelspec, tmp_path_factory):
+    """A kernel of its own for the cells that start Ray (its embedded Ray lives and dies with it)."""
+    work = tmp_path_factory.mktemp("ray-kernel-cwd")
+    k = Kernel(cwd=work, warehouse=work / "warehouse")
+    reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
+    assert reply["status"] == "ok"
+    yield k
+    k.close()
+
+
+TRAIN_CELL = """--%python
+--%input=small
+--%num_partitions=2
+from mlsql_ray import train
+from pyjava.api.mlsql import RayContext
+
+ray_context = RayContext.connect(globals(), None)
+
+def create_model():
+    from tensorflow.keras import layers, models
+    model = models.Sequential([layers.Input(shape=(784,)), layers.Dense(32, activation="relu"),
+                               layers.Dense(10, activation="softmax")])
+    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+result = train.fit(create_model, ray_context.data_servers(), rounds=ROUNDS, batch_size=64, scale=1 / 255, one_hot=10)
+print("final accuracy", round(result.history[-1]["accuracy"], 3))
+"""
+
+
+@pytest.mark.slow
+def test_ray_worker_output_lands_in_the_cell(ray_kernel):
+    code = ("--%python\nimport ray\nfrom pyjava.api.mlsql import RayContext\nRayContext.connect(globals(), None)\n"
+            "@ray.remote\ndef shout():\n    print('hello from a Ray worker')\n    return 7\n"
+            "print('got', ray.get(shout.remote()))")
+    reply, messages = ray_kernel.execute(code, timeout=180)
+    assert reply["status"] == "ok", "\n".join(reply["traceback"])
+    out = stdout(messages)
+    assert "hello from a Ray worker" in out and "got 7" in out
+
+
+@pytest.mark.slow
+def test_real_training_shows_live_progress(ray_kernel):
+    reply, messages = ray_kernel.execute(TRAIN_CELL.replace("ROUNDS", "2"), timeout=300)
+    assert reply["status"] == "ok", reply
+    shown = [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+    assert [m["msg_type"] for m in shown] == ["display_data"] + ["update_display_data"] * 3
+    assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
+    assert "round 1/2" in shown[1]["content"]["data"]["text/plain"]
+    assert "image/png" in shown[-1]["content"]["data"]
+    assert "final accuracy" in stdout(messages)
+
+
+@pytest.mark.slow
+def test_interrupt_stops_training_and_frees_its_workers(ray_kernel):
+    msg_id = ray_kernel.kc.execute(TRAIN_CELL.replace("ROUNDS", "1000"))
+    deadline = time.monotonic() + 240
+    while True:  # interrupt once the training is under way: its display got a round
+        msg = ray_kernel.kc.get_iopub_msg(timeout=max(1, deadline - time.monotonic()))
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "update_display_data":
+            break
+    interrupted_at = time.monotonic()
+    ray_kernel.km.interrupt_kernel()
+    reply = ray_kernel.reply(msg_id, timeout=10)["content"]
+    assert time.monotonic() - interrupted_at < 5
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    ray_kernel.iopub(msg_id)
+    started = time.monotonic()
+    follow, follow_messages = ray_kernel.execute("select count(*) as n from small as counted;", timeout=10)
+    assert follow["status"] == "ok" and time.monotonic() - started < 5
+    assert "1200" in displays(follow_messages)[0]["data"]["text/plain"]
+    # no training actor outlives the interrupted run: the cluster's CPUs come back
+    check = ("--%python\nimport ray, time\ndeadline = time.time() + 20\n"
+             "while ray.available_resources().get('CPU', 0) < ray.cluster_resources()['CPU'] and time.time() < deadline:\n"
+             "    time.sleep(0.2)\n"
+             "print('free', ray.available_resources().get('CPU', 0), 'of', ray.cluster_resources()['CPU'])")
+    reply, messages = ray_kernel.execute(check, timeout=60)
+    free, total = re.search(r"free ([\d.]+) of ([\d.]+)", stdout(messages)).groups()
+    assert float(free) == float(total)
+
+
 # -- completion, inspection, is_complete -----------------------------------------------------------------
 
 def test_complete_over_the_protocol(kernel):
