@@ -21,5 +21,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
   echo "$want" > "$stamp"
 fi
+# An editable install carries no wheel data: register the Jupyter kernel `mlsql` in the venv here.
+if [ ! -f "$VENV/share/jupyter/kernels/mlsql/kernel.json" ]; then
+  "$VENV/bin/python" -m mlsql_ray.kernel install --sys-prefix >/dev/null
+fi
 export PATH="$VENV/bin:$PATH"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
