@@ -1,7 +1,8 @@
 """``MLSQLKernel``: Jupyter's side of a ``Session``, as thin as the CLI.
 
-A cell is handed to ``Session.execute_iter`` as is (any number of statements, or one ``--%python``
-cell); each result becomes Jupyter messages as it comes:
+A cell (any number of statements, or one ``--%python`` cell) is parsed whole and run by the
+kernel's one ``Session``, exactly as ``Session.execute_iter`` and the CLI do; each result becomes
+Jupyter messages as it comes:
 
 * a table (select, load, ``!show``/``!desc``/``!delta``, a Python cell's result): ``display_data``
   with ``text/html`` and ``text/plain``;
@@ -14,6 +15,10 @@ cell); each result becomes Jupyter messages as it comes:
 
 Interrupts (SIGINT, ``interrupt_mode: signal``) raise ``KeyboardInterrupt`` in the cell's Python
 code and cancel a running DuckDB query through the connection's ``interrupt()``.
+
+The warehouse is ``$MLSQL_WAREHOUSE`` or ``./warehouse`` (the notebook's folder is the kernel's
+working directory); ``$MLSQL_RAY_ADDRESS`` names a Ray cluster (default: an embedded one, started
+by the first cell that needs it).
 
 Nothing heavy is imported at start: the engine is imported in the background once the kernel has
 answered its first ``kernel_info_request``, and Ray and TensorFlow only when a cell needs them.
@@ -185,7 +190,7 @@ class MLSQLKernel(Kernel):
             self._stream(parent, "stderr", f"warning: {warning}\n")
         table, num_rows, more = result.table, result.num_rows, False
         if table is None:
-            table, more = self._load_preview(result)
+            table, more = self._load_preview(result, parent)
             num_rows = None
         if table is None:
             self._stream(parent, "stdout", result.message + "\n")
@@ -200,14 +205,21 @@ class MLSQLKernel(Kernel):
             page = f'<p style="margin:0 0 0.3em 0"><code>{html.escape(heading)}</code></p>{page}'
         self._display(parent, "display_data", {"text/plain": text, "text/html": page})
 
-    def _load_preview(self, result):
+    def _load_preview(self, result, parent):
         """A ``load`` names a lazy table: show its first rows (counting them all could read a big file)."""
         from ..lang import ast
 
         if not isinstance(result.statement, ast.Load) or not result.name:
             return None, False
-        relation = self.mlsql_session().catalog.relation(result.name)
-        head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()
+        try:
+            relation = self.mlsql_session().catalog.relation(result.name)
+            head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the load itself worked (lazily), as in the CLI
+            first_line = str(exc).strip().split("\n")[0]
+            self._stream(parent, "stderr", f"warning: cannot preview {result.name}: {first_line}\n")
+            return None, False
         return head.slice(0, PREVIEW_ROWS), head.num_rows > PREVIEW_ROWS
 
     # -- sending -----------------------------------------------------------------------------------
