@@ -137,10 +137,10 @@ def main() -> None:
 
     from mlsql_ray import train
     from mlsql_ray.cells.context import DataServer
-    from mlsql_ray.raycluster import local_cpus
+    from mlsql_ray.raycluster import local_cpus, start_local_ray
 
     single = single_process(args.rounds)
-    ray.init(address="local", num_cpus=min(2, local_cpus()), include_dashboard=False, logging_level="ERROR")
+    start_local_ray(num_cpus=min(2, local_cpus()), logging_level="ERROR")
     table = pq.read_table(TRAIN)
     half = table.num_rows // 2
     servers = [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),

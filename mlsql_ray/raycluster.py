@@ -81,6 +81,21 @@ def _auth_refused(exc: BaseException) -> bool:
     return False
 
 
+def start_local_ray(attempts: int = 3, **options):
+    """Start a local Ray instance of our own (``address="local"``: never join a ``ray start``
+    cluster by accident). On a busy machine Ray's 30 s wait for its raylet can run out; a
+    second try usually succeeds, so try again before giving up."""
+    import ray
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return ray.init(address="local", include_dashboard=False, **options)
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            if "timed out during startup" not in str(exc) or attempt == attempts:
+                raise
+            ray.shutdown()
+
+
 class RayLink:
     """Connects on demand and remembers whether it owns the Ray it connected to."""
 
@@ -103,8 +118,7 @@ class RayLink:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by workers we start
         if wanted is None:
             started = time.monotonic()
-            ray.init(address="local", num_cpus=local_cpus(), include_dashboard=False, log_to_driver=True,
-                     configure_logging=True, logging_level="WARNING")
+            start_local_ray(num_cpus=local_cpus(), log_to_driver=True, logging_level="WARNING")
             self.owned = True
             self.started_in = time.monotonic() - started
         else:

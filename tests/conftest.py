@@ -47,10 +47,9 @@ def ray_runtime():
     find it running and reuse it without owning it (they do not shut it down)."""
     import ray
 
-    from mlsql_ray.raycluster import local_cpus
+    from mlsql_ray.raycluster import local_cpus, start_local_ray
 
-    # address="local": always our own instance, even when a `ray start` cluster runs on this machine
-    ray.init(address="local", num_cpus=min(2, local_cpus()), include_dashboard=False, log_to_driver=True)
+    start_local_ray(num_cpus=min(2, local_cpus()), log_to_driver=True)
     yield ray
     ray.shutdown()
 

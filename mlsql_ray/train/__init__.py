@@ -9,6 +9,7 @@
 from .averaging import average
 from .checkpoint import Checkpoints
 from .data import Columns, matrix
+from .search import SearchResult, search
 from .trainer import TrainingError, TrainResult, fit
 
-__all__ = ["Checkpoints", "Columns", "TrainResult", "TrainingError", "average", "fit", "matrix"]
+__all__ = ["Checkpoints", "Columns", "SearchResult", "TrainResult", "TrainingError", "average", "fit", "matrix", "search"]

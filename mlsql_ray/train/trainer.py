@@ -94,6 +94,7 @@ def fit(
     scale: float | None = None,
     one_hot: int | None = None,
     validation: Source | None = None,
+    learning_rate: float | None = None,
     scale_learning_rate: bool = True,
     average_optimizer: bool = False,
     cpus_per_worker: float = 1,
@@ -114,7 +115,8 @@ def fit(
     Arrow partitions become (x, y) by ``prepare(table)``, by default the ``features`` list
     column as a float32 matrix times ``scale`` and the ``label`` column (one-hot with
     ``one_hot`` classes). ``rounds`` rounds of an epoch each, or ``steps_per_round`` batches.
-    ``validation``: evaluated on the averaged model after each round (a source, or a list of
+    ``learning_rate`` replaces the compiled optimizer's rate (before scaling by the number of
+    workers, which ``scale_learning_rate=False`` turns off). ``validation``: evaluated on the averaged model after each round (a source, or a list of
     data servers). ``checkpoints``: save the averaged state after every k rounds; with
     ``resume=True`` a run continues after its last checkpoint. ``early_stopping=("val_loss", 2)``
     stops when that metric has not improved for 2 rounds (lower is better for losses, higher
@@ -158,7 +160,7 @@ def fit(
     try:
         counts = _gather(ray, [w.ready.remote() for w in workers], "starting")
         lr_scale = len(workers) if scale_learning_rate else 1
-        _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
+        _gather(ray, [w.set_learning_rate.remote(learning_rate, lr_scale) for w in workers], "setting the learning rate")
         weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
         history: list[dict] = []
         first_round, resumed_from = 1, None
@@ -190,7 +192,7 @@ def fit(
                         workers[index] = start(index)
                         everyone.append(workers[index])
                     _gather(ray, [w.ready.remote() for w in workers], "restarting")
-                    _gather(ray, [w.set_learning_rate_scale.remote(lr_scale) for w in workers], "setting the learning rate")
+                    _gather(ray, [w.set_learning_rate.remote(learning_rate, lr_scale) for w in workers], "setting the learning rate")
                     retries += 1
             counts = [m["samples"] for m in metrics]
             weights = average([s[0] for s in states], counts)
@@ -275,6 +277,10 @@ def _round_entry(number: int, metrics: list[dict], counts: list[int], elapsed: f
 def _check_resources(ray, workers: int, cpus: float, gpus: float, patience: float = 15) -> None:
     """Refuse up front what would otherwise wait forever for resources that never come. Resources
     still held by actors that are just going away (a previous run) get ``patience`` seconds."""
+    from ray.util import get_current_placement_group
+
+    if get_current_placement_group() is not None:
+        return  # inside a reservation made for us (a search trial): our resources are set aside
     total = ray.cluster_resources()
     deadline = time.monotonic() + patience
     for name, each in (("CPU", cpus), ("GPU", gpus)):

@@ -64,8 +64,9 @@ class Worker:
                 if "learning_rate" not in var.path:
                     var.assign(value)
 
-    def set_learning_rate_scale(self, scale: float) -> float:
-        self.model.optimizer.learning_rate.assign(self.base_lr * scale)
+    def set_learning_rate(self, base: float | None, scale: float) -> float:
+        """``base`` (or the compiled model's own rate) times ``scale``."""
+        self.model.optimizer.learning_rate.assign((self.base_lr if base is None else base) * scale)
         return float(self.model.optimizer.learning_rate)
 
     def train_round(self, batch_size: int, steps: int | None) -> dict:
