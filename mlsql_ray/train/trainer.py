@@ -225,7 +225,7 @@ def fit(
 def _should_stop(history: list[dict], metric: str, patience: int) -> bool:
     """True when ``metric`` has not improved for ``patience`` rounds."""
     if metric not in history[-1]:
-        known = ", ".join(k for k, v in history[-1].items() if isinstance(v, float))
+        known = ", ".join(k for k, v in history[-1].items() if isinstance(v, float) and k != "elapsed")
         hint = " (pass validation= data to get val_ metrics)" if metric.startswith("val_") else ""
         raise TrainingError(f"early_stopping watches {metric!r} but rounds report {known}{hint}")
     values = [h[metric] for h in history if metric in h]

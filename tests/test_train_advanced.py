@@ -1,0 +1,207 @@
+"""Beyond one run: checkpoints and resume after a real kill, retention, validation and early
+stopping, a Tune search, and the asynchronous parameter-server mode."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import ray.cloudpickle
+
+from conftest import ROOT, SAMPLE_MNIST
+from mlsql_ray import train
+from mlsql_ray.cells.context import DataServer
+from mlsql_ray.train.async_ps import ParameterShard, shard_layout
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import test modules
+
+
+def mnist_model():
+    from tensorflow.keras import layers, models
+
+    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+
+def tiny_model(learning_rate: float = 0.1):
+    def build():
+        from tensorflow.keras import layers, models, optimizers
+
+        network = models.Sequential([layers.Input((4,)), layers.Dense(3, activation="softmax")])
+        network.compile(optimizer=optimizers.SGD(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return network
+
+    return build
+
+
+def tiny_partitions():
+    rng = np.random.default_rng(0)
+    return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
+
+
+def alive_actors() -> list:
+    from ray._private import state
+
+    return [a for a in state.actors().values() if a.get("State") != "DEAD"]
+
+
+def eventually(check, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
+
+
+@pytest.fixture(scope="module")
+def mnist_servers(ray_runtime):
+    table = pq.read_table(SAMPLE_MNIST / "train.parquet")
+    half = table.num_rows // 2
+    return [DataServer(ray_runtime.put(table.slice(0, half).combine_chunks()), 0, half),
+            DataServer(ray_runtime.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+
+
+@pytest.fixture(scope="module")
+def mnist_test():
+    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
+
+
+def accuracy(result, test) -> float:
+    x, y = test
+    return float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
+
+
+# -- checkpoints --------------------------------------------------------------------------------
+
+KILLED_RUN = textwrap.dedent("""
+    import sys
+    import ray
+    import pyarrow.parquet as pq
+    sys.path.insert(0, {tests!r})
+    ray.init(address={address!r}, logging_level="ERROR")
+    from mlsql_ray import train
+    from mlsql_ray.cells.context import DataServer
+    from test_train_advanced import mnist_model
+    table = pq.read_table({train_path!r})
+    half = table.num_rows // 2
+    servers = [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),
+               DataServer(ray.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+    train.fit(mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+              checkpoints=train.Checkpoints("ckpt.run", warehouse={warehouse!r}))
+""")
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_servers, mnist_test, warehouse):
+    checkpoints = train.Checkpoints("ckpt.run", warehouse=warehouse)
+    script = KILLED_RUN.format(tests=str(ROOT / "tests"), address=ray_runtime.get_runtime_context().gcs_address,
+                               train_path=str(SAMPLE_MNIST / "train.parquet"), warehouse=str(warehouse))
+    driver = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert eventually(lambda: 2 in checkpoints.rounds() or driver.poll() is not None, 240), "no checkpoint of round 2"
+        assert driver.poll() is None, driver.stderr.read()
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver dies mid-run, as a crashed kernel would
+        driver.wait(30)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    saved = checkpoints.rounds()
+    assert 2 <= saved[-1] < 5
+    resumed = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+                        checkpoints=checkpoints, resume=True)
+    assert resumed.history[saved[-1]]["resumed_from_checkpoint"] == saved[-1]
+    assert [h["round"] for h in resumed.history] == [1, 2, 3, 4, 5]
+    straight = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
+    assert abs(accuracy(resumed, mnist_test) - accuracy(straight, mnist_test)) <= 0.01
+    assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
+
+
+def test_checkpoints_keep_the_last_n(ray_runtime, warehouse):
+    checkpoints = train.Checkpoints("ckpt.tiny", warehouse=warehouse, every=1, keep=2)
+    train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, checkpoints=checkpoints)
+    assert checkpoints.rounds() == [3, 4]
+    latest = checkpoints.latest()
+    assert latest["round"] == 4 and [h["round"] for h in latest["history"]] == [1, 2, 3, 4]
+    from deltalake import DeltaTable
+
+    assert set(DeltaTable(str(checkpoints.path)).to_pyarrow_table().column_names) == {"round", "start", "offset", "value"}
+
+
+def test_checkpoint_every_k_rounds(ray_runtime, warehouse):
+    checkpoints = train.Checkpoints("ckpt.every", warehouse=warehouse, every=2, keep=5)
+    train.fit(tiny_model(), tiny_partitions(), rounds=5, batch_size=8, checkpoints=checkpoints)
+    assert checkpoints.rounds() == [2, 4, 5]  # every second round, and always the last
+
+
+# -- validation and early stopping --------------------------------------------------------------
+
+def test_validation_metrics_each_round_and_early_stop(ray_runtime):
+    x, y = tiny_partitions()[0]
+    # learning rate 0: the validation loss can never improve, so patience 1 stops after round 2
+    result = train.fit(tiny_model(0.0), tiny_partitions(), rounds=6, batch_size=8, validation=(x, y),
+                       early_stopping=("val_loss", 1))
+    assert [h["round"] for h in result.history] == [1, 2]
+    assert result.history[-1]["stopped_early"] is True
+    assert all("val_loss" in h and "val_accuracy" in h for h in result.history)
+
+
+def test_early_stopping_on_an_unknown_metric_says_what_is_there(ray_runtime):
+    with pytest.raises(train.TrainingError, match=r"early_stopping watches 'val_loss' but rounds report accuracy, loss \(pass validation="):
+        train.fit(tiny_model(), tiny_partitions(), rounds=2, batch_size=8, early_stopping=("val_loss", 1))
+
+
+# -- search -----------------------------------------------------------------------------------
+
+def test_a_small_search_end_to_end(ray_runtime):
+    before = {a["ActorID"] for a in alive_actors()}
+    result = train.search(tiny_model(), tiny_partitions(), {"learning_rate": [0.0, 0.5], "workers": [1, 2]},
+                          rounds=3, metric="accuracy", batch_size=8)
+    rows = result.table.to_pylist()
+    assert len(rows) == 4
+    assert {(r["learning_rate"], r["workers"]) for r in rows} == {(0.0, 1), (0.0, 2), (0.5, 1), (0.5, 2)}
+    assert all(r["status"] in ("finished", "stopped early") and r["rounds_run"] >= 1 for r in rows)
+    best = max((r for r in rows if r["status"] == "finished"), key=lambda r: r["accuracy"])
+    assert result.best_metrics["accuracy"] == pytest.approx(best["accuracy"])
+    assert len(result.best_model_rows()) >= 1
+    assert eventually(lambda: {a["ActorID"] for a in alive_actors()} <= before)
+
+
+def test_a_search_that_cannot_fit_is_refused(ray_runtime):
+    with pytest.raises(train.TrainingError, match=r"needs 2 workers x 2 CPU = 4 CPUs but the cluster has 2"):
+        train.search(tiny_model(), tiny_partitions(), {"learning_rate": [0.1]}, cpus_per_worker=2)
+
+
+# -- asynchronous parameter servers -------------------------------------------------------------
+
+def test_a_parameter_shard_applies_fresh_pushes_and_drops_stale_ones():
+    shard = ParameterShard([np.ones(3, np.float32)], learning_rate=0.5)
+    assert shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)
+    assert shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)  # 1 update old: allowed
+    assert not shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)  # 2 old: dropped
+    version, weights = shard.pull()
+    assert version == 2 and shard.stats()["dropped"] == 1
+    np.testing.assert_allclose(weights[0], [0.0, 0.0, 0.0])
+
+
+def test_shard_layout_balances_values():
+    layout = shard_layout([784 * 512, 512, 512 * 10, 10], 2)
+    assert sorted(i for shard in layout for i in shard) == [0, 1, 2, 3]
+    assert layout[0] == [0]  # the big kernel alone on one shard
+
+
+def test_async_training_reaches_085_on_mnist_and_leaves_nothing(ray_runtime, mnist_servers, mnist_test):
+    before = {a["ActorID"] for a in alive_actors()}
+    result = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10, mode="async")
+    assert accuracy(result, mnist_test) >= 0.85
+    assert [h["round"] for h in result.history] == list(range(1, 8))
+    assert sum(result.history[-1]["worker_steps"]) >= 7 * 63
+    assert eventually(lambda: {a["ActorID"] for a in alive_actors()} <= before)
