@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,32 +12,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import ray.cloudpickle
 
 from conftest import SAMPLE_MNIST
 from mlsql_ray import MLSQLError, train
-from mlsql_ray.cells.context import DataServer
-
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import test modules
+from training_helpers import alive_actors, eventually, mnist_model, mnist_servers
 
 TEST_PARQUET = SAMPLE_MNIST / "test.parquet"
-
-
-def mnist_model():
-    from tensorflow.keras import layers, models
-
-    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
-    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return network
 
 
 @pytest.fixture(scope="module")
 def trained(ray_runtime):
     """Two runs: a weak one (1 round) and a good one (7 rounds)."""
-    table = pq.read_table(SAMPLE_MNIST / "train.parquet")
-    half = table.num_rows // 2
-    servers = [DataServer(ray_runtime.put(table.slice(0, half).combine_chunks()), 0, half),
-               DataServer(ray_runtime.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+    servers = mnist_servers(ray_runtime, SAMPLE_MNIST / "train.parquet")
     weak = train.fit(mnist_model, servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
     good = train.fit(mnist_model, servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10)
     return weak, good
@@ -58,12 +43,6 @@ def model_session(ray_session, trained):
         ray_session.execute("save overwrite model_rows as delta.`ai_model.mnist_model`;")
     ray_session.execute(f"load parquet.`{TEST_PARQUET}` as mnist_test;")
     return ray_session
-
-
-def alive(class_name: str) -> list:
-    from ray._private import state
-
-    return [a for a in state.actors().values() if a.get("State") != "DEAD" and class_name in a.get("ActorClassName", "")]
 
 
 def test_registered_function_scores_mnist_like_the_model(model_session, trained, test_images):
@@ -119,22 +98,11 @@ def test_history_lists_versions_with_rows_and_training_metrics(model_session, tr
 
 def test_unregister_removes_the_function_and_its_actors(model_session):
     model_session.execute('register tf.`ai_model.mnist_model` as gone where scale="1/255" and workers="1";')
-    assert len(alive("Predictor")) >= 1
+    assert len(alive_actors("Predictor")) >= 1
     model_session.execute("unregister tf.`gone`;")
     with pytest.raises(MLSQLError, match="gone"):
         model_session.execute("select gone(image) as p from mnist_test as x;")
-    assert _eventually(lambda: alive("Predictor") == [])
-
-
-def _eventually(check, seconds: float = 15) -> bool:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
+    assert eventually(lambda: alive_actors("Predictor") == [])
 
 
 # -- bad input: one clear error, nothing half-registered --------------------------------------
@@ -142,7 +110,7 @@ def _eventually(check, seconds: float = 15) -> bool:
 def _no_function(session, name: str) -> None:
     with pytest.raises(MLSQLError):
         session.execute(f"select {name}(image) as p from mnist_test as x;")
-    assert _eventually(lambda: alive("Predictor") == [])
+    assert eventually(lambda: alive_actors("Predictor") == [])
 
 
 def test_registering_a_table_that_is_not_a_model(model_session):

@@ -13,58 +13,25 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, progress, train
-from mlsql_ray.cells.context import DataServer
 
 from conftest import SAMPLE_MNIST
 
-# Ray workers cannot import this test module: send its functions (model factories) by value.
-import ray.cloudpickle  # noqa: E402
-import sys  # noqa: E402
-
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-
-
-def mnist_model():
-    from tensorflow.keras import layers, models
-
-    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
-    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return network
-
-
-def tiny_model(learning_rate: float = 0.0):
-    def build():
-        from tensorflow.keras import layers, models, optimizers
-
-        network = models.Sequential([layers.Input((4,)), layers.Dense(3, activation="softmax")])
-        network.compile(optimizer=optimizers.SGD(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-        return network
-
-    return build
+from training_helpers import alive_actors, mnist_model, tiny_model, tiny_partitions
+from training_helpers import mnist_servers as servers_of
 
 
 def alive_workers(ray) -> list[dict]:
-    from ray._private import state
-
-    return [a for a in state.actors().values() if a.get("State") != "DEAD" and "Worker" in a.get("ActorClassName", "")]
+    return alive_actors("Worker")
 
 
 @pytest.fixture(scope="module")
 def mnist_servers(ray_runtime):
-    table = pq.read_table(SAMPLE_MNIST / "train.parquet")
-    half = table.num_rows // 2
-    return [DataServer(ray_runtime.put(table.slice(0, half).combine_chunks()), 0, half),
-            DataServer(ray_runtime.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+    return servers_of(ray_runtime, SAMPLE_MNIST / "train.parquet")
 
 
 @pytest.fixture(scope="module")
 def mnist_test():
     return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
-
-
-def tiny_partitions(seed: int = 0):
-    rng = np.random.default_rng(seed)
-    return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
 
 
 # -- averaging, pure --------------------------------------------------------------------------
@@ -225,7 +192,7 @@ def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_s
 def test_too_many_workers_for_the_cluster_is_refused_not_a_hang(ray_runtime):
     started = time.monotonic()
     with pytest.raises(train.TrainingError, match="but the Ray cluster has"):
-        train.fit(tiny_model(), tiny_partitions() * 2, rounds=1, cpus_per_worker=1)
+        train.fit(tiny_model(0.0), tiny_partitions() * 2, rounds=1, cpus_per_worker=1)
     assert time.monotonic() - started < 10
 
 
@@ -236,5 +203,5 @@ def test_a_worker_whose_code_fails_names_itself(ray_runtime):
     import pyarrow as pa
 
     with pytest.raises(train.TrainingError, match="worker 0 failed while starting.*no pixels here"):
-        train.fit(tiny_model(), [pa.table({"a": [1]}), pa.table({"a": [2]})], prepare=bad_prepare)
+        train.fit(tiny_model(0.0), [pa.table({"a": [1]}), pa.table({"a": [2]})], prepare=bad_prepare)
     assert alive_workers(ray_runtime) == []

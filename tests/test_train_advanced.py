@@ -13,61 +13,18 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import ray.cloudpickle
 
 from conftest import ROOT, SAMPLE_MNIST
 from mlsql_ray import train
-from mlsql_ray.cells.context import DataServer
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
+from training_helpers import alive_actors, eventually, mnist_model, tiny_model, tiny_partitions
+from training_helpers import mnist_servers as servers_of
 
-ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers can't import test modules
-
-
-def mnist_model():
-    from tensorflow.keras import layers, models
-
-    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
-    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return network
-
-
-def tiny_model(learning_rate: float = 0.1):
-    def build():
-        from tensorflow.keras import layers, models, optimizers
-
-        network = models.Sequential([layers.Input((4,)), layers.Dense(3, activation="softmax")])
-        network.compile(optimizer=optimizers.SGD(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-        return network
-
-    return build
-
-
-def tiny_partitions():
-    rng = np.random.default_rng(0)
-    return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
-
-
-def alive_actors() -> list:
-    from ray._private import state
-
-    return [a for a in state.actors().values() if a.get("State") != "DEAD"]
-
-
-def eventually(check, seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 @pytest.fixture(scope="module")
 def mnist_servers(ray_runtime):
-    table = pq.read_table(SAMPLE_MNIST / "train.parquet")
-    half = table.num_rows // 2
-    return [DataServer(ray_runtime.put(table.slice(0, half).combine_chunks()), 0, half),
-            DataServer(ray_runtime.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+    return servers_of(ray_runtime, SAMPLE_MNIST / "train.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +46,7 @@ KILLED_RUN = textwrap.dedent("""
     sys.path.insert(0, {tests!r})
     ray.init(address={address!r}, logging_level="ERROR")
     from mlsql_ray import train
-    from mlsql_ray.cells.context import DataServer
-    from test_train_advanced import mnist_model
+        from training_helpers import mnist_model
     table = pq.read_table({train_path!r})
     half = table.num_rows // 2
     servers = [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),

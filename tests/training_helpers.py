@@ -1,0 +1,65 @@
+"""Models, data and checks shared by the training tests. Ray workers cannot import test
+modules, so this one is sent to them by value (cloudpickle)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import ray.cloudpickle
+
+from mlsql_ray.cells.context import DataServer
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def mnist_model():
+    """The seed's model: 784-512-10, SGD."""
+    from tensorflow.keras import layers, models
+
+    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+
+def tiny_model(learning_rate: float = 0.1):
+    """A factory for a 4-in, 3-class softmax model: seconds to train, for the mechanics."""
+
+    def build():
+        from tensorflow.keras import layers, models, optimizers
+
+        network = models.Sequential([layers.Input((4,)), layers.Dense(3, activation="softmax")])
+        network.compile(optimizer=optimizers.SGD(learning_rate), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return network
+
+    return build
+
+
+def tiny_partitions(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
+
+
+def mnist_servers(ray, path) -> list[DataServer]:
+    """The sample MNIST train set as two data servers."""
+    table = pq.read_table(path)
+    half = table.num_rows // 2
+    return [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),
+            DataServer(ray.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+
+
+def alive_actors(class_name: str = "") -> list[dict]:
+    from ray._private import state
+
+    return [a for a in state.actors().values() if a.get("State") != "DEAD" and class_name in a.get("ActorClassName", "")]
+
+
+def eventually(check, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
