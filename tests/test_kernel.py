@@ -48,11 +48,11 @@ def kernelspec(tmp_path_factory):
 class Kernel:
     """A running kernel and a blocking client, with helpers that collect a request's messages."""
 
-    def __init__(self, cwd: Path, warehouse: Path):
+    def __init__(self, cwd: Path, warehouse: Path, **env_vars: str):
         from jupyter_client import KernelManager
 
         self.km = KernelManager(kernel_name="mlsql")
-        env = {**os.environ, "MLSQL_WAREHOUSE": str(warehouse)}
+        env = {**os.environ, "MLSQL_WAREHOUSE": str(warehouse), **env_vars}
         self.km.start_kernel(cwd=str(cwd), env=env)
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -403,10 +403,12 @@ def test_training_progress_updates_one_display_then_plots(kernel):
 # -- on Ray: worker output, real training, interrupting it ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def ray_kernel(kernelspec, tmp_path_factory):
-    """A kernel of its own for the cells that start Ray (its embedded Ray lives and dies with it)."""
+def ray_kernel(kernelspec, ray_runtime, tmp_path_factory):
+    """A kernel of its own for the cells that use Ray. It joins the test run's Ray through
+    $MLSQL_RAY_ADDRESS (a second Ray on two cores would only slow everything down)."""
     work = tmp_path_factory.mktemp("ray-kernel-cwd")
-    k = Kernel(cwd=work, warehouse=work / "warehouse")
+    address = ray_runtime.get_runtime_context().gcs_address
+    k = Kernel(cwd=work, warehouse=work / "warehouse", MLSQL_RAY_ADDRESS=address)
     reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
     assert reply["status"] == "ok"
     yield k
