@@ -9,6 +9,7 @@ import contextlib
 import importlib.abc
 import importlib.util
 import linecache
+import re
 import sys
 import traceback
 import types
@@ -106,21 +107,57 @@ def _compile(cell: ast.PythonCell):
                          exc.lineno or cell.line, exc.offset or 1) from exc
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_TEXT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
+
+
 def _cell_traceback(exc: BaseException, filename: str) -> tuple[str, int | None]:
-    """The traceback reduced to the cell's own frames (and what they called last), and the
-    cell line where it went wrong."""
+    """The traceback reduced to the cell's own frames, and the cell line where it went wrong.
+
+    Library frames between the cell and the error are elided, only the one that raised is kept.
+    An error from a Ray task or actor carries its remote traceback as text: its frames in the
+    cell's code are shown too (with their source, which workers do not have), and the innermost
+    of them is the line reported.
+    """
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [i for i, f in enumerate(frames) if f.filename == filename]
-    line = frames[ours[-1]].lineno if ours else None
-    shown = frames[ours[0]:] if ours else frames[-1:]
+    remote = _remote_cell_frames(exc, filename)
     lines = ["Traceback (most recent call last):"]
-    for frame in shown:
-        where = "cell" if frame.filename == filename else frame.filename
-        lines.append(f'  {where}, line {frame.lineno}, in {frame.name}')
-        if frame.line:
-            lines.append(f"    {frame.line.strip()}")
-    lines.extend(traceback.format_exception_only(type(exc), exc)[-1:])
+    line = None
+    for index, frame in enumerate(frames):
+        if frame.filename == filename:
+            line = frame.lineno
+            lines += _frame_lines("cell", frame.lineno, frame.name, frame.line)
+        elif index == len(frames) - 1 and not remote:  # where a library raised it
+            if line is not None and frames[index - 1].filename != filename:
+                lines.append("  ...")
+            lines += _frame_lines(frame.filename, frame.lineno, frame.name, frame.line)
+    if remote:
+        lines.append("  in a Ray worker:")
+        for lineno, name in remote:
+            lines += _frame_lines("cell", lineno, name, linecache.getline(filename, lineno))
+        line = remote[-1][0]
+        lines.append(_last_line(exc))
+    else:
+        lines.extend(traceback.format_exception_only(type(exc), exc)[-1:])
     return "\n".join(l.rstrip("\n") for l in lines), line
+
+
+def _frame_lines(where: str, lineno: int, name: str, source: str | None) -> list[str]:
+    return [f"  {where}, line {lineno}, in {name}"] + ([f"    {source.strip()}"] if source and source.strip() else [])
+
+
+def _remote_cell_frames(exc: BaseException, filename: str) -> list[tuple[int, str]]:
+    """(line, function) of the cell's frames in a Ray error's remote traceback text."""
+    if not type(exc).__module__.startswith("ray"):
+        return []
+    matches = (_TEXT_FRAME.match(l) for l in _ANSI.sub("", str(exc)).splitlines())
+    return [(int(m["line"]), m["name"]) for m in matches if m and m["file"] == filename]
+
+
+def _last_line(exc: BaseException) -> str:
+    """``SomeError: message``, the last line of a Ray error's remote traceback."""
+    text = [l for l in _ANSI.sub("", str(exc)).splitlines() if l.strip()]
+    return text[-1].strip() if text else type(exc).__name__
 
 
 def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
@@ -180,9 +217,21 @@ def partition(session, name: str, num_partitions: int | None) -> list[DataServer
     bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
     servers = []
     for index in range(count):
-        piece = table.slice(bounds[index], bounds[index + 1] - bounds[index]).combine_chunks()
+        piece = compact(table.slice(bounds[index], bounds[index + 1] - bounds[index]))
         servers.append(DataServer(ray.put(piece), index, piece.num_rows))
     return servers
+
+
+def compact(table: pa.Table) -> pa.Table:
+    """The table's rows in buffers of their own, one chunk per column.
+
+    A slice shares its parent's buffers, and pickling it writes the parent's whole buffers
+    (ARROW-10739): each of N partitions of an image table would hold the entire table. Ray works
+    around that with its own Arrow serializer, unless RAY_DISABLE_CUSTOM_ARROW_DATA_SERIALIZATION
+    is set; one copy here makes the partitions right either way. (``Table.combine_chunks`` keeps
+    a single chunk as it is; ``ChunkedArray.combine_chunks`` copies just the slice.)
+    """
+    return pa.Table.from_arrays([column.combine_chunks() for column in table.columns], schema=table.schema)
 
 
 def run_cell(session, cell: ast.PythonCell):

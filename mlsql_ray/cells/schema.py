@@ -172,6 +172,10 @@ def parse_schema(text: str) -> pa.Schema:
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The result with exactly the schema's columns, in its order and types; a clear error
     naming the column when one is missing, extra or cannot be converted."""
+    if table.num_columns == 0 and table.num_rows == 0:
+        # nothing came back (a foreach that dropped every row): no columns to check, and the
+        # schema says what the empty result looks like
+        return schema.empty_table()
     names = set(table.column_names)
     wanted = set(schema.names)
     missing = [n for n in schema.names if n not in names]

@@ -105,7 +105,7 @@ def save_rows_as_file(rows: Iterable[Mapping], target_dir: str | os.PathLike) ->
     with tarfile.open(fileobj=io.BufferedReader(_RowReader(rows)), mode="r|") as archive:
         for member in archive:
             destination = _checked_destination(target, member)
-            top = top or target / Path(member.name).parts[0]
+            top = top or _top_entry(target, member.name)
             if member.isdir():
                 destination.mkdir(parents=True, exist_ok=True)
             elif member.isfile():
@@ -122,6 +122,13 @@ def save_rows_as_file(rows: Iterable[Mapping], target_dir: str | os.PathLike) ->
     if top is None:
         raise ValueError("the rows hold an empty archive")
     return top
+
+
+def _top_entry(target: Path, name: str) -> Path:
+    """Where the archive's first member lands: its first path part, or the target itself for
+    archives made with ``tar -C dir .`` (first member ``.``)."""
+    parts = Path(name).parts
+    return target / parts[0] if parts else target
 
 
 def _link(target: Path, member: tarfile.TarInfo, destination: Path) -> None:
