@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
+from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
 
@@ -31,15 +31,27 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
         where_line = line + err_line - 1
         where_col = err_col + (col - 1 if err_line == 1 else 0)
         raise MLSQLError(f"SQL syntax error{_near(first)}: {_description(first, exc)}", where_line, where_col) from exc
+    except TokenError as exc:  # an unclosed quote or comment inside the SQL, e.g. x'zz' or "abc
+        raise MLSQLError(f"SQL syntax error: {str(exc).splitlines()[0]}", line, col) from exc
+    except RecursionError as exc:
+        raise MLSQLError("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of parentheses or subqueries)",
+                         line, col) from exc
+    except Exception as exc:  # noqa: BLE001 - sqlglot trips over some odd input, e.g. IndexError on `map(0)`
+        raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})", line, col) from exc
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
-    tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
-    calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
     try:
+        tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
+        calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}", line, col) from exc
+    except RecursionError as exc:
+        raise MLSQLError("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of parentheses or subqueries)",
+                         line, col) from exc
+    except Exception as exc:  # noqa: BLE001 - as above
+        raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})", line, col) from exc
 
 
 _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
