@@ -403,12 +403,11 @@ def test_training_progress_updates_one_display_then_plots(kernel):
 # -- on Ray: worker output, real training, interrupting it ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def ray_kernel(kernelspec, ray_runtime, tmp_path_factory):
-    """A kernel of its own for the cells that use Ray. It joins the test run's Ray through
-    $MLSQL_RAY_ADDRESS (a second Ray on two cores would only slow everything down)."""
+def ray_kernel(kernelspec, tmp_path_factory):
+    """A kernel of its own for the cells that use Ray: the embedded Ray a notebook user gets,
+    started by the first cell that needs it, stopped with the kernel."""
     work = tmp_path_factory.mktemp("ray-kernel-cwd")
-    address = ray_runtime.get_runtime_context().gcs_address
-    k = Kernel(cwd=work, warehouse=work / "warehouse", MLSQL_RAY_ADDRESS=address)
+    k = Kernel(cwd=work, warehouse=work / "warehouse")
     reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
     assert reply["status"] == "ok"
     yield k
@@ -562,8 +561,10 @@ def test_completion_matches(code, expected):
     cursor = 9 if code.startswith("select im from") else len(code)
     start, matches = assist.complete(code, cursor, session)
     if expected is None:
-        assert matches == ["python"] + [f"{n}=" for n in ("input", "output", "cache", "schema", "dataMode", "runIn",
-                                                          "num_partitions", "pythonExec")]
+        from mlsql_ray.cells.runner import KNOWN_SETTINGS  # the settings a Python cell knows, whatever they are
+
+        assert matches == ["python"] + [f"{n}=" for n in KNOWN_SETTINGS]
+        assert {"input=", "output=", "schema=", "dataMode=", "runIn=", "num_partitions="} <= set(matches)
         return
     if code.startswith("select la"):
         assert matches[:1] == expected  # SQL words starting with "la" may follow
