@@ -42,15 +42,11 @@ def accuracy(result, test) -> float:
 KILLED_RUN = textwrap.dedent("""
     import sys
     import ray
-    import pyarrow.parquet as pq
     sys.path.insert(0, {tests!r})
     ray.init(address={address!r}, logging_level="ERROR")
     from mlsql_ray import train
-        from training_helpers import mnist_model
-    table = pq.read_table({train_path!r})
-    half = table.num_rows // 2
-    servers = [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),
-               DataServer(ray.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+    from training_helpers import mnist_model, mnist_servers
+    servers = mnist_servers(ray, {train_path!r})
     train.fit(mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
               checkpoints=train.Checkpoints("ckpt.run", warehouse={warehouse!r}))
 """)
