@@ -2,12 +2,19 @@
 save modes, partitionBy and ``idCols`` upserts, and the history/info views behind ``!delta``.
 
 Everything goes through the ``deltalake`` package, so every table is readable by any Delta reader.
+
+A write either commits whole or leaves the table at its version: deltalake commits atomically, a
+write that loses a race to another writer fails with a clear "another writer" error (appends are
+retried by deltalake itself, an overwrite or merge that read data another writer replaced is
+not), and Ctrl-C during a write cancels it before the commit (see ``_interruptible``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -107,11 +114,80 @@ def delta_compatible(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_type(widen(f.type)) for f in schema], metadata=schema.metadata)
 
 
-def _cast_stream(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+SLICE_BYTES = 16 * 2**20  # how much data deltalake takes between two looks at a cancellation
+CANCEL_WAIT_S = 60  # how long Ctrl-C waits for deltalake to abandon the write
+
+
+class _Cancelled(Exception):
+    """Raised inside the data stream to make deltalake abandon a write before its commit."""
+
+
+def _cancellable_stream(reader: pa.RecordBatchReader, cancelled: threading.Event) -> pa.RecordBatchReader:
+    """The data cast to Delta-compatible types, in slices of at most ~``SLICE_BYTES``, with a
+    look at ``cancelled`` before each one: a set event ends the stream with an error, and
+    deltalake then gives up the write without committing anything."""
     target = delta_compatible(reader.schema)
-    if target.equals(reader.schema):
-        return reader
-    return pa.RecordBatchReader.from_batches(target, (b.cast(target) for b in reader))
+    cast = not target.equals(reader.schema)
+
+    def batches():
+        for batch in reader:
+            if cast:
+                batch = batch.cast(target)
+            rows = batch.num_rows
+            step = rows if not rows or batch.nbytes <= SLICE_BYTES else max(1, rows * SLICE_BYTES // batch.nbytes)
+            for start in range(0, max(rows, 1), max(step, 1)):
+                if cancelled.is_set():
+                    raise _Cancelled("the write was interrupted")
+                yield batch.slice(start, step) if step < rows else batch
+        if cancelled.is_set():
+            raise _Cancelled("the write was interrupted")
+
+    return pa.RecordBatchReader.from_batches(target, batches())
+
+
+def _interruptible(work, cancelled: threading.Event):
+    """Run ``work()`` (a deltalake write) in a helper thread while this thread waits in Python.
+
+    deltalake's Rust code does not look at Python's signals: Ctrl-C (SIGINT) during a write used
+    to be noticed only when the write returned, after its commit, so an "interrupted" run had in
+    fact saved. Waiting here, the KeyboardInterrupt arrives at once; it sets ``cancelled``, the
+    data stream stops, deltalake abandons the write without a commit, and once the helper has
+    finished the interrupt goes on up. (Only an interrupt after the last slice was handed over,
+    while deltalake finishes its files and commits, lets the write complete: the commit itself
+    is atomic either way.) Data files of an abandoned write stay behind unreferenced, invisible
+    to every reader; deltalake's ``vacuum(full=True)`` removes them.
+
+    The wait is on an Event, not ``Thread.join``: in Python 3.11 a join interrupted by Ctrl-C
+    can mark a running thread as finished (bpo-45274's fix misfires), and a process that then
+    exits while deltalake still runs in the helper crashes. The helper is not a daemon thread
+    for the same reason: the interpreter waits for it rather than tearing it down mid-write."""
+    outcome: dict = {}
+    done = threading.Event()
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="mlsql-delta-write").start()
+    try:
+        while not done.wait(0.05):
+            pass
+    except KeyboardInterrupt:
+        cancelled.set()
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while not done.is_set() and time.monotonic() < deadline:
+            try:
+                done.wait(0.05)
+            except KeyboardInterrupt:  # pressed again: the write is being cancelled already
+                pass
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 @dataclass
@@ -123,7 +199,8 @@ class WriteResult:
 
 def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partition_by: tuple[str, ...],
           options: dict[str, str], commit_metadata: dict[str, str] | None = None) -> WriteResult:
-    """Save ``data`` as a Delta table. The commit is atomic: on any error the table keeps its version."""
+    """Save ``data`` as a Delta table. The commit is atomic: on any error, a conflict with another
+    writer or Ctrl-C, the table keeps its version."""
     from deltalake import CommitProperties, DeltaTable, write_deltalake
     from deltalake.exceptions import DeltaError
 
@@ -133,27 +210,36 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     if present and mode == "ignore":
         return WriteResult(None, 0, "IGNORED")
     commit = CommitProperties(custom_metadata=commit_metadata) if commit_metadata else None
-    data = _cast_stream(data)
     columns = set(data.schema.names)
     for col in partition_by:
         if col not in columns:
             raise MLSQLError(f"partitionBy column {col!r} is not a column of {name} (columns: {', '.join(data.schema.names)})")
     id_cols = [c.strip() for c in options.get("idCols", "").split(",") if c.strip()]
+    cancelled = threading.Event()
+    data = _cancellable_stream(data, cancelled)
     try:
         if id_cols and present:
-            return _upsert(DeltaTable(str(path)), name, data, id_cols, commit)
+            return _interruptible(lambda: _upsert(DeltaTable(str(path)), name, data, id_cols, commit), cancelled)
         path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(
-            str(path), data, mode="append" if mode == "append" else "overwrite",
+        # Written through a DeltaTable object when the table exists: afterwards it is at the
+        # version this write committed, even when another writer has committed since.
+        target = DeltaTable(str(path)) if present else str(path)
+        _interruptible(lambda: write_deltalake(
+            target, data, mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None,
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
-        )
-    except DeltaError as exc:
+        ), cancelled)
+    except (DeltaError, pa.ArrowException) as exc:
         raise MLSQLError(_delta_message(name, exc)) from exc
-    table = DeltaTable(str(path))
-    metrics = table.history(1)[0].get("operationMetrics", {})
-    return WriteResult(table.version(), int(metrics.get("num_added_rows", 0)), "WRITE")
+    except Exception as exc:  # noqa: BLE001 - deltalake raises bare Exceptions too ("Cast error: Cannot cast string 'x' to Int64")
+        if type(exc) is not Exception:
+            raise
+        raise MLSQLError(_delta_message(name, exc)) from exc
+    table = target if present else DeltaTable(str(path))
+    version = table.version()
+    metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
+    return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
 
 
 def _upsert(table, name: str, data: pa.RecordBatchReader, id_cols: list[str], commit) -> WriteResult:
@@ -173,12 +259,16 @@ def _upsert(table, name: str, data: pa.RecordBatchReader, id_cols: list[str], co
 
 
 def _delta_message(name: str, exc: Exception) -> str:
+    from deltalake.exceptions import CommitFailedError, SchemaMismatchError
+
     text = str(exc).strip()
-    if "schema" in text.lower():
-        return f"cannot write to Delta table {name}: the data's schema does not match the table's ({text.splitlines()[0]}); use save overwrite to replace it, or where mergeSchema=\"true\" to add columns"
-    if "conflict" in text.lower() or "commit" in text.lower() and "version" in text.lower():
-        return f"Delta table {name} was changed by another writer at the same time; nothing was written ({text.splitlines()[0]})"
-    return f"cannot write to Delta table {name}: {text.splitlines()[0] if text else type(exc).__name__}"
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, CommitFailedError) or "conflict" in text.lower() or "concurrent" in text.lower():
+        return (f"Delta table {name} was changed by another writer at the same time (a concurrent writer); "
+                f"nothing was written, run the save again ({first})")
+    if isinstance(exc, SchemaMismatchError) or "schema" in text.lower() or "cast error" in text.lower():
+        return f"cannot write to Delta table {name}: the data's schema does not match the table's ({first}); use save overwrite to replace it, or where mergeSchema=\"true\" to add columns"
+    return f"cannot write to Delta table {name}: {first}"
 
 
 def history(path: Path, name: str) -> pa.Table:
