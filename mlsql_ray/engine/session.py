@@ -118,6 +118,10 @@ class Session:
             raise self._locate(MLSQLError(duckdb_message(exc, self.catalog.names())), statement) from exc
         except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
             raise self._locate(MLSQLError(f"{type(exc).__name__}: {exc}"), statement) from exc
+        except RuntimeError as exc:
+            if str(exc).strip() == "Query interrupted":  # DuckDB's answer to Ctrl-C: an interrupt, not a crash
+                raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
+            raise
 
     def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
         """Give the error the statement's position and file. Done here, while the statement's
