@@ -8,9 +8,11 @@ user's own ``ray.init``) leaves it alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
+import sys
 import time
 
 from .errors import MLSQLError
@@ -83,17 +85,61 @@ def _auth_refused(exc: BaseException) -> bool:
 
 def start_local_ray(attempts: int = 3, **options):
     """Start a local Ray instance of our own (``address="local"``: never join a ``ray start``
-    cluster by accident). On a busy machine Ray's 30 s wait for its raylet can run out; a
-    second try usually succeeds, so try again before giving up."""
+    cluster by accident), reachable from this machine only and with token authentication on
+    (see ``_loopback_only`` and ``_token_auth_on``). On a busy machine Ray's 30 s wait for its
+    raylet can run out; a second try usually succeeds, so try again before giving up."""
     import ray
 
+    _token_auth_on()
     for attempt in range(1, attempts + 1):
         try:
-            return ray.init(address="local", include_dashboard=False, **options)
+            with _loopback_only():
+                return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
             if "timed out during startup" not in str(exc) or attempt == attempts:
                 raise
             ray.shutdown()
+
+
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _loopback_only():
+    """Make the Ray started inside bind to 127.0.0.1 only.
+
+    Ray's processes listen on every interface unless the node's address is the loopback one
+    (GCS, raylet, workers and agents all check for it), and ``ray.init(_node_ip_address=
+    "127.0.0.1")`` alone does not get there in Ray 2.60: it swaps a loopback address for the
+    machine's outward one (``services.resolve_ip_for_localhost``). What it swaps it with is the
+    loopback address itself when Ray runs in its single-machine mode (``ENABLE_RAY_CLUSTER``
+    false, Ray's default on macOS and Windows), so that mode is switched on while the instance
+    starts; nodes of other machines could never join an embedded instance anyway.
+    """
+    from ray._private import ray_constants
+
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def _token_auth_on() -> None:
+    """Ray 2.60 turns token authentication on for a new local instance unless ``RAY_AUTH_MODE``
+    says otherwise; the embedded instance keeps it on whatever the environment says (a token is
+    generated into ``~/.ray/auth_token`` if there is none). Other processes of this user on this
+    machine read that token; nobody else can submit work to the instance."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    try:
+        from ray._raylet import Config
+
+        Config.initialize("")  # a cached RayConfig would still hold the old mode
+    except ImportError:  # an older Ray without token authentication
+        pass
 
 
 class RayLink:
@@ -146,12 +192,11 @@ class RayLink:
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def shutdown(self, force: bool = False) -> None:
-        """Stop Ray if we started it (or, with ``force``, disconnect from any cluster)."""
-        try:
-            import ray
-        except ImportError:
-            return
-        if ray.is_initialized() and (self.owned or force):
+        """Stop Ray if we started it (or, with ``force``, disconnect from any cluster). A process
+        that never imported Ray has nothing to stop: importing it just to ask would cost seconds
+        at the end of every run."""
+        ray = sys.modules.get("ray")
+        if ray is not None and ray.is_initialized() and (self.owned or force):
             ray.shutdown()
         self.owned = False
         self.address = None
