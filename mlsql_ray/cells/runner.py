@@ -20,6 +20,7 @@ import pyarrow as pa
 from ..errors import MLSQLError
 from ..lang import ast
 from .context import CellContext, DataServer, RayContext
+from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
 
 KNOWN_SETTINGS = {
@@ -31,6 +32,7 @@ KNOWN_SETTINGS = {
     "runIn": "driver | executor",
     "num_partitions": "number of data servers (default: the cluster's CPUs, at most one per row)",
     "pythonExec": "accepted for Byzer compatibility; cells use the session's Python",
+    "memoryLimit": "MB of memory the cell may take on top of what the process holds (see cells/memory.py)",
 }
 
 
@@ -168,15 +170,19 @@ def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
     code = _compile(cell)
     namespace = {"__name__": "__mlsql_cell__", "__builtins__": __builtins__, "context": context,
                  "RayContext": RayContext}
+    limit = parse_limit(context.conf.get("memoryLimit"))
     with pyjava_alias():
         try:
-            exec(code, namespace)
+            with memory_limit(limit):
+                exec(code, namespace)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - every failure of user code becomes one MLSQLError
             if isinstance(exc, SystemExit) and not exc.code:
                 return context
             text, line = _cell_traceback(exc, cell_filename(cell))
+            if isinstance(exc, MemoryError) and limit is not None:
+                text += f"\n(the cell went past its memoryLimit of {limit} MB)"
             raise MLSQLError(f"the Python cell failed:\n{text}", line or cell.line, 1) from None
     return context
 
@@ -204,6 +210,7 @@ def merged_settings(session, cell: ast.PythonCell) -> tuple[dict[str, str], list
     for key, allowed in (("runIn", ("driver", "executor")), ("dataMode", ("model", "data"))):
         if key in conf and conf[key] not in allowed:
             raise MLSQLError(f"{key} must be {' or '.join(allowed)}, not {conf[key]!r}")
+    parse_limit(conf.get("memoryLimit"))  # a bad value fails before anything runs
     return conf, notes
 
 
