@@ -9,6 +9,7 @@ user's own ``ray.init``) leaves it alone.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import re
 import socket
@@ -126,6 +127,41 @@ def _loopback_only():
         ray_constants.ENABLE_RAY_CLUSTER = saved
 
 
+def _loopback_cluster(address: str) -> bool:
+    """Whether ``address`` is a Ray on this machine that listens on the loopback interface only
+    (another process's embedded Ray). Ray would swap ``127.0.0.1`` in the address for the
+    machine's outward address, where such a Ray does not answer, and the driver would then also
+    look for its raylet under the wrong address: connecting has to happen in loopback mode too.
+    A ``ray start`` head listens on every interface and is connected to the usual way."""
+    if address == "auto":
+        try:
+            from ray._private.services import get_ray_address_from_environment
+
+            address = get_ray_address_from_environment("auto", None) or ""
+        except Exception:  # noqa: BLE001 - no cluster to find: ray.init says so itself
+            return False
+    target = _host_port(address)
+    if address.startswith("ray://") or target is None or not _is_loopback(target[0]):
+        return False
+    from ray._private.services import get_node_ip_address
+
+    outward = get_node_ip_address()
+    if _is_loopback(outward):
+        return False  # a machine without a network: both ways are the same
+    try:
+        with socket.create_connection((outward, target[1]), timeout=2):
+            return False
+    except OSError:
+        return True
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _token_auth_on() -> None:
     """Ray 2.60 turns token authentication on for a new local instance unless ``RAY_AUTH_MODE``
     says otherwise; the embedded instance keeps it on whatever the environment says (a token is
@@ -172,7 +208,8 @@ class RayLink:
                 check_reachable(wanted)
                 use_local_token(wanted)
             try:
-                ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
+                with _loopback_only() if _loopback_cluster(wanted) else contextlib.nullcontext():
+                    ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
             except Exception as exc:
                 hint = ""
                 if _auth_refused(exc):
