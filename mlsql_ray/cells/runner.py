@@ -182,7 +182,7 @@ def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
                 return context
             text, line = _cell_traceback(exc, cell_filename(cell))
             if isinstance(exc, MemoryError) and limit is not None:
-                text += f"\n(the cell went past its memoryLimit of {limit} MB)"
+                text += f" (past the cell's memoryLimit of {limit} MB)"
             raise MLSQLError(f"the Python cell failed:\n{text}", line or cell.line, 1) from None
     return context
 
