@@ -134,7 +134,7 @@ def _top_entry(target: Path, name: str) -> Path:
 def _link(target: Path, member: tarfile.TarInfo, destination: Path) -> None:
     """Recreate a link only if what it points at is inside the target too."""
     if member.issym():
-        pointee = (destination.parent / member.linkname).resolve()
+        pointee = _resolve(destination.parent / member.linkname, member)
     else:  # a hard link names another member of the archive
         pointee = _checked_destination(target, tarfile.TarInfo(member.linkname))
     if Path(member.linkname).is_absolute() or (pointee != target and target not in pointee.parents):
@@ -150,7 +150,16 @@ def _checked_destination(target: Path, member: tarfile.TarInfo) -> Path:
     name = member.name
     if name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
-    destination = (target / name).resolve()
+    destination = _resolve(target / name, member)
     if destination != target and target not in destination.parents:
         raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
     return destination
+
+
+def _resolve(path: Path, member: tarfile.TarInfo) -> Path:
+    """``path.resolve()``, with a symlink loop (an earlier member linked to itself) refused like
+    any other bad member instead of surfacing as Python's RuntimeError."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise ValueError(f"refusing archive member {member.name!r}: {path.name} is a symlink loop ({exc})") from None
