@@ -31,7 +31,8 @@ DRIVER = textwrap.dedent("""
     import sys, time
     import ray, pyarrow.parquet as pq
     sys.path.insert(0, {bench!r})
-    ray.init(address={address!r}, logging_level="ERROR")
+    from mlsql_ray.raycluster import RayLink
+    RayLink({address!r}).ensure()
     from mlsql_ray import train
     from bench_advanced import create_tf_model, servers_of
     train.fit(create_tf_model, servers_of(ray, pq.read_table({train!r})), rounds=7, batch_size=128,

@@ -43,7 +43,8 @@ KILLED_RUN = textwrap.dedent("""
     import sys
     import ray
     sys.path.insert(0, {tests!r})
-    ray.init(address={address!r}, logging_level="ERROR")
+    from mlsql_ray.raycluster import RayLink
+    RayLink({address!r}).ensure()  # joins the test's loopback-only Ray the way sessions do
     from mlsql_ray import train
     from training_helpers import mnist_model, mnist_servers
     servers = mnist_servers(ray, {train_path!r})
