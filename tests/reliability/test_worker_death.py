@@ -1,0 +1,202 @@
+"""Worker death during training (issue 7, item 2), on the test run's real Ray.
+
+The seed's MNIST model trains 5 rounds on two actors three times with the same settings and the
+same seeded initial weights: undisturbed, with one actor killed by ``ray.kill`` in round 3, and
+with one actor's process killed by ``SIGKILL`` (its pid from the actor's own ``pid()`` method)
+in round 3. The disturbed runs must retry that round, finish all 5 rounds, and end within 1
+point of test accuracy of the undisturbed run (2 000 test images: 1 point is 20 images); every
+actor started (the replacements too) must be dead afterwards and its process gone.
+
+With ``max_failures=0`` through a Session: a ``--%python`` cell whose training loses a worker
+fails with a clear error, the save after it never runs, and the model table saved before keeps
+its version and its bytes (and still loads as a model).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import psutil
+import pyarrow.parquet as pq
+import pytest
+import ray.cloudpickle
+from deltalake import DeltaTable
+
+from mlsql_ray import MLSQLError, progress, train
+from mlsql_ray.models import load_model
+
+from conftest import SAMPLE_MNIST
+from training_helpers import eventually, mnist_model, mnist_servers
+
+# Ray workers cannot import this module: its functions travel by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+ROUNDS = 5
+KILL_ROUND = 3
+KILL_DELAY_S = 0.3  # after round KILL_ROUND - 1 ends: inside round KILL_ROUND's local training
+TOLERANCE = 0.01  # one point of accuracy, as the issue asks
+SEED = 20
+
+
+def seeded_mnist_model():
+    """The seed's 784-512-10 model with seeded initial weights, so that the three runs start
+    from the same point and differ only by the fault (worker 0's weights are everyone's start)."""
+    import keras
+
+    keras.utils.set_random_seed(SEED)
+    return mnist_model()
+
+
+def worker_actors() -> dict[str, dict]:
+    from ray._private import state
+
+    return {actor_id: info for actor_id, info in state.actors().items() if "Worker" in info.get("ActorClassName", "")}
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture(scope="module")
+def servers(ray_runtime):
+    return mnist_servers(ray_runtime, SAMPLE_MNIST / "train.parquet")
+
+
+@pytest.fixture(scope="module")
+def test_set():
+    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
+
+
+def accuracy(result, test_set) -> float:
+    x, y = test_set
+    return float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
+
+
+def fit_watched(ray, servers, sink=None):
+    """Train; then check that every Worker actor this run started is dead and its process gone.
+    Returns (result, the pids of all actors it started)."""
+    before = set(worker_actors())
+    if sink is None:
+        result = train.fit(seeded_mnist_model, servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
+    else:
+        with progress.reporting_to(sink):
+            result = train.fit(seeded_mnist_model, servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
+    started = {i: a for i, a in worker_actors().items() if i not in before}
+    assert started and all(a["State"] == "DEAD" for a in started.values()), {i: a["State"] for i, a in started.items()}
+    pids = {a["Pid"] for a in started.values() if a.get("Pid")}
+    assert eventually(lambda: not any(running(pid) for pid in pids), 30), [p for p in pids if running(p)]
+    return result, pids, len(started)
+
+
+@pytest.fixture(scope="module")
+def undisturbed(ray_runtime, servers, test_set):
+    result, pids, actors = fit_watched(ray_runtime, servers)
+    assert [h["retries"] for h in result.history] == [0] * ROUNDS
+    return accuracy(result, test_set), result
+
+
+class Killer:
+    """A progress sink that kills worker ``victim`` during round ``KILL_ROUND``: with
+    ``ray.kill`` on its handle, or with SIGKILL to the pid its ``pid()`` method reported."""
+
+    def __init__(self, ray, how: str, victim: int = 1):
+        self.ray, self.how, self.victim = ray, how, victim
+        self.pids: list[int] = []
+        self.actors = None
+        self.killed_at_round = None
+        self.ended = False
+        self.killed_while_training = None
+
+    def __call__(self, kind: str, event: dict) -> None:
+        if kind == "train_start":
+            self.actors = event["actors"]
+            self.pids = self.ray.get([actor.pid.remote() for actor in self.actors])
+        elif kind == "train_round" and event["round"] == KILL_ROUND - 1 and self.killed_at_round is None:
+            self.killed_at_round = KILL_ROUND
+            threading.Timer(KILL_DELAY_S, self.kill).start()
+        elif kind == "train_end":
+            self.ended = True
+
+    def kill(self) -> None:
+        self.killed_while_training = not self.ended
+        if self.how == "ray.kill":
+            self.ray.kill(self.actors[self.victim], no_restart=True)
+        else:
+            os.kill(self.pids[self.victim], signal.SIGKILL)
+
+
+@pytest.mark.parametrize("how", ["ray.kill", "SIGKILL"])
+def test_a_worker_killed_mid_round_costs_no_accuracy_and_leaves_nothing(ray_runtime, servers, test_set, undisturbed,
+                                                                         how, figures):
+    killer = Killer(ray_runtime, how)
+    result, pids, actors = fit_watched(ray_runtime, servers, killer)
+    assert killer.killed_at_round == KILL_ROUND and killer.killed_while_training
+    assert len(result.history) == ROUNDS
+    assert result.history[KILL_ROUND - 1]["retries"] >= 1, result.history[KILL_ROUND - 1]
+    assert actors == 3  # two at the start, one replacement
+    assert killer.pids[1] in pids and not running(killer.pids[1])
+    base, _ = undisturbed
+    disturbed = accuracy(result, test_set)
+    figures["training: undisturbed test accuracy (5 rounds)"] = round(base, 4)
+    figures[f"training: accuracy with a worker killed by {how} in round {KILL_ROUND}"] = round(disturbed, 4)
+    figures[f"training: actors started / processes left after the {how} run"] = f"{actors} / 0"
+    assert abs(disturbed - base) <= TOLERANCE, (disturbed, base)
+
+
+def test_with_max_failures_0_a_dead_worker_stops_training_and_the_model_table_keeps_its_version(
+        ray_session, undisturbed, warehouse, test_set, figures):
+    session = ray_session
+    _, kept_result = undisturbed
+    session.catalog.add_arrow("previous_model", kept_result.model_table(), "test")
+    session.execute("save overwrite previous_model as delta.`ai_model.kept`;")
+    path = warehouse / "ai_model" / "kept"
+    before = DeltaTable(str(path))
+    before_version, before_rows = before.version(), before.to_pyarrow_table().sort_by("start")
+    session.execute("load parquet.`%s` as mnist;" % (SAMPLE_MNIST / "train.parquet"))
+    script = """--%python
+--%input=mnist
+--%output=mnist_model
+--%num_partitions=2
+from pyjava.api.mlsql import RayContext
+from mlsql_ray import train
+
+def seed_model():
+    from tensorflow.keras import layers, models
+    network = models.Sequential([layers.Input((784,)), layers.Dense(512, activation="relu"), layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+ray_context = RayContext.connect(globals(), None)
+result = train.fit(seed_model, ray_context.data_servers(), rounds=4, batch_size=128, scale=1 / 255, one_hot=10,
+                   max_failures=0)
+ray_context.build_result(result.model_rows())
+-- %%
+save overwrite mnist_model as delta.`ai_model.kept`;
+"""
+    killer = Killer(ray, "ray.kill", victim=0)
+    started_before = set(worker_actors())
+    with progress.reporting_to(killer), pytest.raises(MLSQLError) as caught:
+        session.execute(script)
+    message = caught.value.message
+    assert killer.killed_while_training
+    assert f"training worker 0 died in round {KILL_ROUND}" in message and "max_failures=0" in message, message
+    assert "mnist_model" not in session.catalog
+    after = DeltaTable(str(path))
+    assert after.version() == before_version == 0
+    assert after.to_pyarrow_table().sort_by("start").equals(before_rows)
+    assert [h["version"] for h in after.history()] == [0]
+    x, _ = test_set
+    np.testing.assert_allclose(load_model("ai_model.kept", warehouse=warehouse).predict(x[:100], verbose=0),
+                               kept_result.model.predict(x[:100], verbose=0), rtol=1e-5, atol=1e-6)
+    started = {i: a for i, a in worker_actors().items() if i not in started_before}
+    assert len(started) == 2 and all(a["State"] == "DEAD" for a in started.values())
+    assert eventually(lambda: not any(running(a["Pid"]) for a in started.values() if a.get("Pid")), 30)
+    figures["training with max_failures=0: model table version before/after the failed run"] = f"{before_version}/{after.version()}"
