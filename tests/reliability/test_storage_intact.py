@@ -1,0 +1,176 @@
+"""Interrupted and failed work leaves storage intact (issue 7, item 3).
+
+* Ctrl-C (SIGINT) to ``mlsql-ray run`` while it overwrites a Delta table with ~600 MB: the run
+  says it was interrupted, and the table's version, log and content are what they were, read
+  back with plain ``deltalake``. (Before the engine ran deltalake's write in a helper thread and
+  cancelled its input stream, the interrupt only took effect after the commit: the "interrupted"
+  run had replaced the table.)
+* A Python cell that raises after ``build_result``: no output table (an older table of that
+  name keeps its rows), the save after it never runs, the Delta table is unchanged.
+* An append whose schema does not match: a clear error, and not one file more in the table.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from mlsql_ray import MLSQLError, Session
+
+BIG_ROWS = 3_000_000
+ROW_BYTES = 200
+STREAMING_S = 0.3  # into the write; streaming 600 MB into deltalake takes a few seconds
+SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.binary())])
+
+
+def make_big_parquet(path: Path) -> None:
+    """~600 MB of rows that neither dictionary encoding nor snappy can shrink: 20 MB of random
+    bytes cut into 200-byte values, repeated with new ids (repeats are 20 MB apart)."""
+    block = 100_000
+    data = np.random.default_rng(0).integers(0, 256, size=block * ROW_BYTES, dtype=np.uint8)
+    offsets = np.arange(0, (block + 1) * ROW_BYTES, ROW_BYTES, dtype=np.int32)
+    payload = pa.BinaryArray.from_buffers(pa.binary(), block, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    with pq.ParquetWriter(path, SCHEMA, compression="none") as writer:
+        for start in range(0, BIG_ROWS, block):
+            writer.write_table(pa.table({"id": np.arange(start, start + block), "payload": payload}, schema=SCHEMA))
+
+
+def snapshot(path: Path) -> dict:
+    """What a reader sees, and what is on disk."""
+    table = DeltaTable(str(path))
+    return {
+        "version": table.version(),
+        "rows": table.to_pyarrow_table().sort_by([(table.schema().to_arrow().names[0], "ascending")]),
+        "log": sorted(os.listdir(path / "_delta_log")),
+        "files": set(os.listdir(path)),
+    }
+
+
+def reading(pid: int, target: Path) -> bool:
+    """Whether process ``pid`` has ``target`` open (a save streams its source while it writes)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == str(target):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def thread_names(pid: int) -> set[str]:
+    try:
+        return {Path(f"/proc/{pid}/task/{t}/comm").read_text().strip() for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        return set()
+
+
+def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, figures):
+    warehouse = tmp_path / "warehouse"
+    big = tmp_path / "big.parquet"
+    make_big_parquet(big)
+    with Session(warehouse=warehouse) as session:
+        session.catalog.add_arrow("small", pa.table({"id": [1, 2, 3, 4, 5], "payload": [b"a", b"b", b"c", b"d", b"e"]}, schema=SCHEMA), "test")
+        session.execute("save overwrite small as delta.`keep.big`;")
+    path = warehouse / "keep" / "big"
+    before = snapshot(path)
+    script = tmp_path / "save.mlsql"
+    script.write_text(f"load parquet.`{big}` as big;\nsave overwrite big as delta.`keep.big`;\n")
+    run = subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = run.stdout.readline()
+        assert first.startswith("loaded parquet"), first
+        # The load is lazy: the save opens the source file, then deltalake starts its runtime
+        # (the process's first "tokio-rt-worker" thread) and pulls the stream for some seconds.
+        deadline = time.monotonic() + 120
+        while not (reading(run.pid, big) and "tokio-rt-worker" in thread_names(run.pid)):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the save never started writing"
+            time.sleep(0.002)
+        time.sleep(STREAMING_S)
+        assert reading(run.pid, big) and run.poll() is None, "the save ended before the interrupt"
+        inside_save = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    stopped_after = time.monotonic() - inside_save
+    assert run.returncode == 130, (run.returncode, out, err)
+    assert "interrupted" in err
+    assert "saved" not in out, out
+    after = snapshot(path)
+    assert after["version"] == before["version"] == 0
+    assert after["rows"].equals(before["rows"])
+    assert after["log"] == before["log"], "the log gained an entry (or a temporary commit file)"
+    leftovers = after["files"] - before["files"]
+    table = DeltaTable(str(path))
+    referenced = {Path(uri).name for uri in table.file_uris()}
+    assert not leftovers & referenced
+    # what an interrupted write leaves behind is garbage by Delta's rules, and vacuum knows it
+    garbage = set(table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True))
+    parquet_leftovers = {f for f in leftovers if f.endswith(".parquet")}
+    assert parquet_leftovers <= garbage, (parquet_leftovers, garbage)
+    figures["SIGINT during a 600 MB Delta overwrite: version before/after"] = f"{before['version']}/{after['version']}"
+    figures["SIGINT during a 600 MB Delta overwrite: run stopped after (s)"] = round(stopped_after, 2)
+    figures["SIGINT during a 600 MB Delta overwrite: unreferenced files left (vacuum removes them)"] = sorted(leftovers)
+    big.unlink()
+
+
+def test_a_python_cell_that_raises_after_build_result_changes_nothing(ray_session, warehouse):
+    session = ray_session
+    session.execute("select 1 as a, 'old' as b as out; save overwrite out as delta.`keep.cell`;")
+    path = warehouse / "keep" / "cell"
+    before = snapshot(path)
+    cell = """--%python
+--%output=out
+from pyjava.api.mlsql import RayContext
+ray_context = RayContext.connect(globals(), None)
+ray_context.build_result([{"a": 2, "b": "new"}, {"a": 3, "b": "new"}])
+raise RuntimeError("failed after build_result")
+-- %%
+save overwrite out as delta.`keep.cell`;
+"""
+    with pytest.raises(MLSQLError, match="failed after build_result") as caught:
+        session.execute(cell)
+    assert caught.value.line == 6
+    assert session.table("out").to_pylist() == [{"a": 1, "b": "old"}]
+    after = snapshot(path)
+    assert after["version"] == before["version"] == 0
+    assert after["rows"].equals(before["rows"])
+    assert (after["log"], after["files"]) == (before["log"], before["files"])
+    assert DeltaTable(str(path)).to_pyarrow_table().to_pylist() == [{"a": 1, "b": "old"}]
+
+
+@pytest.mark.parametrize("mismatch", [
+    "select 'not a number' as id, 'x' as name as other; save append other as delta.`keep.schema`;",
+    "select 7 as id, 'x' as name, 2.5 as extra as other; save append other as delta.`keep.schema`;",
+    "select 'text' as id, 'x' as name as other; save append other as delta.`keep.schema` where mergeSchema=\"true\";",
+])
+def test_an_append_whose_schema_does_not_match_changes_nothing(session, warehouse, mismatch):
+    session.catalog.add_arrow("t", pa.table({"id": list(range(10)), "name": [f"n{i}" for i in range(10)]}), "test")
+    session.execute("save overwrite t as delta.`keep.schema`;")
+    path = warehouse / "keep" / "schema"
+    before = snapshot(path)
+    with pytest.raises(MLSQLError, match="schema does not match|cannot write") as caught:
+        session.execute(mismatch)
+    assert "keep.schema" in caught.value.message
+    after = snapshot(path)
+    assert after["version"] == before["version"] == 0
+    assert after["rows"].equals(before["rows"])
+    assert (after["log"], after["files"]) == (before["log"], before["files"]), "a failed append left files behind"
