@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, SAMPLE_MNIST
 from mlsql_ray import train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
-from training_helpers import alive_actors, eventually, mnist_model, tiny_model, tiny_partitions
+from training_helpers import alive_actors, eventually, mnist_model, seeded_mnist_model, tiny_model, tiny_partitions
 from training_helpers import mnist_servers as servers_of
 
 
@@ -46,9 +46,9 @@ KILLED_RUN = textwrap.dedent("""
     from mlsql_ray.raycluster import RayLink
     RayLink({address!r}).ensure()  # joins the test's loopback-only Ray the way sessions do
     from mlsql_ray import train
-    from training_helpers import mnist_model, mnist_servers
+    from training_helpers import mnist_servers, seeded_mnist_model
     servers = mnist_servers(ray, {train_path!r})
-    train.fit(mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+    train.fit(seeded_mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
               checkpoints=train.Checkpoints("ckpt.run", warehouse={warehouse!r}))
 """)
 
@@ -60,7 +60,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
     driver = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert eventually(lambda: 2 in checkpoints.rounds() or driver.poll() is not None, 240), "no checkpoint of round 2"
+        assert eventually(lambda: 2 in checkpoints.rounds() or driver.poll() is not None, 420), "no checkpoint of round 2"
         assert driver.poll() is None, driver.stderr.read()
         os.killpg(driver.pid, signal.SIGKILL)  # the driver dies mid-run, as a crashed kernel would
         driver.wait(30)
@@ -69,11 +69,11 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
             os.killpg(driver.pid, signal.SIGKILL)
     saved = checkpoints.rounds()
     assert 2 <= saved[-1] < 5
-    resumed = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+    resumed = train.fit(seeded_mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
                         checkpoints=checkpoints, resume=True)
     assert resumed.history[saved[-1]]["resumed_from_checkpoint"] == saved[-1]
     assert [h["round"] for h in resumed.history] == [1, 2, 3, 4, 5]
-    straight = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
+    straight = train.fit(seeded_mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
     assert abs(accuracy(resumed, mnist_test) - accuracy(straight, mnist_test)) <= 0.01
     assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
 

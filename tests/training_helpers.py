@@ -24,6 +24,14 @@ def mnist_model():
     return network
 
 
+def seeded_mnist_model():
+    """The seed's model with fixed initial weights, so two runs differ only in what they did."""
+    import keras
+
+    keras.utils.set_random_seed(7)
+    return mnist_model()
+
+
 def tiny_model(learning_rate: float = 0.1):
     """A factory for a 4-in, 3-class softmax model: seconds to train, for the mechanics."""
 
