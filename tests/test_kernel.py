@@ -672,3 +672,15 @@ def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "saved 10 rows of digits to delta.`demo.digit_stats` (version 0" in done.stdout
     assert "mean_pixel" in done.stdout
+
+
+def test_the_mnist_notebook_has_the_scripts_cells():
+    """notebooks/mnist_distributed.ipynb and the .mlsql that ./demo.sh runs are the same job."""
+    from mlsql_ray.cli import notebook_cells
+    from mlsql_ray.lang import split_cells
+
+    notebook = notebook_cells((ROOT / "notebooks" / "mnist_distributed.ipynb").read_text())
+    script = [cell.strip("\n") for _, cell in split_cells((ROOT / "notebooks" / "mnist_distributed.mlsql").read_text())]
+    assert len(notebook) == len(script)
+    for from_notebook, from_script in zip(notebook, script):
+        assert from_script.endswith(from_notebook.strip("\n"))  # the script's first cell adds a header
