@@ -8,33 +8,15 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, SAMPLE_MNIST
 from mlsql_ray import train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
-from training_helpers import alive_actors, eventually, mnist_model, seeded_mnist_model, tiny_model, tiny_partitions
-from training_helpers import mnist_servers as servers_of
+from training_helpers import alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model, tiny_model, tiny_partitions
 
-
-
-@pytest.fixture(scope="module")
-def mnist_servers(ray_runtime):
-    return servers_of(ray_runtime, SAMPLE_MNIST / "train.parquet")
-
-
-@pytest.fixture(scope="module")
-def mnist_test():
-    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
-
-
-def accuracy(result, test) -> float:
-    x, y = test
-    return float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -46,8 +28,8 @@ KILLED_RUN = textwrap.dedent("""
     from mlsql_ray.raycluster import RayLink
     RayLink({address!r}).ensure()  # joins the test's loopback-only Ray the way sessions do
     from mlsql_ray import train
-    from training_helpers import mnist_servers, seeded_mnist_model
-    servers = mnist_servers(ray, {train_path!r})
+    from training_helpers import seeded_mnist_model, servers_from
+    servers = servers_from(ray, {train_path!r})
     train.fit(seeded_mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
               checkpoints=train.Checkpoints("ckpt.run", warehouse={warehouse!r}))
 """)
@@ -74,7 +56,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
     assert resumed.history[saved[-1]]["resumed_from_checkpoint"] == saved[-1]
     assert [h["round"] for h in resumed.history] == [1, 2, 3, 4, 5]
     straight = train.fit(seeded_mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
-    assert abs(accuracy(resumed, mnist_test) - accuracy(straight, mnist_test)) <= 0.01
+    assert abs(held_out_accuracy(resumed, mnist_test) - held_out_accuracy(straight, mnist_test)) <= 0.01
     assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
 
 
@@ -136,13 +118,14 @@ def test_a_search_that_cannot_fit_is_refused(ray_runtime):
 # -- asynchronous parameter servers -------------------------------------------------------------
 
 def test_a_parameter_shard_applies_fresh_pushes_and_drops_stale_ones():
-    shard = ParameterShard([np.ones(3, np.float32)], learning_rate=0.5)
-    assert shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)
-    assert shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)  # 1 update old: allowed
-    assert not shard.push([np.ones(3, np.float32)], version=0, max_staleness=1)  # 2 old: dropped
-    version, weights = shard.pull()
-    assert version == 2 and shard.stats()["dropped"] == 1
-    np.testing.assert_allclose(weights[0], [0.0, 0.0, 0.0])
+    shard = ParameterShard()
+    shard.load([np.ones(3, np.float32)])
+    assert shard.push([np.full(3, -0.5, np.float32)], version=0, max_staleness=1)
+    assert shard.push([np.full(3, -0.25, np.float32)], version=0, max_staleness=1)  # 1 update old: allowed
+    assert not shard.push([np.full(3, 9.0, np.float32)], version=0, max_staleness=1)  # 2 old: dropped
+    version, received, weights = shard.pull()
+    assert version == 2 and received == 3 and shard.stats()["dropped"] == 1
+    np.testing.assert_allclose(weights[0], [0.25, 0.25, 0.25])
 
 
 def test_shard_layout_balances_values():
@@ -151,10 +134,25 @@ def test_shard_layout_balances_values():
     assert layout[0] == [0]  # the big kernel alone on one shard
 
 
+def test_async_workers_push_their_changes_until_the_budget_is_spent(ray_runtime):
+    """On a tiny model: every step is counted, the shards apply the pushes, and with a 3x
+    straggler the fast worker takes more of the shared budget."""
+    partitions = tiny_partitions()
+    result = train.fit(tiny_model(), partitions, rounds=4, batch_size=8, mode="async", steps_per_push=2,
+                       max_staleness=8, slowdown={1: 3.0})
+    steps = result.history[-1]["worker_steps"]
+    assert sum(steps) >= 4 * 10  # 4 epochs of 2 x 40 rows in batches of 8
+    assert steps[0] > steps[1]
+    assert [h["round"] for h in result.history] == [1, 2, 3, 4]
+    assert {"loss", "accuracy"} <= set(result.history[-1])
+    last = result.history[-1]
+    assert last["applied_pushes"] + last["dropped_pushes"] == sum(steps) // 2 and last["applied_pushes"] > 0
+
+
 def test_async_training_reaches_085_on_mnist_and_leaves_nothing(ray_runtime, mnist_servers, mnist_test):
     before = {a["ActorID"] for a in alive_actors()}
     result = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10, mode="async")
-    assert accuracy(result, mnist_test) >= 0.85
+    assert held_out_accuracy(result, mnist_test) >= 0.85
     assert [h["round"] for h in result.history] == list(range(1, 8))
     assert sum(result.history[-1]["worker_steps"]) >= 7 * 63
     assert eventually(lambda: {a["ActorID"] for a in alive_actors()} <= before)

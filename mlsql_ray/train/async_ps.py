@@ -1,13 +1,16 @@
 """Asynchronous training with sharded parameter servers (seed 004's pattern, for Keras).
 
-    parameter servers: each holds a shard of the weights and applies pushed gradients (SGD)
+    parameter servers: each holds a shard of the weights and adds the changes pushed to it
     workers, each on its own partition, loop without waiting for each other:
-        pull every shard → compute the gradient of one batch → push each shard its part
+        pull every shard → ``steps_per_push`` steps of the model's own optimizer on its batches
+        → push each shard its part of the change
 
 A push computed from weights more than ``max_staleness`` updates old is dropped, so a slow
-worker cannot drag the model back. Training ends when the workers together have taken as many
-steps as ``rounds`` epochs over all the data: a straggler simply contributes fewer steps, which
-is why this mode beats synchronous averaging when workers run at different speeds.
+worker cannot drag the model back. Several local steps per push (compiled, like ``fit``) keep
+Ray's round trips from costing more than the training. Training ends when the workers together
+have taken as many steps as ``rounds`` epochs over all the data: a straggler simply contributes
+fewer steps, which is why this mode beats synchronous averaging when workers run at different
+speeds.
 """
 
 from __future__ import annotations
@@ -18,99 +21,98 @@ import numpy as np
 
 from .. import progress
 from .data import load_xy
-from .worker import configure_tensorflow
+from .worker import Straggler, configure_tensorflow
 
 
 class ParameterShard:
-    """A slice of the model's trainable weights and the step counter of the whole run."""
+    """A slice of the model's trainable weights. Every worker pushes to every shard, so a shard
+    also knows how many pushes the run has made (its budget is counted in pushes); the metrics
+    workers send along with their pushes to the first shard wait there for the driver."""
 
-    def __init__(self, weights: list[np.ndarray], learning_rate: float):
+    def __init__(self):
+        self.weights: list[np.ndarray] = []
+        self.version = 0  # pushes applied
+        self.dropped = 0  # pushes too stale to apply
+        self.metrics: list[tuple[dict, int]] = []
+
+    def load(self, weights: list[np.ndarray]) -> None:
+        """The starting weights (the shard is created before they exist, so that its process
+        starts while the workers import TensorFlow)."""
         self.weights = [np.array(w, dtype=np.float32) for w in weights]
-        self.learning_rate = learning_rate
-        self.version = 0
-        self.dropped = 0
 
-    def pull(self) -> tuple[int, list[np.ndarray]]:
-        return self.version, self.weights
+    def pull(self) -> tuple[int, int, list[np.ndarray]]:
+        """(version, pushes received so far, weights)."""
+        return self.version, self.version + self.dropped, self.weights
 
-    def push(self, gradients: list[np.ndarray], version: int, max_staleness: int) -> bool:
+    def push(self, changes: list[np.ndarray], version: int, max_staleness: int, metrics=None) -> bool:
+        """Add a worker's change, unless the weights it started from are too old."""
+        if metrics is not None:
+            self.metrics.append(metrics)
         if self.version - version > max_staleness:
             self.dropped += 1
             return False
-        for weight, gradient in zip(self.weights, gradients):
-            weight -= self.learning_rate * gradient
+        for weight, change in zip(self.weights, changes):
+            weight += change
         self.version += 1
         return True
+
+    def take(self) -> list[tuple[dict, int]]:
+        """The (metrics, rows) sent with pushes since the last call, in the order received."""
+        taken, self.metrics = self.metrics, []
+        return taken
 
     def stats(self) -> dict:
         return {"version": self.version, "dropped": self.dropped}
 
 
-class StepCounter:
-    """How many steps all workers have taken, and their recent loss/accuracy."""
-
-    def __init__(self, budget: int):
-        self.budget = budget
-        self.steps = 0
-        self.metrics: list[tuple[float, float, int]] = []
-
-    def add(self, loss: float, accuracy: float, size: int) -> bool:
-        """Count one step; False once the budget is spent (the worker should stop)."""
-        self.steps += 1
-        self.metrics.append((loss, accuracy, size))
-        return self.steps < self.budget
-
-    def take(self) -> tuple[int, list]:
-        taken, self.metrics = self.metrics, []
-        return self.steps, taken
-
-
 class AsyncWorker:
-    def __init__(self, index: int, model_fn, source, prepare, threads: int, slowdown: float = 1.0):
+    def __init__(self, index: int, model_fn, source, prepare, threads: int, learning_rate: float | None,
+                 slowdown: float = 1.0):
         configure_tensorflow(threads)
         self.model = model_fn()
+        if learning_rate is not None:
+            self.model.optimizer.learning_rate.assign(learning_rate)
         self.x, self.y = load_xy(source, prepare)
         self.rng = np.random.default_rng(index)
-        self.slowdown = slowdown
+        self.straggler = Straggler(slowdown)
 
     def ready(self) -> int:
         return len(self.x)
 
-    def initial_state(self) -> tuple[list[np.ndarray], float]:
-        """The common start: this worker's trainable weights, and its optimizer's learning rate."""
-        return [np.asarray(v) for v in self.model.trainable_variables], float(self.model.optimizer.learning_rate)
+    def initial_state(self) -> list[np.ndarray]:
+        """The common start: this worker's trainable weights."""
+        return [np.asarray(v) for v in self.model.trainable_variables]
 
-    def run(self, shards, layout: list[list[int]], counter, batch_size: int, max_staleness: int) -> int:
-        """Train until the counter says the run's step budget is spent; returns steps taken."""
+    def run(self, shards, layout: list[list[int]], budget: int, batch_size: int, steps_per_push: int,
+            max_staleness: int) -> int:
+        """Train until the run has made ``budget`` pushes in all; returns the steps taken here."""
         import ray
-        import tensorflow as tf
 
         variables = self.model.trainable_variables
-        steps, counted = 0, None
+        steps = 0
+        order, cursor = self.rng.permutation(len(self.x)), 0
         while True:
-            order = self.rng.permutation(len(self.x))
-            for start in range(0, len(order), batch_size):
-                began = time.perf_counter()
-                pulled = ray.get([s.pull.remote() for s in shards])
-                for (version, values), indexes in zip(pulled, layout):
-                    for i, value in zip(indexes, values):
-                        variables[i].assign(value)
-                batch = order[start : start + batch_size]
-                xb, yb = self.x[batch], self.y[batch]
-                with tf.GradientTape() as tape:
-                    predicted = self.model(xb, training=True)
-                    loss = self.model.compute_loss(x=xb, y=yb, y_pred=predicted)
-                gradients = [g.numpy() for g in tape.gradient(loss, variables)]
-                for shard, (version, _), indexes in zip(shards, pulled, layout):
-                    shard.push.remote([gradients[i] for i in indexes], version, max_staleness)
-                accuracy = _accuracy(np.asarray(predicted), yb)
-                steps += 1
-                if self.slowdown > 1:  # a simulated straggler (benchmarks and tests)
-                    time.sleep((self.slowdown - 1) * (time.perf_counter() - began))
-                # counting is not waited for: the answer for the previous step is in by now
-                if counted is not None and not ray.get(counted):
-                    return steps
-                counted = counter.add.remote(float(loss), accuracy, len(batch))
+            pulled = ray.get([s.pull.remote() for s in shards])
+            if pulled[0][1] >= budget:
+                return steps
+            for (_, _, values), indexes in zip(pulled, layout):
+                for i, value in zip(indexes, values):
+                    variables[i].assign(value)
+            start = [np.array(v) for v in variables]
+            measured, sizes = [], []
+            with self.straggler.work():
+                for _ in range(steps_per_push):
+                    if cursor >= len(order):
+                        order, cursor = self.rng.permutation(len(self.x)), 0
+                    batch = order[cursor : cursor + batch_size]
+                    cursor += len(batch)
+                    measured.append(self.model.train_on_batch(self.x[batch], self.y[batch], return_dict=True))
+                    sizes.append(len(batch))
+            metrics = (_weighted(measured, sizes), sum(sizes))
+            for number, (shard, (version, _, _), indexes) in enumerate(zip(shards, pulled, layout)):
+                shard.push.remote([np.asarray(variables[i]) - start[i] for i in indexes], version, max_staleness,
+                                  metrics if number == 0 else None)
+            steps += steps_per_push
 
     def model_file(self, weights: list[np.ndarray]) -> bytes:
         import os
@@ -123,11 +125,6 @@ class AsyncWorker:
             self.model.save(path)
             with open(path, "rb") as f:
                 return f.read()
-
-
-def _accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
-    truth = labels.argmax(axis=1) if labels.ndim == 2 else labels.reshape(-1)
-    return float((predicted.argmax(axis=1) == truth).mean())
 
 
 def shard_layout(sizes: list[int], num_shards: int) -> list[list[int]]:
@@ -143,48 +140,51 @@ def shard_layout(sizes: list[int], num_shards: int) -> list[list[int]]:
 
 
 def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, threads: int, cpus_per_worker: float,
-              max_staleness: int, num_shards: int, slowdown: dict[int, float] | None, on_round, stop_actors):
+              learning_rate: float | None, max_staleness: int, num_shards: int, steps_per_push: int,
+              slowdown: dict[int, float] | None, on_round, stop_actors):
     """The asynchronous counterpart of ``trainer.fit`` (which checks arguments and resources)."""
     from .trainer import TrainResult, _gather
 
     slowdown = slowdown or {}
     worker_class = ray.remote(AsyncWorker).options(num_cpus=cpus_per_worker, max_restarts=0)
-    workers = [worker_class.remote(i, model_fn, data[i], prepare, threads, slowdown.get(i, 1.0)) for i in range(len(data))]
-    actors = list(workers)
+    workers = [worker_class.remote(i, model_fn, data[i], prepare, threads, learning_rate, slowdown.get(i, 1.0))
+               for i in range(len(data))]
+    shards = [ray.remote(ParameterShard).options(num_cpus=0).remote() for _ in range(num_shards)]
+    actors = workers + shards
     started = time.monotonic()
     try:
         counts = _gather(ray, [w.ready.remote() for w in workers], "starting")
-        initial, learning_rate = ray.get(workers[0].initial_state.remote())
+        initial = ray.get(workers[0].initial_state.remote())
         layout = shard_layout([w.size for w in initial], num_shards)
-        shard_class = ray.remote(ParameterShard).options(num_cpus=0)
-        shards = [shard_class.remote([initial[i] for i in indexes], learning_rate) for indexes in layout]
-        steps_per_round = sum(-(-c // batch_size) for c in counts)
-        counter = ray.remote(StepCounter).options(num_cpus=0).remote(rounds * steps_per_round)
-        actors += shards + [counter]
+        shards = shards[: len(layout)]
+        pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
+        ray.get([s.load.remote([initial[i] for i in indexes]) for s, indexes in zip(shards, layout)])
         progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers), first_round=1)
-        running = [w.run.remote(shards, layout, counter, batch_size, max_staleness) for w in workers]
+        running = [w.run.remote(shards, layout, int(np.ceil(rounds * pushes_per_round)), batch_size, steps_per_push,
+                               max_staleness) for w in workers]
         history: list[dict] = []
-        window: list = []  # per-step metrics since the last reported round
+        received: list = []  # (metrics, rows) of every push so far: push k belongs to round k // pushes_per_round
         pending = list(running)
         while len(history) < rounds:
             _, pending = ray.wait(pending, num_returns=len(pending), timeout=0.5)
-            steps, metrics = ray.get(counter.take.remote())
-            window += metrics
-            while len(history) < rounds and (steps >= (len(history) + 1) * steps_per_round or not pending):
-                entry = _async_entry(len(history) + 1, window, time.monotonic() - started)
-                window = []
+            received += ray.get(shards[0].take.remote())
+            while len(history) < rounds and (len(received) >= (len(history) + 1) * pushes_per_round or not pending):
+                number = len(history) + 1
+                end = len(received) if number == rounds else int(number * pushes_per_round)
+                entry = _async_entry(number, received[int((number - 1) * pushes_per_round) : end],
+                                     time.monotonic() - started)
                 history.append(entry)
                 progress.report("train_round", total_rounds=rounds, **entry)
                 if on_round is not None:
                     on_round(entry)
         steps_by_worker = _gather(ray, running, "training")
-        dropped = sum(s["dropped"] for s in ray.get([s.stats.remote() for s in shards]))
+        stats = ray.get(shards[0].stats.remote())
         final: list = [None] * len(initial)
-        for indexes, (_, values) in zip(layout, ray.get([s.pull.remote() for s in shards])):
+        for indexes, (_, _, values) in zip(layout, ray.get([s.pull.remote() for s in shards])):
             for i, value in zip(indexes, values):
                 final[i] = value
         model_file = ray.get(workers[0].model_file.remote(final))
-        history[-1].update(worker_steps=steps_by_worker, dropped_pushes=dropped)
+        history[-1].update(worker_steps=steps_by_worker, applied_pushes=stats["version"], dropped_pushes=stats["dropped"])
         elapsed = time.monotonic() - started
         progress.report("train_end", history=history, elapsed=elapsed)
         return TrainResult(history, final, model_file, len(workers), elapsed)
@@ -192,13 +192,12 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
         stop_actors(ray, actors)
 
 
-def _async_entry(number: int, metrics: list, elapsed: float) -> dict:
-    if not metrics:
-        return {"round": number, "elapsed": elapsed}
-    sizes = np.array([m[2] for m in metrics], dtype=np.float64)
-    return {
-        "round": number,
-        "loss": float(np.dot([m[0] for m in metrics], sizes) / sizes.sum()),
-        "accuracy": float(np.dot([m[1] for m in metrics], sizes) / sizes.sum()),
-        "elapsed": elapsed,
-    }
+def _weighted(metrics: list[dict], sizes: list[int]) -> dict:
+    """Each metric averaged over steps, weighted by their batch sizes."""
+    total = sum(sizes)
+    return {k: float(sum(float(m[k]) * n for m, n in zip(metrics, sizes)) / total) for k in metrics[0]}
+
+
+def _async_entry(number: int, window: list, elapsed: float) -> dict:
+    entry = _weighted([m for m, _ in window], [n for _, n in window]) if window else {}
+    return {"round": number, **entry, "elapsed": elapsed}

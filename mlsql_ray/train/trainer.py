@@ -44,6 +44,7 @@ class TrainResult:
     model_file: bytes  # a Keras 3 .keras file with the averaged weights
     workers: int
     elapsed: float
+    read_seconds: list[float] = field(default_factory=list)  # per worker: its partition → numpy
     _model: object = field(default=None, repr=False)
 
     @property
@@ -107,6 +108,7 @@ def fit(
     mode: str = "sync",
     max_staleness: int = 4,
     num_shards: int = 2,
+    steps_per_push: int = 8,
     slowdown: dict[int, float] | None = None,
 ) -> TrainResult:
     """Train ``model_fn()`` (a compiled Keras model) with one Ray actor per partition of ``data``.
@@ -123,7 +125,9 @@ def fit(
     for anything else).
 
     ``mode="async"``: sharded parameter servers (``num_shards``) and workers that never wait for
-    each other; gradients older than ``max_staleness`` updates are dropped (see ``async_ps``).
+    each other, each pushing the change of ``steps_per_push`` local steps; a change computed from
+    weights more than ``max_staleness`` updates old is dropped (see ``async_ps``). The learning
+    rate is not scaled: every push is applied whole.
     Pick it when workers run at uneven speeds or hold uneven partitions. ``slowdown={1: 3.0}``
     makes worker 1 three times slower, to see that for yourself.
     """
@@ -142,8 +146,9 @@ def fit(
         from .async_ps import fit_async
 
         return fit_async(ray, model_fn, list(data), rounds=rounds, batch_size=batch_size, prepare=prepare,
-                         threads=threads, cpus_per_worker=cpus_per_worker, max_staleness=max_staleness,
-                         num_shards=num_shards, slowdown=slowdown, on_round=on_round, stop_actors=_stop)
+                         threads=threads, cpus_per_worker=cpus_per_worker, learning_rate=learning_rate,
+                         max_staleness=max_staleness, num_shards=num_shards, steps_per_push=steps_per_push,
+                         slowdown=slowdown, on_round=on_round, stop_actors=_stop)
     if mode != "sync":
         raise TrainingError(f"mode must be \"sync\" or \"async\", not {mode!r}")
     actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
@@ -158,7 +163,7 @@ def fit(
     everyone = list(workers)  # every actor ever started, so that all of them are killed at the end
     failures = 0
     try:
-        counts = _gather(ray, [w.ready.remote() for w in workers], "starting")
+        read_seconds = [w["read_s"] for w in _gather(ray, [w.ready.remote() for w in workers], "starting")]
         lr_scale = len(workers) if scale_learning_rate else 1
         _gather(ray, [w.set_learning_rate.remote(learning_rate, lr_scale) for w in workers], "setting the learning rate")
         weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
@@ -217,7 +222,7 @@ def fit(
         model_file = ray.get(workers[0].model_file.remote())
         elapsed = time.monotonic() - started
         progress.report("train_end", history=history, elapsed=elapsed)
-        return TrainResult(history, weights, model_file, len(workers), elapsed)
+        return TrainResult(history, weights, model_file, len(workers), elapsed, read_seconds)
     finally:
         _stop(ray, everyone)
 
