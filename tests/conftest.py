@@ -54,6 +54,24 @@ def ray_runtime():
     ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def mnist_servers(ray_runtime):
+    """The sample MNIST train set as two data servers, in the session's Ray."""
+    from training_helpers import servers_from
+
+    return servers_from(ray_runtime, SAMPLE_MNIST / "train.parquet")
+
+
+@pytest.fixture(scope="session")
+def mnist_test():
+    """The 2 000 held-out images as (x scaled to [0, 1], labels)."""
+    import pyarrow.parquet as pq
+
+    from mlsql_ray.train import Columns
+
+    return Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
+
+
 @pytest.fixture
 def ray_session(ray_runtime, warehouse: Path):
     from mlsql_ray import Session

@@ -217,7 +217,7 @@ def test_file_save_modes(session, people, tmp_path, fmt):
     out = tmp_path / f"modes_{fmt}"
     read_opts = {"parquet": "", "csv": ' where header="true" and inferSchema="true"', "json": ""}[fmt]
     write_opts = ' where header="true"' if fmt == "csv" else ""
-    run(session, f"select * from people where id <= 2 as two; select * from people where id > 2 as three;")
+    run(session, "select * from people where id <= 2 as two; select * from people where id > 2 as three;")
 
     def saved() -> list[dict]:
         run(session, f"load {fmt}.`{out}`{read_opts} as back;")

@@ -4,34 +4,23 @@ workers replaced (or not, past max_failures), no actor left, models through Delt
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, progress, train
 
 from conftest import SAMPLE_MNIST
 
-from training_helpers import alive_actors, mnist_model, tiny_model, tiny_partitions
-from training_helpers import mnist_servers as servers_of
+from training_helpers import alive_actors, held_out_accuracy, mnist_model, tiny_model, tiny_partitions
 
 
 def alive_workers(ray) -> list[dict]:
     return alive_actors("Worker")
-
-
-@pytest.fixture(scope="module")
-def mnist_servers(ray_runtime):
-    return servers_of(ray_runtime, SAMPLE_MNIST / "train.parquet")
-
-
-@pytest.fixture(scope="module")
-def mnist_test():
-    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
 
 
 # -- averaging, pure --------------------------------------------------------------------------
@@ -105,8 +94,7 @@ def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_se
     history = []
     result = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10,
                        on_round=history.append)
-    x, y = mnist_test
-    accuracy = float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
+    accuracy = held_out_accuracy(result, mnist_test)
     assert accuracy >= 0.85, f"test accuracy {accuracy:.3f}"
     assert [h["round"] for h in history] == list(range(1, 8))
     assert history[-1]["loss"] < history[0]["loss"]
@@ -135,8 +123,7 @@ def test_a_killed_worker_is_replaced_and_the_round_retried(ray_runtime, mnist_se
     assert state["killed"] == 1
     assert result.history[2]["retries"] >= 1, result.history[2]
     assert len(result.history) == 5
-    x, y = mnist_test
-    assert float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean()) > 0.8
+    assert held_out_accuracy(result, mnist_test) > 0.8
     assert alive_workers(ray_runtime) == []
 
 
@@ -163,10 +150,12 @@ rc = RayContext.connect(globals(), None)
 rc.build_result(train.fit(mnist_model, rc.data_servers(), rounds=3, batch_size=128, scale=1 / 255,
                           one_hot=10, max_failures=0).model_rows())
 """
-    sink, state = _kill_during_round(ray, target_round=2, worker=0)
+    sink, state = _kill_during_round(ray, target_round=2, worker=0, delay=0)
     with progress.reporting_to(sink), pytest.raises(MLSQLError) as caught:
         session.execute(cell)
-    assert "training worker 0 died in round 2" in caught.value.message
+    # killed as round 1 is reported: round 2 is the next the worker could fail (a 0.2 s round
+    # may still finish before the kill lands, then it is round 3)
+    assert re.search(r"training worker 0 died in round [23] \(ActorDiedError", caught.value.message), caught.value.message
     assert "max_failures=0" in caught.value.message
     assert "mnist_model" not in session.catalog
     history = session.execute("!delta history ai_model.kept;")[0].table

@@ -50,12 +50,18 @@ def tiny_partitions(seed: int = 0):
     return [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
 
 
-def mnist_servers(ray, path) -> list[DataServer]:
-    """The sample MNIST train set as two data servers."""
+def servers_from(ray, path) -> list[DataServer]:
+    """A parquet file (the sample MNIST train set) as two data servers."""
     table = pq.read_table(path)
     half = table.num_rows // 2
     return [DataServer(ray.put(table.slice(0, half).combine_chunks()), 0, half),
             DataServer(ray.put(table.slice(half).combine_chunks()), 1, table.num_rows - half)]
+
+
+def held_out_accuracy(result, test) -> float:
+    """Accuracy of a training result's model on (x, labels)."""
+    x, y = test
+    return float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
 
 
 def alive_actors(class_name: str = "") -> list[dict]:

@@ -91,7 +91,7 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
         run_config=tune.RunConfig(storage_path=storage, name="search", verbose=0),
     )
     grid = tuner.fit()
-    rows, best = [], None
+    rows = []
     for result in grid:
         config = dict(result.config["setting"])
         metrics = result.metrics or {}

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import psutil

@@ -15,7 +15,6 @@ when a strategy runs out of distinct inputs, which would make the 10 000 a lie).
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import string
 import threading

@@ -18,11 +18,9 @@ import os
 import signal
 import sys
 import threading
-import time
 
 import numpy as np
 import psutil
-import pyarrow.parquet as pq
 import pytest
 import ray.cloudpickle
 from deltalake import DeltaTable
@@ -31,7 +29,7 @@ from mlsql_ray import MLSQLError, progress, train
 from mlsql_ray.models import load_model
 
 from conftest import SAMPLE_MNIST
-from training_helpers import eventually, mnist_model, mnist_servers
+from training_helpers import eventually, held_out_accuracy, mnist_model
 
 # Ray workers cannot import this module: its functions travel by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -65,30 +63,15 @@ def running(pid: int) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def servers(ray_runtime):
-    return mnist_servers(ray_runtime, SAMPLE_MNIST / "train.parquet")
-
-
-@pytest.fixture(scope="module")
-def test_set():
-    return train.Columns(scale=1 / 255)(pq.read_table(SAMPLE_MNIST / "test.parquet"))
-
-
-def accuracy(result, test_set) -> float:
-    x, y = test_set
-    return float((result.model.predict(x, verbose=0).argmax(axis=1) == y).mean())
-
-
-def fit_watched(ray, servers, sink=None):
+def fit_watched(ray, mnist_servers, sink=None):
     """Train; then check that every Worker actor this run started is dead and its process gone.
     Returns (result, the pids of all actors it started)."""
     before = set(worker_actors())
     if sink is None:
-        result = train.fit(seeded_mnist_model, servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
+        result = train.fit(seeded_mnist_model, mnist_servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
     else:
         with progress.reporting_to(sink):
-            result = train.fit(seeded_mnist_model, servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
+            result = train.fit(seeded_mnist_model, mnist_servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
     started = {i: a for i, a in worker_actors().items() if i not in before}
     assert started and all(a["State"] == "DEAD" for a in started.values()), {i: a["State"] for i, a in started.items()}
     pids = {a["Pid"] for a in started.values() if a.get("Pid")}
@@ -97,10 +80,10 @@ def fit_watched(ray, servers, sink=None):
 
 
 @pytest.fixture(scope="module")
-def undisturbed(ray_runtime, servers, test_set):
-    result, pids, actors = fit_watched(ray_runtime, servers)
+def undisturbed(ray_runtime, mnist_servers, mnist_test):
+    result, pids, actors = fit_watched(ray_runtime, mnist_servers)
     assert [h["retries"] for h in result.history] == [0] * ROUNDS
-    return accuracy(result, test_set), result
+    return held_out_accuracy(result, mnist_test), result
 
 
 class Killer:
@@ -134,17 +117,17 @@ class Killer:
 
 
 @pytest.mark.parametrize("how", ["ray.kill", "SIGKILL"])
-def test_a_worker_killed_mid_round_costs_no_accuracy_and_leaves_nothing(ray_runtime, servers, test_set, undisturbed,
+def test_a_worker_killed_mid_round_costs_no_accuracy_and_leaves_nothing(ray_runtime, mnist_servers, mnist_test, undisturbed,
                                                                          how, figures):
     killer = Killer(ray_runtime, how)
-    result, pids, actors = fit_watched(ray_runtime, servers, killer)
+    result, pids, actors = fit_watched(ray_runtime, mnist_servers, killer)
     assert killer.killed_at_round == KILL_ROUND and killer.killed_while_training
     assert len(result.history) == ROUNDS
     assert result.history[KILL_ROUND - 1]["retries"] >= 1, result.history[KILL_ROUND - 1]
     assert actors == 3  # two at the start, one replacement
     assert killer.pids[1] in pids and not running(killer.pids[1])
     base, _ = undisturbed
-    disturbed = accuracy(result, test_set)
+    disturbed = held_out_accuracy(result, mnist_test)
     figures["training: undisturbed test accuracy (5 rounds)"] = round(base, 4)
     figures[f"training: accuracy with a worker killed by {how} in round {KILL_ROUND}"] = round(disturbed, 4)
     figures[f"training: actors started / processes left after the {how} run"] = f"{actors} / 0"
@@ -152,7 +135,7 @@ def test_a_worker_killed_mid_round_costs_no_accuracy_and_leaves_nothing(ray_runt
 
 
 def test_with_max_failures_0_a_dead_worker_stops_training_and_the_model_table_keeps_its_version(
-        ray_session, undisturbed, warehouse, test_set, figures):
+        ray_session, undisturbed, warehouse, mnist_test, figures):
     session = ray_session
     _, kept_result = undisturbed
     session.catalog.add_arrow("previous_model", kept_result.model_table(), "test")
@@ -193,7 +176,7 @@ save overwrite mnist_model as delta.`ai_model.kept`;
     assert after.version() == before_version == 0
     assert after.to_pyarrow_table().sort_by("start").equals(before_rows)
     assert [h["version"] for h in after.history()] == [0]
-    x, _ = test_set
+    x, _ = mnist_test
     np.testing.assert_allclose(load_model("ai_model.kept", warehouse=warehouse).predict(x[:100], verbose=0),
                                kept_result.model.predict(x[:100], verbose=0), rtol=1e-5, atol=1e-6)
     started = {i: a for i, a in worker_actors().items() if i not in started_before}
