@@ -65,7 +65,7 @@ def main() -> None:
             workers = len(session._functions.functions["mnist_predict"].actors)
     sql, local = statistics.median(sql_times), statistics.median(local_times)
     rows_n = len(x)
-    print(f"register (start {workers} actors, load the model): {register_s:.1f} s")
+    print(f"register (start the embedded Ray, start {workers} actors, each loads the model): {register_s:.1f} s")
     print(f"select mnist_predict(image) over {rows_n} rows: {sql * 1000:.0f} ms = {rows_n / sql:,.0f} rows/s")
     print(f"one model.predict in this process:           {local * 1000:.0f} ms = {rows_n / local:,.0f} rows/s")
     print(f"ratio {sql / local:.2f} (target <= 2)")
