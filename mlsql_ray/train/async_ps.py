@@ -159,6 +159,7 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
         shards = shards[: len(layout)]
         pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
         ray.get([s.load.remote([initial[i] for i in indexes]) for s, indexes in zip(shards, layout)])
+        startup_seconds = time.monotonic() - started
         progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers), first_round=1)
         running = [w.run.remote(shards, layout, int(np.ceil(rounds * pushes_per_round)), batch_size, steps_per_push,
                                max_staleness) for w in workers]
@@ -187,7 +188,7 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
         history[-1].update(worker_steps=steps_by_worker, applied_pushes=stats["version"], dropped_pushes=stats["dropped"])
         elapsed = time.monotonic() - started
         progress.report("train_end", history=history, elapsed=elapsed)
-        return TrainResult(history, final, model_file, len(workers), elapsed)
+        return TrainResult(history, final, model_file, len(workers), elapsed, startup_seconds=startup_seconds)
     finally:
         stop_actors(ray, actors)
 

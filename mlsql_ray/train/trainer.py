@@ -45,6 +45,7 @@ class TrainResult:
     workers: int
     elapsed: float
     read_seconds: list[float] = field(default_factory=list)  # per worker: its partition → numpy
+    startup_seconds: float = 0.0  # from the call until every worker held its data and model
     _model: object = field(default=None, repr=False)
 
     @property
@@ -164,6 +165,7 @@ def fit(
     failures = 0
     try:
         read_seconds = [w["read_s"] for w in _gather(ray, [w.ready.remote() for w in workers], "starting")]
+        startup_seconds = time.monotonic() - started
         lr_scale = len(workers) if scale_learning_rate else 1
         _gather(ray, [w.set_learning_rate.remote(learning_rate, lr_scale) for w in workers], "setting the learning rate")
         weights, optimizer_state = ray.get(workers[0].get_weights.remote(average_optimizer))
@@ -222,7 +224,7 @@ def fit(
         model_file = ray.get(workers[0].model_file.remote())
         elapsed = time.monotonic() - started
         progress.report("train_end", history=history, elapsed=elapsed)
-        return TrainResult(history, weights, model_file, len(workers), elapsed, read_seconds)
+        return TrainResult(history, weights, model_file, len(workers), elapsed, read_seconds, startup_seconds)
     finally:
         _stop(ray, everyone)
 
