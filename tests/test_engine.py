@@ -274,6 +274,13 @@ def test_spark_array_index_is_zero_based(session):
     assert pixels[:, 406].any()  # the middle pixel is not trivially zero everywhere
 
 
+def test_spark_range_table_has_an_id_column(session):
+    run(session, "select id, id * 2 as twice from range(1, 7, 2) as r as odd;")
+    assert session.table("odd").to_pylist() == [{"id": 1, "twice": 2}, {"id": 3, "twice": 6}, {"id": 5, "twice": 10}]
+    run(session, "select count(*) as n, sum(a.id) as total from range(4) a join range(10, 12) b on true as pairs;")
+    assert session.table("pairs").to_pylist() == [{"n": 8, "total": 12}]
+
+
 def test_mnist_filter_and_group_by_counts(session):
     pixels, labels = mnist(TRAIN)
     run(session, f"""

@@ -15,23 +15,17 @@ import pytest
 
 from conftest import SAMPLE_MNIST
 from mlsql_ray import MLSQLError, train
-from training_helpers import alive_actors, eventually, mnist_model, mnist_servers
+from training_helpers import alive_actors, eventually, mnist_model
 
 TEST_PARQUET = SAMPLE_MNIST / "test.parquet"
 
 
 @pytest.fixture(scope="module")
-def trained(ray_runtime):
+def trained(mnist_servers):
     """Two runs: a weak one (1 round) and a good one (7 rounds)."""
-    servers = mnist_servers(ray_runtime, SAMPLE_MNIST / "train.parquet")
-    weak = train.fit(mnist_model, servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
-    good = train.fit(mnist_model, servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10)
+    weak = train.fit(mnist_model, mnist_servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
+    good = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10)
     return weak, good
-
-
-@pytest.fixture(scope="module")
-def test_images():
-    return train.Columns(scale=1 / 255)(pq.read_table(TEST_PARQUET))
 
 
 @pytest.fixture
@@ -45,9 +39,9 @@ def model_session(ray_session, trained):
     return ray_session
 
 
-def test_registered_function_scores_mnist_like_the_model(model_session, trained, test_images):
+def test_registered_function_scores_mnist_like_the_model(model_session, trained, mnist_test):
     _, good = trained
-    x, y = test_images
+    x, y = mnist_test
     model_session.execute('register tf.`ai_model.mnist_model` as mnist_predict where scale="1/255" and output="argmax";')
     model_session.execute("select mnist_predict(image) as prediction, label from mnist_test as scored;")
     scored = model_session.table("scored")
@@ -57,9 +51,9 @@ def test_registered_function_scores_mnist_like_the_model(model_session, trained,
     assert float((predictions == y).mean()) >= 0.85
 
 
-def test_probabilities_output_and_the_predict_statement(model_session, trained, test_images):
+def test_probabilities_output_and_the_predict_statement(model_session, trained, mnist_test):
     _, good = trained
-    x, _ = test_images
+    x, _ = mnist_test
     model_session.execute('register tf.`ai_model.mnist_model` as mnist_proba where scale="1/255" and batchSize="300" and workers="1";')
     model_session.execute("select mnist_proba(image) as p from mnist_test as probs;")
     probs = np.array(model_session.table("probs").column("p").to_pylist())
@@ -71,9 +65,9 @@ def test_probabilities_output_and_the_predict_statement(model_session, trained, 
     np.testing.assert_array_equal(scored.column("prediction").to_pylist(), probs.argmax(axis=1))
 
 
-def test_each_version_gives_its_own_predictions(model_session, trained, test_images):
+def test_each_version_gives_its_own_predictions(model_session, trained, mnist_test):
     weak, good = trained
-    x, _ = test_images
+    x, _ = mnist_test
     for version, result in (("0", weak), ("1", good)):
         model_session.execute(f'register tf.`ai_model.mnist_model` as v{version} where version="{version}" and scale="1/255" and workers="1";')
         model_session.execute(f"select v{version}(image) as p from mnist_test as p{version};")
@@ -154,7 +148,7 @@ def test_an_input_column_of_the_wrong_shape_names_the_column(model_session):
 
 # -- readers that know nothing of mlsql-ray ----------------------------------------------------
 
-def test_plain_deltalake_rebuilds_the_keras_file(model_session, trained, test_images, warehouse):
+def test_plain_deltalake_rebuilds_the_keras_file(model_session, trained, mnist_test, warehouse):
     """The README's snippet: deltalake + sort on start + untar + keras.models.load_model."""
     import tarfile
 
@@ -167,7 +161,7 @@ def test_plain_deltalake_rebuilds_the_keras_file(model_session, trained, test_im
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tmp, filter="data")
         model = keras.models.load_model(next(Path(tmp).rglob("*.keras")))
-    x, _ = test_images
+    x, _ = mnist_test
     np.testing.assert_allclose(model.predict(x[:300], verbose=0), good.model.predict(x[:300], verbose=0), rtol=1e-5, atol=1e-6)
 
 

@@ -42,6 +42,7 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
     try:
+        _spark_range(trees[0])
         tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
@@ -52,6 +53,18 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
                          line, col) from exc
     except Exception as exc:  # noqa: BLE001 - as above
         raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})", line, col) from exc
+
+
+def _spark_range(tree: exp.Expression) -> None:
+    """Spark's ``range(...)`` table has one column ``id``; DuckDB's has ``range``. Read from
+    ``(SELECT range AS id FROM range(...))`` instead (Spark's 4th argument, the number of
+    partitions, means nothing here)."""
+    for table in list(tree.find_all(exp.Table)):
+        call = table.this
+        if isinstance(call, exp.Anonymous) and call.name.lower() == "range":
+            rows = exp.Table(this=exp.Anonymous(this="range", expressions=call.expressions[:3]))
+            select = exp.select(exp.alias_(exp.column("range"), "id")).from_(rows)
+            table.replace(exp.Subquery(this=select, alias=table.args.get("alias")))
 
 
 _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
