@@ -146,6 +146,7 @@ HOSTILE = {
         _link("escape", str(parent), tarfile.SYMTYPE), _file("escape/sym_pwned.txt")],
     "symlink climbing out": lambda parent: [
         _link("escape", "../", tarfile.SYMTYPE), _file("escape/sym2_pwned.txt")],
+    "symlink through itself (a -> a//..)": lambda parent: [_link("a", "a//..", tarfile.SYMTYPE)],
     "symlink to an outside file": lambda parent: [
         _link("victim_link", "../victim.txt", tarfile.SYMTYPE), _file("victim_link")],
     "hardlink to an outside file": lambda parent: [

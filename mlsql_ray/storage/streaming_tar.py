@@ -139,11 +139,21 @@ def _link(target: Path, member: tarfile.TarInfo, destination: Path) -> None:
         pointee = _checked_destination(target, tarfile.TarInfo(member.linkname))
     if Path(member.linkname).is_absolute() or (pointee != target and target not in pointee.parents):
         raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} leaves {target}")
+    if member.issym() and _climbs_back(member.linkname):
+        raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} goes into a "
+                         "folder and back out ('x/..'), which means something else if x is a link")
     destination.parent.mkdir(parents=True, exist_ok=True)
     if member.issym():
         os.symlink(member.linkname, destination)
     else:
         os.link(pointee, destination)
+
+
+def _climbs_back(link: str) -> bool:
+    """True for link targets like ``x/..`` or ``a//..``: checked by their spelling they stay
+    inside, but on disk ``x/..`` is the parent of wherever x leads (or a loop, if x is the link)."""
+    parts = Path(link).parts
+    return any(part == ".." for part in parts[next((i for i, p in enumerate(parts) if p != ".."), len(parts)):])
 
 
 def _checked_destination(target: Path, member: tarfile.TarInfo) -> Path:
