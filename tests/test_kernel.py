@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from mlsql_ray.kernel import assist
-from mlsql_ray.kernel.install import KERNEL_JSON, write_spec
+from mlsql_ray.kernel.install import KERNEL_JSON
+
+from kernel_helpers import Kernel, checkout_kernelspec
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -34,61 +35,8 @@ TIMEOUT = 30
 @pytest.fixture(scope="module", autouse=True)
 def kernelspec(tmp_path_factory):
     """``mlsql`` resolves to this checkout's kernel, for jupyter_client, nbclient and jupyter_kernel_test."""
-    jupyter_path = tmp_path_factory.mktemp("jupyter")
-    write_spec(jupyter_path / "kernels" / "mlsql")
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(jupyter_path), saved) if p)
-    yield jupyter_path / "kernels" / "mlsql"
-    if saved is None:
-        os.environ.pop("JUPYTER_PATH", None)
-    else:
-        os.environ["JUPYTER_PATH"] = saved
-
-
-class Kernel:
-    """A running kernel and a blocking client, with helpers that collect a request's messages."""
-
-    def __init__(self, cwd: Path, warehouse: Path, **env_vars: str):
-        from jupyter_client import KernelManager
-
-        self.km = KernelManager(kernel_name="mlsql")
-        env = {**os.environ, "MLSQL_WAREHOUSE": str(warehouse), **env_vars}
-        self.km.start_kernel(cwd=str(cwd), env=env)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-
-    def execute(self, code: str, timeout: float = TIMEOUT, **kwargs):
-        """(reply content, the request's iopub messages up to idle, in order)."""
-        msg_id = self.kc.execute(code, **kwargs)
-        reply = self.reply(msg_id, timeout)
-        return reply["content"], self.iopub(msg_id, timeout)
-
-    def reply(self, msg_id: str, timeout: float = TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return msg
-
-    def iopub(self, msg_id: str, timeout: float = TIMEOUT) -> list[dict]:
-        messages = []
-        deadline = time.monotonic() + timeout
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append(msg)
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return messages
-
-    def request(self, method: str, *args, **kwargs) -> dict:
-        msg_id = getattr(self.kc, method)(*args, **kwargs)
-        return self.reply(msg_id)["content"]
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=False)
+    with checkout_kernelspec(tmp_path_factory.mktemp("jupyter")) as spec:
+        yield spec
 
 
 @pytest.fixture(scope="module")

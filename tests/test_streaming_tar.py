@@ -13,6 +13,7 @@ import pytest
 
 from mlsql_ray.storage import streaming_tar
 from mlsql_ray.storage.streaming_tar import CHUNK_SIZE, build_rows_from_file, save_rows_as_file
+from tar_helpers import rows_of, rows_of_stream
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -103,19 +104,6 @@ def test_missing_source_is_a_clear_error(tmp_path: Path):
 
 # -- hostile archives -------------------------------------------------------------------------
 
-def _rows_of(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> list[dict]:
-    """A hand-made tar archive cut into rows the way build_rows_from_file cuts them."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            archive.addfile(info, io.BytesIO(data) if data is not None else None)
-    stream = buffer.getvalue()
-    return [{"start": i, "offset": len(stream[i:i + CHUNK_SIZE]), "value": stream[i:i + CHUNK_SIZE]}
-            for i in range(0, len(stream), CHUNK_SIZE)]
-
-
 def _file(name: str) -> tuple[tarfile.TarInfo, bytes]:
     return tarfile.TarInfo(name), b"pwned"
 
@@ -159,7 +147,7 @@ HOSTILE = {
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_hostile_archive_is_refused_and_writes_nothing_outside(kind: str, sandbox):
     parent, target = sandbox
-    rows = _rows_of([_file("fine.txt"), *HOSTILE[kind](parent)])
+    rows = rows_of([_file("fine.txt"), *HOSTILE[kind](parent)])
     before = everything_under(parent)
     with pytest.raises(ValueError, match="refusing archive member"):
         save_rows_as_file(rows, target)
@@ -175,7 +163,7 @@ def test_device_members_are_refused(sandbox):
     info = tarfile.TarInfo("fifo")
     info.type = tarfile.FIFOTYPE
     with pytest.raises(ValueError, match="devices and pipes"):
-        save_rows_as_file(_rows_of([(info, None)]), target)
+        save_rows_as_file(rows_of([(info, None)]), target)
     assert not (target / "fifo").exists()
 
 
@@ -193,9 +181,6 @@ def test_archive_of_a_directory_as_dot_extracts_into_the_target(tmp_path: Path):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         archive.add(source, arcname=".")
-    stream = buffer.getvalue()
-    rows = [{"start": i, "offset": len(stream[i:i + CHUNK_SIZE]), "value": stream[i:i + CHUNK_SIZE]}
-            for i in range(0, len(stream), CHUNK_SIZE)]
-    top = save_rows_as_file(rows, tmp_path / "out")
+    top = save_rows_as_file(rows_of_stream(buffer.getvalue()), tmp_path / "out")
     assert top == (tmp_path / "out").resolve()
     assert (top / "sub" / "f.txt").read_text() == "hi"

@@ -15,7 +15,6 @@ it belongs, and the embedded Ray answers only this machine and only with the use
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -31,7 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlsql_ray import MLSQLError, Session
-from mlsql_ray.storage.streaming_tar import CHUNK_SIZE, save_rows_as_file
+from mlsql_ray.storage.streaming_tar import save_rows_as_file
+from tar_helpers import rows_of
 
 COUNTS = {"archives": 0, "refused": 0, "extracted": 0}
 
@@ -118,19 +118,6 @@ def test_plain_names_still_work(table_session, tmp_path: Path):
 
 
 # -- tar archives ---------------------------------------------------------------------------------
-
-def rows_of(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> list[dict]:
-    """A hand-made tar archive cut into rows the way build_rows_from_file cuts them."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            archive.addfile(info, io.BytesIO(data) if data is not None else None)
-    stream = buffer.getvalue()
-    return [{"start": i, "offset": len(stream[i:i + CHUNK_SIZE]), "value": stream[i:i + CHUNK_SIZE]}
-            for i in range(0, len(stream), CHUNK_SIZE)]
-
 
 PARTS = ["..", ".", "a", "b", "x", "", "target", "victim.txt", "..."]
 

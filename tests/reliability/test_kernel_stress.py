@@ -13,16 +13,12 @@
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
-import psutil
 import pytest
 
-from mlsql_ray.kernel.install import write_spec
-
 from conftest import SAMPLE_MNIST
+from kernel_helpers import Kernel, checkout_kernelspec
 
 MNIST = (SAMPLE_MNIST / "test.parquet").as_posix()
 TIMEOUT = 60
@@ -37,64 +33,15 @@ GROWTH_BOUND_MB = 64
 
 @pytest.fixture(scope="module")
 def kernelspec(tmp_path_factory):
-    """``mlsql`` resolves to this checkout's kernel."""
-    jupyter_path = tmp_path_factory.mktemp("jupyter")
-    write_spec(jupyter_path / "kernels" / "mlsql")
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(jupyter_path), saved) if p)
-    yield
-    if saved is None:
-        os.environ.pop("JUPYTER_PATH", None)
-    else:
-        os.environ["JUPYTER_PATH"] = saved
-
-
-class Kernel:
-    def __init__(self, cwd: Path, **env_vars: str):
-        from jupyter_client import KernelManager
-
-        self.km = KernelManager(kernel_name="mlsql")
-        self.km.start_kernel(cwd=str(cwd), env={**os.environ, **env_vars})
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=120)
-        self.process = psutil.Process(self.km.provisioner.pid)
-
-    def execute(self, code: str, timeout: float = TIMEOUT) -> tuple[dict, list[dict]]:
-        msg_id = self.kc.execute(code)
-        deadline = time.monotonic() + timeout
-        while True:
-            reply = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        messages = []
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            messages.append(msg)
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                return reply["content"], messages
-
-    def ok(self, code: str) -> str:
-        """Run a cell that must succeed; its stdout."""
-        reply, messages = self.execute(code)
-        assert reply["status"] == "ok", (code, reply.get("ename"), reply.get("evalue"))
-        return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
-
-    def rss_mb(self) -> float:
-        return self.process.memory_info().rss / 2**20
-
-    def close(self) -> None:
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=False)
+    with checkout_kernelspec(tmp_path_factory.mktemp("jupyter")) as spec:
+        yield spec
 
 
 @pytest.fixture(scope="module")
 def kernel(kernelspec, ray_runtime, tmp_path_factory):
     work = tmp_path_factory.mktemp("stress-kernel")
     address = ray_runtime.get_runtime_context().gcs_address
-    k = Kernel(work, MLSQL_WAREHOUSE=str(work / "warehouse"), MLSQL_RAY_ADDRESS=address)
+    k = Kernel(work, work / "warehouse", timeout=TIMEOUT, MLSQL_RAY_ADDRESS=address)
     yield k
     k.close()
 

@@ -1,0 +1,85 @@
+"""A real ``mlsql`` kernel process and a blocking client, shared by the kernel tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+from mlsql_ray.kernel.install import write_spec
+
+
+@contextlib.contextmanager
+def checkout_kernelspec(folder: Path):
+    """``mlsql`` resolves to this checkout's kernel (written for this venv's Python into a
+    temporary JUPYTER_PATH), so the tests run the code under test whatever else is installed."""
+    write_spec(folder / "kernels" / "mlsql")
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (str(folder), saved) if p)
+    try:
+        yield folder / "kernels" / "mlsql"
+    finally:
+        if saved is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = saved
+
+
+class Kernel:
+    """A running kernel and a blocking client, with helpers that collect a request's messages."""
+
+    def __init__(self, cwd: Path, warehouse: Path | None = None, timeout: float = 30, **env_vars: str):
+        from jupyter_client import KernelManager
+
+        self.timeout = timeout
+        self.km = KernelManager(kernel_name="mlsql")
+        env = {**os.environ, **({"MLSQL_WAREHOUSE": str(warehouse)} if warehouse else {}), **env_vars}
+        self.km.start_kernel(cwd=str(cwd), env=env)
+        self.process = psutil.Process(self.km.provisioner.pid)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=max(60, 2 * timeout))
+
+    def execute(self, code: str, timeout: float | None = None, **kwargs):
+        """(reply content, the request's iopub messages up to idle, in order)."""
+        msg_id = self.kc.execute(code, **kwargs)
+        reply = self.reply(msg_id, timeout)
+        return reply["content"], self.iopub(msg_id, timeout)
+
+    def ok(self, code: str) -> str:
+        """Run a cell that must succeed; its stdout."""
+        reply, messages = self.execute(code)
+        assert reply["status"] == "ok", (code, reply.get("ename"), reply.get("evalue"))
+        return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
+
+    def reply(self, msg_id: str, timeout: float | None = None):
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            msg = self.kc.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+
+    def iopub(self, msg_id: str, timeout: float | None = None) -> list[dict]:
+        messages = []
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            messages.append(msg)
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return messages
+
+    def request(self, method: str, *args, **kwargs) -> dict:
+        msg_id = getattr(self.kc, method)(*args, **kwargs)
+        return self.reply(msg_id)["content"]
+
+    def rss_mb(self) -> float:
+        return self.process.memory_info().rss / 2**20
+
+    def close(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
