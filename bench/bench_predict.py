@@ -32,7 +32,7 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     from mlsql_ray import Session
-    from mlsql_ray.cells.schema import FILE_SCHEMA
+    from mlsql_ray.storage.rows import FILE_SCHEMA
     from mlsql_ray.models import rows_from_model_file
     from mlsql_ray.train import Columns
 

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="variables", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
                      help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
     run.add_argument("--warehouse", help="root folder of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
-    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: a local Ray started on first need)")
+    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
     return parser
 

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .errors import MLSQLError
-from .storage import streaming_tar
+from .storage import rows as file_rows, streaming_tar
 
-MODEL_COLUMNS = ("start", "offset", "value")
 
 
 def rows_from_model_file(data: bytes, name: str = "model.keras") -> list[dict]:
@@ -50,15 +49,12 @@ def model_from_bytes(data: bytes):
 
 def load_model(table: str, warehouse: str | os.PathLike | None = None, version: int | None = None):
     """The Keras model saved in Delta table ``table`` (``db.name``), at ``version`` or the latest."""
-    from .engine import delta
+    from . import config
+    from .storage import delta
 
-    root = Path(warehouse or os.environ.get("MLSQL_WAREHOUSE") or "warehouse").expanduser().resolve()
+    root = config.warehouse(warehouse)
     options = {} if version is None else {"version": str(version)}
     path = delta.table_path(root, table, {})
-    rows = delta.open_table(path, table, options).to_pyarrow_table()
-    missing = [c for c in MODEL_COLUMNS if c not in rows.column_names]
-    if missing:
-        raise MLSQLError(f"{table} is not a model table: it has no column {missing[0]!r} "
-                         f"(a model table has columns start, offset, value)")
+    rows = file_rows.model_rows(delta.open_table(path, table, options).to_pyarrow_table(), table)
     label = f"Delta table {table}" + (f" version {version}" if version is not None else "")
-    return model_from_rows(rows.select(list(MODEL_COLUMNS)).to_pylist(), label)
+    return model_from_rows(rows.to_pylist(), label)

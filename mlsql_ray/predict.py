@@ -37,7 +37,7 @@ class Predictor:
         return int(shape[1]) if len(shape) == 2 and shape[1] is not None else None
 
     def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
-        from .train.data import matrix
+        from .arrays import matrix
 
         x = matrix(column)
         if scale is not None:

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, Session
-from mlsql_ray.cells.context import RayContext, column_to_numpy
+from mlsql_ray.arrays import column_to_numpy
+from mlsql_ray.cells.context import RayContext
 from mlsql_ray.storage import streaming_tar
 
 TEST_PARQUET = Path(__file__).resolve().parent.parent / "sample_data" / "mnist" / "test.parquet"

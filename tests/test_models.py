@@ -121,7 +121,7 @@ def test_registering_a_version_that_does_not_exist(model_session):
 
 
 def test_registering_a_model_file_that_does_not_load(model_session):
-    from mlsql_ray.cells.schema import FILE_SCHEMA
+    from mlsql_ray.storage.rows import FILE_SCHEMA
     from mlsql_ray.storage import streaming_tar
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -54,7 +54,7 @@ def test_matrix_is_vectorised_and_checks_lengths():
 
     col = pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.uint8()))
     np.testing.assert_array_equal(train.matrix(col), [[1, 2, 3], [4, 5, 6]])
-    with pytest.raises(ValueError, match="different lengths"):
+    with pytest.raises(MLSQLError, match="different lengths"):
         train.matrix(pa.array([[1, 2], [3]]))
 
 
@@ -169,7 +169,7 @@ def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_s
     result = train.fit(mnist_model, mnist_servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
     import pyarrow as pa
 
-    from mlsql_ray.cells.schema import FILE_SCHEMA
+    from mlsql_ray.storage.rows import FILE_SCHEMA
 
     ray_session.catalog.add_arrow("m", pa.Table.from_pylist(result.model_rows(), schema=FILE_SCHEMA), "test")
     ray_session.execute("save overwrite m as delta.`ai_model.roundtrip`;")

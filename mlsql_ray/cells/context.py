@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
+from ..arrays import column_to_numpy
 from ..errors import MLSQLError
 
 
@@ -146,7 +147,7 @@ class RayContext:
     def build_result_from_dir(self, path: str) -> None:
         """A file or directory becomes ``schema=file`` rows (see ``streaming_tar``)."""
         from ..storage import streaming_tar
-        from .schema import FILE_SCHEMA
+        from ..storage.rows import FILE_SCHEMA
 
         self.context.result = pa.Table.from_pylist(list(streaming_tar.build_rows_from_file(path)), schema=FILE_SCHEMA)
 
@@ -168,58 +169,6 @@ class RayContext:
         tables = _get_all([task.remote(server, fn, per_row) for server in self.data_servers()])
         tables = [t for t in tables if t.num_columns]
         self.context.result = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
-
-
-def column_to_numpy(column: pa.ChunkedArray | pa.Array, dtype=None):
-    """A column as numpy without per-row Python objects: list columns as 2-D arrays.
-
-    Reads the Arrow value buffers with ``np.frombuffer`` rather than pyarrow's ``to_numpy``,
-    whose first call imports pandas (about 0.4 s in each fresh Ray worker, far longer than the
-    read). With ``dtype`` the values are converted straight into one new array; without, a
-    single chunk comes back as a read-only view of the object store, no copy at all.
-    """
-    import numpy as np
-
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = [_chunk_to_numpy(chunk) for chunk in chunks if len(chunk)]
-    if not parts:
-        return np.empty((0,) * (2 if _list_size(column.type) is not None else 1), dtype=dtype)
-    if len({part.shape[1:] for part in parts}) > 1:
-        raise MLSQLError(f"to_numpy: the list rows have different lengths ({sorted({p.shape[1] for p in parts})})")
-    if len(parts) == 1:
-        return parts[0] if dtype is None else parts[0].astype(dtype)
-    out = np.empty((sum(len(part) for part in parts), *parts[0].shape[1:]), dtype=dtype or parts[0].dtype)
-    np.concatenate(parts, out=out, casting="unsafe")
-    return out
-
-
-def _list_size(kind: pa.DataType) -> int | None:
-    """0 for variable-length lists, the length for fixed-size lists, None for other types."""
-    if pa.types.is_fixed_size_list(kind):
-        return kind.list_size
-    return 0 if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
-
-
-def _chunk_to_numpy(chunk: pa.Array):
-    import numpy as np
-
-    if chunk.null_count:
-        raise MLSQLError("to_numpy: the column has null rows; fill or filter them first")
-    size = _list_size(chunk.type)
-    values = chunk if size is None else chunk.flatten()
-    if size == 0:  # variable-length lists: every row must have the first row's length
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32 if pa.types.is_list(chunk.type) else np.int64,
-                                count=len(chunk) + 1, offset=chunk.offset * (4 if pa.types.is_list(chunk.type) else 8))
-        lengths = np.diff(offsets)
-        if (lengths != lengths[0]).any():
-            raise MLSQLError(f"to_numpy: the list rows have different lengths ({lengths.min()} to {lengths.max()})")
-        size = int(lengths[0])
-    if values.null_count or not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
-        flat = values.to_numpy(zero_copy_only=False)  # nulls, booleans, strings: pyarrow's general path
-    else:
-        kind = np.dtype(values.type.to_pandas_dtype())
-        flat = np.frombuffer(values.buffers()[1], dtype=kind, count=len(values), offset=values.offset * kind.itemsize)
-    return flat if chunk is values else flat.reshape(len(chunk), size)
 
 
 def _get_all(refs: list) -> list:

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 
-FILE_SCHEMA = pa.schema([("start", pa.int64()), ("offset", pa.int64()), ("value", pa.binary())])
+from ..storage.rows import FILE_SCHEMA
 
 _SIMPLE = {
     "string": pa.string(), "str": pa.string(), "varchar": pa.string(), "char": pa.string(),

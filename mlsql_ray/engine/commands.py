@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from . import delta
+from ..storage import delta
 from .result import Result
 
 

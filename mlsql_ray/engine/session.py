@@ -15,10 +15,12 @@ import duckdb
 import pyarrow as pa
 
 from .. import lang
+from ..config import resolve as resolve_config
 from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
-from . import delta, files
+from . import files
+from ..storage import delta, rows as file_rows
 from .catalog import Catalog
 from .commands import run_command
 from .result import PREVIEW_ROWS, Result
@@ -32,21 +34,23 @@ class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
 
     ``warehouse``: root of the Delta tables (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
-    ``ray_address``: the Ray cluster for Python cells (None: an embedded local Ray, started on
-    first need). ``variables``: initial ``${}`` values, e.g. from ``--set``.
+    ``ray_address``: the Ray cluster for Python cells (default ``$MLSQL_RAY_ADDRESS``; none: an
+    embedded local Ray, started on first need). ``variables``: initial ``${}`` values, e.g. from
+    ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
                  variables: Mapping[str, str] | None = None):
-        self.warehouse = Path(warehouse or os.environ.get("MLSQL_WAREHOUSE") or "warehouse").expanduser().resolve()
-        self.ray_address = ray_address
+        config = resolve_config(warehouse, ray_address)
+        self.warehouse = config.warehouse
+        self.ray_address = config.ray_address
         self.variables: dict[str, str] = dict(variables or {})
         self.conf: dict[str, str] = {}
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
         self.catalog = Catalog(self.con)
-        self.ray_link = RayLink(ray_address)  # Ray starts (or is reached) on first need only
+        self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
@@ -228,7 +232,7 @@ class Session:
         if output is not None:
             self.catalog.add_arrow(output, table, "python")
         label = output or "result"
-        if set(table.column_names) == {"start", "offset", "value"}:  # a file as rows: its bytes are no sight to show
+        if file_rows.is_file_rows(table.schema):  # a file as rows: its bytes are no sight to show
             size = sum(table.column("offset").to_pylist())
             return Result(s, f"{label}: a file of {size} bytes in {table.num_rows} rows", num_rows=table.num_rows,
                           name=output, warnings=notes)
@@ -237,20 +241,15 @@ class Session:
 
     def _model_function(self, name: str, fmt: str, table: str, options: dict):
         """Load a model table's rows and start the actors that serve it."""
-        from ..models import MODEL_COLUMNS
         from ..predict import ModelFunction
 
         if fmt.lower() not in MODEL_FORMATS:
             raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
         path = delta.table_path(self.warehouse, table, options)
         delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-        rows = delta_table.to_pyarrow_table()
-        missing = [c for c in MODEL_COLUMNS if c not in rows.column_names]
-        if missing:
-            raise MLSQLError(f"{table} is not a model table: it has no column {missing[0]!r} "
-                             f"(a model table has columns start, offset, value)")
+        rows = file_rows.model_rows(delta_table.to_pyarrow_table(), table)
         self.ray_link.ensure()
-        return ModelFunction.start(name, table, delta_table.version(), rows.select(list(MODEL_COLUMNS)), options,
+        return ModelFunction.start(name, table, delta_table.version(), rows, options,
                                    self.ray_link.cpus())
 
     def _register(self, s: ast.Register) -> Result:

@@ -136,7 +136,7 @@ def _delta_tables(session) -> list[str]:
     if session is None:
         return []
     try:
-        from ..engine.delta import list_tables
+        from ..storage.delta import list_tables
 
         listing = list_tables(session.warehouse).to_pydict()
         return [f"{db}.{table}" for db, table in zip(listing.get("db", []), listing.get("table", []))]

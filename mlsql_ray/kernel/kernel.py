@@ -26,7 +26,6 @@ answered its first ``kernel_info_request``, and Ray and TensorFlow only when a c
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import sys
@@ -74,8 +73,7 @@ class MLSQLKernel(Kernel):
         if self._session is None:
             from ..engine import Session
 
-            self._session = Session(warehouse=os.environ.get("MLSQL_WAREHOUSE") or None,
-                                    ray_address=os.environ.get("MLSQL_RAY_ADDRESS") or None)
+            self._session = Session()  # warehouse and Ray address from the environment (mlsql_ray.config)
         return self._session
 
     def _warm_up(self) -> None:

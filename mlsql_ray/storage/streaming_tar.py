@@ -14,7 +14,7 @@ import tarfile
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-CHUNK_SIZE = 64 * 1024
+from .rows import CHUNK_SIZE
 
 
 class _ChunkWriter(io.RawIOBase):

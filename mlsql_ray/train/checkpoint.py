@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLSQLError
+from ..storage import rows as file_rows
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,10 @@ class Checkpoints:
 
     @property
     def path(self) -> Path:
-        from ..engine import delta
+        from .. import config
+        from ..storage import delta
 
-        root = Path(self.warehouse or os.environ.get("MLSQL_WAREHOUSE") or "warehouse").expanduser().resolve()
-        return delta.table_path(root, self.table, {})
+        return delta.table_path(config.warehouse(self.warehouse), self.table, {})
 
     def due(self, round_number: int, last_round: int) -> bool:
         return round_number % self.every == 0 or round_number == last_round
@@ -47,16 +48,8 @@ class Checkpoints:
     def save(self, round_number: int, weights, optimizer_state, history: list[dict]) -> None:
         from deltalake import DeltaTable, write_deltalake
 
-        from ..storage.streaming_tar import CHUNK_SIZE
-
-        data = _pack(round_number, weights, optimizer_state, history)
-        chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)]
-        rows = pa.table({
-            "round": pa.array([round_number] * len(chunks), pa.int64()),
-            "start": pa.array([i * CHUNK_SIZE for i in range(len(chunks))], pa.int64()),
-            "offset": pa.array([len(c) for c in chunks], pa.int64()),
-            "value": pa.array(chunks, pa.binary()),
-        })
+        chunks = file_rows.bytes_to_rows(_pack(round_number, weights, optimizer_state, history))
+        rows = chunks.add_column(0, "round", pa.array([round_number] * chunks.num_rows, pa.int64()))
         self.path.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(self.path), rows, mode="append")
         rounds = self.rounds()
@@ -81,8 +74,7 @@ class Checkpoints:
             return None
         table = DeltaTable(str(self.path)).to_pyarrow_table()
         mask = pc.equal(table.column("round"), rounds[-1])
-        rows = table.filter(mask).sort_by("start")
-        return _unpack(b"".join(rows.column("value").to_pylist()))
+        return _unpack(file_rows.rows_to_bytes(table.filter(mask)))
 
 
 def _pack(round_number: int, weights, optimizer_state, history: list[dict]) -> bytes:

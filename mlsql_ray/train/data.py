@@ -7,29 +7,12 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..arrays import matrix
 from ..cells.context import DataServer
 
 # A partition: a data server handle (or a list of them), an Arrow table, or (x, y) arrays.
 Source = Union[DataServer, list, pa.Table, tuple]
-
-
-def matrix(column: pa.ChunkedArray | pa.Array, dtype=np.float32) -> np.ndarray:
-    """A list (or fixed-size list) column of equal-length rows as a 2-D array, vectorised:
-    the flat values buffer reshaped, no Python object per row."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type)):
-        return column.to_numpy(zero_copy_only=False).astype(dtype).reshape(len(column), 1)
-    if column.null_count:
-        raise ValueError("a feature column has null rows; filter them out first")
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    if len(lengths) and (lengths != lengths[0]).any():
-        raise ValueError(f"feature rows have different lengths ({lengths.min()}..{lengths.max()}); they must all be equal")
-    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-    width = int(lengths[0]) if len(lengths) else 0
-    return flat.astype(dtype, copy=False).reshape(len(column), width)
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ class TrainResult:
 
         import pyarrow as pa
 
-        from ..cells.schema import FILE_SCHEMA
+        from ..storage.rows import FILE_SCHEMA
 
         schema = FILE_SCHEMA.with_metadata({TRAIN_METADATA_KEY: json.dumps(self.summary())})
         return pa.Table.from_pylist(self.model_rows(), schema=schema)

@@ -1,0 +1,60 @@
+"""The import contract: rooms only look down, and no module imports itself through others.
+
+Both checks read the real import graph (grimp, which import-linter builds on), imports inside
+functions included, so an upward import hidden in a function body fails here too.
+"""
+
+from __future__ import annotations
+
+import grimp
+from importlinter import cli
+
+from conftest import ROOT
+
+
+def test_layers_only_look_down():
+    """pyproject.toml's [tool.importlinter] layers: cli/kernel → display → engine → predict →
+    train → cells/models → storage/lang → shared helpers → errors."""
+    assert cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def _cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), i.e. import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph.find_modules_directly_imported_by(module) & modules:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles_between_modules():
+    graph = grimp.build_graph("mlsql_ray", cache_dir=None)
+    # a package's __init__ re-exports its modules; that is not a cycle between rooms
+    modules = {m for m in graph.modules if not graph.find_children(m)}
+    assert _cycles(graph, modules) == []
