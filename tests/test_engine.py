@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import socket
 from collections import Counter
 from pathlib import Path
 
@@ -715,6 +716,24 @@ def test_explicit_warehouse_wins_over_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "env_wh"))
     with Session(warehouse=tmp_path / "mine") as s:
         assert s.warehouse == (tmp_path / "mine").resolve()
+
+
+def test_ray_address_from_environment_reaches_session_and_cli(tmp_path, monkeypatch, run_cli):
+    """MLSQL_RAY_ADDRESS is read in one place (mlsql_ray.config) for every entry point: a Python
+    cell run by the CLI tries the address from the environment, not an embedded Ray."""
+    with socket.socket() as probe:  # a loopback port where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("MLSQL_RAY_ADDRESS", f"127.0.0.1:{port}")
+    with Session(warehouse=tmp_path / "wh") as s:
+        assert s.ray_address == f"127.0.0.1:{port}"
+    with Session(warehouse=tmp_path / "wh", ray_address="auto") as s:
+        assert s.ray_address == "auto"
+    script = tmp_path / "job.mlsql"
+    script.write_text("--%python\nray_context = RayContext.connect(globals(), None)\n")
+    done = run_cli("run", str(script), "--warehouse", str(tmp_path / "wh"))
+    assert done.returncode == 1
+    assert f"cannot reach Ray at 127.0.0.1:{port}" in done.stderr
 
 
 def test_include_outside_the_scripts_folder_needs_allow_outside(session, tmp_path):
