@@ -78,3 +78,17 @@ def ray_session(ray_runtime, warehouse: Path):
 
     with Session(warehouse=warehouse) as s:
         yield s
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server for the test run (tests/pg_server.py), stopped at the end.
+    Without Debian's postgresql package the JDBC tests skip, saying so in the summary (-ra);
+    .ci/run installs it, and ./test.sh does when it runs as root."""
+    import pg_server
+
+    if pg_server.binaries() is None:
+        pytest.skip("PostgreSQL server binaries not found: apt-get install postgresql (./test.sh and .ci/run do)")
+    server = pg_server.start()
+    yield server
+    server.stop()

@@ -19,7 +19,7 @@ from ..config import resolve as resolve_config
 from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
-from . import files
+from . import files, jdbc
 from ..storage import delta, rows as file_rows
 from .catalog import Catalog
 from .commands import run_command
@@ -52,6 +52,7 @@ class Session:
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
+        self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
 
@@ -143,6 +144,9 @@ class Session:
             path = delta.table_path(self.warehouse, s.path, s.options)
             dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
             self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
+        elif fmt == "jdbc":
+            where = jdbc.target(s.path, s.options, self.connections, "load")
+            self.catalog.add_arrow(s.table, jdbc.read(where, s.options), f"jdbc.`{s.path}`")
         elif fmt in files.FORMATS:
             relation = files.read(self.con, fmt, self._path(s.path), s.options)
             self.catalog.add_relation(s.table, relation, f"{fmt}.`{s.path}`")
@@ -172,6 +176,12 @@ class Session:
             verb = "merged" if written.operation == "MERGE" else "saved"
             return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, mode {s.mode})",
                           name=s.path, num_rows=written.rows, version=written.version)
+        if fmt == "jdbc":
+            where = jdbc.target(s.path, s.options, self.connections, "save")
+            rows = jdbc.write(where, self.catalog.arrow(s.table), s.mode, s.options)
+            if rows is None:
+                return Result(s, f"jdbc.`{s.path}` exists; nothing written (mode ignore)")
+            return Result(s, f"saved {rows} rows of {s.table} to jdbc.`{s.path}` (mode {s.mode})", num_rows=rows)
         if fmt not in files.FORMATS:
             raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
         rows = files.write(self.con, s.table, fmt, self._path(s.path), s.mode, s.options, s.partition_by)
@@ -311,6 +321,17 @@ class Session:
         cell = ast.PythonCell(code=s.options["code"], annotations=annotations, line=s.code_line or s.line, col=1)
         return self._python(cell)
 
+    def _connect(self, s: ast.Connect) -> Result:
+        """``connect jdbc where url=... and user=... and password=... as ALIAS;``: remembered for
+        ``load jdbc.`ALIAS.table``` and ``save ... as jdbc.`ALIAS.table```; nothing is opened yet."""
+        if s.format.lower() != "jdbc":
+            raise MLSQLError(f"connect {s.format} is not supported (connect jdbc is)")
+        if not s.alias:
+            raise MLSQLError("connect jdbc needs a name: connect jdbc where url=\"...\" as ALIAS;")
+        database = jdbc.database_from_options(s.options, "connect jdbc")
+        self.connections[s.alias] = database
+        return Result(s, f"connected {s.alias} to {database.url}" + (f" as {database.user}" if database.user else ""))
+
     def _command(self, s: ast.Command) -> Result:
         return run_command(self, s)
 
@@ -353,4 +374,5 @@ _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result
     ast.Train: Session._train,
     ast.Register: Session._register,
     ast.Unregister: Session._unregister,
+    ast.Connect: Session._connect,
 }
