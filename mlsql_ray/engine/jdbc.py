@@ -208,13 +208,13 @@ def numeric_as_decimal(table: pa.Table) -> pa.Table:
     and stays text when no decimal holds them (``NaN``, more than 38 digits)."""
     import pyarrow.compute as pc
 
-    for index, field in enumerate(table.schema):
-        meta = field.metadata or {}
+    for index, column_field in enumerate(table.schema):
+        meta = column_field.metadata or {}
         if meta.get(b"POSTGRESQL:type") != b"numeric":
             continue
         column = table.column(index)
-        if isinstance(field.type, pa.BaseExtensionType):
-            column = pa.chunked_array([chunk.storage for chunk in column.chunks], field.type.storage_type)
+        if isinstance(column_field.type, pa.BaseExtensionType):
+            column = pa.chunked_array([chunk.storage for chunk in column.chunks], column_field.type.storage_type)
         if not pa.types.is_string(column.type):
             continue
         typmod = int(meta.get(b"POSTGRESQL:typmod", b"-1"))
@@ -228,10 +228,10 @@ def numeric_as_decimal(table: pa.Table) -> pa.Table:
             scale = pc.max(pc.if_else(has_point, pc.subtract(pc.subtract(digits, point), 1), 0)).as_py() or 0
             whole = pc.max(pc.if_else(has_point, point, digits)).as_py() or 1
         if whole + scale > 38 or pc.any(pc.match_substring(column, "N")).as_py():
-            table = table.set_column(index, pa.field(field.name, pa.string(), metadata=meta), column)
+            table = table.set_column(index, pa.field(column_field.name, pa.string(), metadata=meta), column)
             continue
         decimal = pa.decimal128(max(whole + scale, 1), scale)
-        table = table.set_column(index, pa.field(field.name, decimal, metadata=meta), column.cast(decimal))
+        table = table.set_column(index, pa.field(column_field.name, decimal, metadata=meta), column.cast(decimal))
     return table
 
 
