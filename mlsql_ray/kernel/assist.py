@@ -37,9 +37,9 @@ def statement_keywords() -> list[str]:
 
 
 def formats() -> list[str]:
-    from ..engine.files import FORMATS
+    from ..engine.datasources import SOURCES
 
-    return [*FORMATS, "delta"]
+    return [source.name for source in SOURCES.values()]
 
 
 def commands() -> list[str]:
