@@ -14,7 +14,7 @@ from ..errors import MLSQLError
 from ..lang import ast
 from . import delta
 from .command_families import filesystem, scripts, show, tables
-from .result import Result
+from .result import PREVIEW_ROWS, Result
 
 
 def _desc(session, s: ast.Command):
@@ -82,7 +82,10 @@ def run_command(session, s: ast.Command):
         return unknown_command(session, s)
     result = handler(session, s)
     if result.table is not None:
-        session.last_command_table = result.table  # for !lastCommand named T
+        session.last_command_table = result.table  # whole, for !lastCommand named T
+        result.num_rows = result.table.num_rows
+        if result.num_rows > PREVIEW_ROWS:  # (slicing a table without columns would invent rows)
+            result.table = result.table.slice(0, PREVIEW_ROWS)
     return result
 
 

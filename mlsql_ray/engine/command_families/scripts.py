@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from ... import lang
 from ...errors import MLSQLError
-from ..result import PREVIEW_ROWS, Result
+from ..result import Result
 
 
 def _println(session, s) -> Result:
@@ -27,7 +27,7 @@ def _run_script(session, s) -> Result:
         raise MLSQLError("the !runScript text defined no table to name")
     table = session.catalog.arrow(last)
     session.catalog.add_arrow(s.args[2], table, "!runScript")
-    return Result(s, f"{s.args[2]}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
+    return Result(s, f"{s.args[2]}: {table.num_rows} rows", table=table,
                   num_rows=table.num_rows, name=s.args[2])
 
 
@@ -45,7 +45,7 @@ def _profiler(session, s) -> Result:
         table = relation.to_arrow_table() if s.args[0] == "sql" else pa.table({"plan": [relation.explain()]})
     else:
         raise MLSQLError(usage)
-    return Result(s, f"{table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows)
+    return Result(s, f"{table.num_rows} rows", table=table, num_rows=table.num_rows)
 
 
 def _kill(session, s) -> Result:

@@ -30,8 +30,16 @@ def _version(session, name=None) -> pa.Table:
     return pa.table({"name": packages, "version": [installed(p) for p in packages]})
 
 
+def _spelling(pattern: tuple[str, ...]) -> str:
+    """How a subcommand is written: ``!show tables from NAME``, ``!show "et/params/NAME"``."""
+    words = ["NAME" if p == "*" else p for p in pattern]
+    if len(words) == 1 or words[0] == "tables":
+        return "!show " + " ".join(words)
+    return f'!show "{"/".join(words)}"'
+
+
 def _commands(session, name=None) -> pa.Table:
-    return pa.table({"command": ["!show " + " ".join(p if p != "*" else "NAME" for p in pattern) for pattern, _, _ in SUBCOMMANDS],
+    return pa.table({"command": [_spelling(pattern) for pattern, _, _ in SUBCOMMANDS],
                      "description": [d for _, d, _ in SUBCOMMANDS]})
 
 
@@ -52,10 +60,10 @@ def _functions(session, name=None) -> pa.Table:
 
 
 def _function(session, name: str) -> pa.Table:
-    table = session.con.execute(
+    table = session.con.sql(
         "SELECT function_name AS name, function_type AS type, array_to_string(parameters, ', ') AS parameters, "
         "return_type, description, array_to_string(examples, '; ') AS examples "
-        "FROM duckdb_functions() WHERE lower(function_name) = lower(?)", [name]).to_arrow_table()
+        "FROM duckdb_functions() WHERE lower(function_name) = lower(?)", params=[name]).to_arrow_table()
     if table.num_rows == 0:
         raise MLSQLError(f"no function named {name} (!show functions lists them)")
     return table
@@ -123,7 +131,7 @@ def _show(session, s) -> Result:
     found = _match(words)
     if found is None:
         raise MLSQLError(f"!show {' '.join(s.args)}: unknown; !show commands lists what there is "
-                         f"({', '.join('/'.join(p) for p, _, _ in SUBCOMMANDS)})")
+                         f"({'; '.join(_spelling(p) for p, _, _ in SUBCOMMANDS)})")
     handler, name = found
     table = handler(session, name)
     return Result(s, f"{table.num_rows} rows", table=table, num_rows=table.num_rows)

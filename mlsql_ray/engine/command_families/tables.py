@@ -8,7 +8,7 @@ from typing import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..result import PREVIEW_ROWS, Result
+from ..result import Result
 from . import named_arguments
 from .filesystem import allowed_path
 
@@ -23,7 +23,7 @@ def _last_command(session, s) -> Result:
         raise MLSQLError("no command before !lastCommand returned a table")
     table = session.last_command_table
     session.catalog.add_arrow(s.args[1], table, "!lastCommand")
-    return Result(s, f"{s.args[1]}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
+    return Result(s, f"{s.args[1]}: {table.num_rows} rows", table=table,
                   num_rows=table.num_rows, name=s.args[1])
 
 
@@ -52,7 +52,7 @@ def _table_repartition(session, s) -> Result:
         raise MLSQLError(f"-num must be a positive whole number, not {options['num']!r}")
     table = session.catalog.arrow(options["i"])
     session.catalog.add_arrow(options["o"], table, f"!tableRepartition {options['i']}")
-    return Result(s, f"{options['o']}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
+    return Result(s, f"{options['o']}: {table.num_rows} rows", table=table,
                   num_rows=table.num_rows, name=options["o"])
 
 
