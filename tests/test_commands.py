@@ -167,6 +167,9 @@ def test_println_and_run_script(session: Session):
     assert printed.message == "hello world"
     [result] = session.execute("!runScript ''' select 1 as a as b; ''' named output;")
     assert result.name == "output" and session.table("output").to_pylist() == [{"a": 1}]
+    with pytest.raises(MLSQLError, match="!runScript failed at line 2, column 1 of the text: table nothere") as err:
+        session.execute("select 1 as a as t;\n\n  !runScript '''select 1 as a as b;\nselect x from nothere as c;''' named o;")
+    assert (err.value.line, err.value.column) == (3, 3)
 
 
 def test_profiler_sql_explain_conf(session: Session):

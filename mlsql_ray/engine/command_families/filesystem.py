@@ -108,29 +108,28 @@ def _human(size: int) -> str:
 
 def _ls(session, s, args: list[str]) -> Result:
     flags, paths = _options(args, "dhRF")
-    entries: list[tuple[int | None, list[Path]]] = []  # (items found in a listed folder, entries)
+    groups: list[tuple[int | None, list[dict]]] = []  # (items found in a listed folder, their entries)
     for text in paths or ["."]:
         for path in _expand(session, text):
             if path.is_dir() and "d" not in flags:
                 children = sorted(path.rglob("*") if "R" in flags else path.iterdir())
-                entries.append((None if "R" in flags else len(children), children))
+                groups.append((None if "R" in flags else len(children), [_entry(c, "h" in flags) for c in children]))
             else:
-                entries.append((None, [path]))
-    rows = [_entry(p, "h" in flags) for _, found in entries for p in found]
+                groups.append((None, [_entry(path, "h" in flags)]))
+    rows = [r for _, entries in groups for r in entries]
     if "F" in flags:
         columns = ["permission", "replication", "owner", "group", "length", "modification_time", "path", "name"]
         table = pa.table({c: [r[c] for r in rows] for c in columns}, schema=pa.schema([(c, pa.string()) for c in columns]))
         return Result(s, f"{len(rows)} entries", table=table, num_rows=len(rows))
-    widths = {k: max([len(r[k]) for r in rows] + [1]) for k in ("replication", "owner", "group", "length")}
+    width = {k: max([len(r[k]) for r in rows] + [minimum]) for k, minimum in
+             (("replication", 3), ("owner", 1), ("group", 1), ("length", 10))}
     lines = []
-    for count, found in entries:
+    for count, entries in groups:
         if count:
             lines.append(f"Found {count} items")
-        for p in found:
-            r = _entry(p, "h" in flags)
-            lines.append(f"{r['permission']} {r['replication']:>{max(widths['replication'], 3)}} "
-                         f"{r['owner']:<{widths['owner']}} {r['group']:<{widths['group']}} "
-                         f"{r['length']:>{max(widths['length'], 10)}} {r['modification_time']} {r['path']}")
+        lines += [f"{r['permission']} {r['replication']:>{width['replication']}} {r['owner']:<{width['owner']}} "
+                  f"{r['group']:<{width['group']}} {r['length']:>{width['length']}} {r['modification_time']} {r['path']}"
+                  for r in entries]
     return _text(s, "\n".join(lines) + "\n" if lines else "", f"{len(rows)} entries")
 
 
@@ -330,7 +329,7 @@ def _util_rename(session, s, args: list[str]) -> Result:
     moved = 0
     for path in _expand(session, source):
         new_name = regex.sub(_JAVA_GROUP.sub(r"\\g<\1>", replacement.replace("\\", "\\\\")), path.name)
-        shutil.move(path, folder / new_name)
+        shutil.move(path, _destination(Path(new_name), folder))
         moved += 1
     return _message(s, f"renamed {moved} files into {target}")
 

@@ -20,9 +20,13 @@ def _run_script(session, s) -> Result:
     if len(s.args) != 3 or s.args[1].lower() != "named":
         raise MLSQLError("usage: !runScript '''SCRIPT''' named TABLE;")
     last = None
-    for result in session._run(lang.parse(s.args[0]), None):
-        if result.name and result.name in session.catalog:
-            last = result.name
+    try:
+        for result in session._run(lang.parse(s.args[0]), None):
+            if result.name and result.name in session.catalog:
+                last = result.name
+    except MLSQLError as exc:  # the position is the command's; say where in the text it went wrong
+        where = f" at line {exc.line}, column {exc.column} of the text" if exc.line is not None else ""
+        raise MLSQLError(f"!runScript failed{where}: {exc.message}") from exc
     if last is None:
         raise MLSQLError("the !runScript text defined no table to name")
     table = session.catalog.arrow(last)
