@@ -152,8 +152,23 @@ def test_excel_unknown_sheet_and_non_workbook_are_errors(session: Session, tmp_p
     (tmp_path / "fake.xlsx").write_text("not a workbook")
     with pytest.raises(MLSQLError, match="cannot read .*fake.xlsx as an Excel workbook"):
         session.execute(f"load excel.`{tmp_path / 'fake.xlsx'}` as t;")
-    with pytest.raises(MLSQLError, match="excel can only be loaded, not saved"):
-        session.execute(f"load excel.`{book}` as t; save overwrite t as excel.`{tmp_path / 'out.xlsx'}`;")
+    with pytest.raises(MLSQLError, match="image can only be loaded, not saved"):
+        session.execute(f"load excel.`{book}` as t; save overwrite t as image.`{tmp_path / 'out'}`;")
+
+
+def test_excel_save_then_load_round_trip(session: Session, tmp_path: Path):
+    """excel_load.md: `save overwrite hello_world as excel.`/tmp/hellow.xlsx` where header="true";`"""
+    out = tmp_path / "hellow.xlsx"
+    session.execute(f"""select 1 as a, "x" as b, 2.5 as f, cast("2024-01-02 03:04:05" as timestamp) as ts as hello_world;
+save overwrite hello_world as excel.`{out}` where header="true" and sheetName="data";
+load excel.`{out}` where header="true" and inferSchema="true" and sheetName="data" as back;
+save overwrite hello_world as excel.`{tmp_path / 'plain.xlsx'}` where header="false";
+load excel.`{tmp_path / 'plain.xlsx'}` where header="false" as plain;""")
+    import datetime
+    assert session.table("back").to_pylist() == [{"a": 1.0, "b": "x", "f": 2.5, "ts": datetime.datetime(2024, 1, 2, 3, 4, 5)}]
+    assert session.table("plain").to_pylist() == [{"_c0": "1", "_c1": "x", "_c2": "2.5", "_c3": "2024-01-02 03:04:05"}]
+    with pytest.raises(MLSQLError, match="already exists; an Excel file can only be written whole"):
+        session.execute(f"save append hello_world as excel.`{out}`;")
 
 
 def test_image_rows_hold_decoded_pixels_in_bgr(session: Session, tmp_path: Path):
