@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from mlsql_ray import Session
@@ -178,7 +176,7 @@ def test_profiler_sql_explain_conf(session: Session):
     session.execute("select 1 as a as t;")
     [plan] = session.execute("!profiler explain t;")
     assert plan.table.column_names == ["plan"] and "ARROW" in plan.table.column("plan")[0].as_py().upper()
-    [conf, named] = session.execute("!profiler conf;\n!lastCommand named settings;")
+    [conf, _] = session.execute("!profiler conf;\n!lastCommand named settings;")
     assert conf.table.num_rows == 20 < conf.num_rows  # a preview; !lastCommand names all the rows
     assert "threads" in session.table("settings").column("name").to_pylist()
 

@@ -15,7 +15,9 @@ from ...errors import MLSQLError
 from .. import datasources, delta, ets
 from ..result import Result
 
-_STRINGS = lambda *names: pa.schema([(n, pa.string()) for n in names])  # noqa: E731
+
+def _strings(*names: str) -> pa.Schema:
+    return pa.schema([(n, pa.string()) for n in names])
 
 
 def _version(session, name=None) -> pa.Table:
@@ -72,7 +74,7 @@ def _function(session, name: str) -> pa.Table:
 def _jobs(session, name=None) -> pa.Table:
     """A session runs one statement at a time, and this one is it: no other job is running."""
     return pa.table({c: [] for c in ("owner", "jobType", "jobName", "jobContent", "groupId", "startTime")},
-                    schema=_STRINGS("owner", "jobType", "jobName", "jobContent", "groupId", "startTime"))
+                    schema=_strings("owner", "jobType", "jobName", "jobContent", "groupId", "startTime"))
 
 
 def _resource(session, name=None) -> pa.Table:
@@ -92,7 +94,7 @@ def _conf_list(session, name=None) -> pa.Table:
     rows = [(f"python.{k}", session.python_conf.get(k, ""), d) for k, d in KNOWN_SETTINGS.items()]
     rows += [(k, v, "set with type=\"conf\"") for k, v in session.conf.items()]
     return pa.table({"name": [r[0] for r in rows], "value": [r[1] for r in rows], "description": [r[2] for r in rows]},
-                    schema=_STRINGS("name", "value", "description"))
+                    schema=_strings("name", "value", "description"))
 
 
 def _et(session, name: str) -> pa.Table:
