@@ -239,6 +239,9 @@ def test_fs_mkdir_cp_mv_count_cat_rm(fs_session: Session, files: Path):
         fs_session.execute(f"!fs -mkdir {files}/d; !fs -rm {files}/d;")
     with pytest.raises(MLSQLError, match="No such file or directory"):
         fs_session.execute(f"!fs -cat {files}/nothere.csv;")
+    with pytest.raises(MLSQLError, match="will not delete .*: it is one of the folders file commands may touch"):
+        fs_session.execute(f'set dir=""; !fs -rmr {files}/${{dir}};')
+    assert (files / "a.csv").exists()
 
 
 def test_fs_put_get_and_getmerge(fs_session: Session, files: Path):

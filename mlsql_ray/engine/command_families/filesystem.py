@@ -174,6 +174,8 @@ def _remove(session, s, args: list[str], recursive: bool = False) -> Result:
     lines = []
     for text in paths:
         for path in _expand(session, text):
+            if path.resolve() in allowed_roots(session):  # e.g. `!fs -rmr ${dir}` with dir empty: the working directory
+                raise MLSQLError(f"will not delete {path}: it is one of the folders file commands may touch, not a path inside one")
             if path.is_dir() and not path.is_symlink():
                 if not recursive:
                     raise MLSQLError(f"`{text}': Is a directory (use -rmr or -rm -r)")
