@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
     run.add_argument("--warehouse", help="root folder of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
     run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
+    run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
+                     help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
     return parser
 
@@ -65,7 +67,8 @@ def run_file(args: argparse.Namespace) -> int:
         units = []
         for cell, source in enumerate(cells, start=1):
             units.append(lang.parse(source))
-        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables)) as session, \
+        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
+                     allowed_paths=args.allowed_paths) as session, \
                 progress.reporting_to(_print_progress):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):

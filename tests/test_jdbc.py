@@ -105,7 +105,7 @@ def test_partitioned_read_returns_every_row_once(db_session, postgres, numbers):
 
 
 def test_stride_split_follows_spark():
-    from mlsql_ray.engine.jdbc import partition_predicates
+    from mlsql_ray.engine.datasources.jdbc import partition_predicates
 
     got = partition_predicates({"partitionColumn": "id", "lowerBound": "0", "upperBound": "100",
                                 "numPartitions": "4"}, "postgres")

@@ -485,7 +485,7 @@ class FakeSession:
     ("LO", ["LOAD"]),
     ("select 1 as a;\nsa", ["save"]),
     ("load par", ["parquet"]),
-    ("load ", ["parquet", "csv", "json", "text", "delta"]),
+    ("load ", ["parquet", "csv", "json", "text", "delta", "jsonStr", "csvStr", "script", "excel", "image"]),
     ("save overwrite digits as de", ["delta"]),
     ("save ov", ["overwrite"]),
     ("save overwrite dig", ["digits"]),
@@ -577,7 +577,7 @@ class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
     code_stderr = '--%python\nimport sys\nprint("some error", file=sys.stderr)'
     completion_samples = [
         {"text": "sel", "matches": {"select"}},
-        {"text": "load js", "matches": {"json"}},
+        {"text": "load js", "matches": {"json", "jsonStr"}},
         {"text": "--%out", "matches": {"output="}},
     ]
     complete_code_samples = ["select 1 as a;", "--%python\nx = 1", "!show tables;"]

@@ -21,8 +21,10 @@ class Entry:
     name: str
     kind: str  # "lazy" (scanned when used) or "arrow" (in memory)
     source: str  # where it came from, for !show tables
-    data: object = None  # the Arrow table or dataset, until DuckDB is told about it
+    data: object = None  # the Arrow table or dataset (until DuckDB is told about it), or the DuckDB relation
     registered: bool = False
+    cached_from: "Entry | None" = None  # !cache: the lazy entry this in-memory copy stands in for
+    cache_lifecycle: str = ""  # !cache's "script" (dropped when the run ends) or "session"
 
 
 class Catalog:
@@ -33,13 +35,50 @@ class Catalog:
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str) -> None:
         self._forget(name)
         relation.to_view(name, replace=True)
-        self._entries[name.lower()] = Entry(name, "lazy", source, registered=True)
+        self._entries.pop(name.lower(), None)  # the order of entries is the order of definition
+        self._entries[name.lower()] = Entry(name, "lazy", source, data=relation, registered=True)
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow") -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
         registering costs about as much as a small query, and most results are never re-queried."""
         self._forget(name)
+        self._entries.pop(name.lower(), None)
         self._entries[name.lower()] = Entry(name, kind, source, data=table)
+
+    def last_defined(self) -> str | None:
+        """The name defined most recently (``!lastTableName``)."""
+        return next(reversed(self._entries.values())).name if self._entries else None
+
+    def cache(self, name: str, lifecycle: str) -> bool:
+        """Scan a lazy table (files, Delta) into memory once, so later queries stop re-reading it;
+        ``uncache`` brings the lazy table back. False if the table is in memory already."""
+        self.relation(name)  # fails if the name is unknown
+        entry = self._entries[name.lower()]
+        if entry.kind == "arrow" or entry.cached_from is not None:
+            return False
+        table = self.relation(name).to_arrow_table()
+        self._forget(name)
+        self._entries[name.lower()] = Entry(entry.name, "cached", entry.source, data=table, cached_from=entry,
+                                            cache_lifecycle=lifecycle)
+        return True
+
+    def uncache(self, name: str) -> bool:
+        entry = self._entries.get(name.lower())
+        if entry is None or entry.cached_from is None:
+            return False
+        original = entry.cached_from
+        self._forget(name)
+        if isinstance(original.data, duckdb.DuckDBPyRelation):
+            original.data.to_view(original.name, replace=True)
+            original.registered = True
+        self._entries[name.lower()] = original
+        return True
+
+    def uncache_script(self) -> None:
+        """Drop the copies ``!cache T script`` made: the script that asked for them has ended."""
+        for entry in list(self._entries.values()):
+            if entry.cache_lifecycle == "script":
+                self.uncache(entry.name)
 
     def ensure(self, names) -> None:
         """Make the named tables visible to DuckDB before a query that reads them."""

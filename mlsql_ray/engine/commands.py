@@ -1,6 +1,7 @@
-"""The ``!`` commands: ``!show tables``, ``!desc T``, ``!delta ...``, ``!python env|conf``.
+"""The ``!`` commands: ``!desc T``, ``!delta ...``, ``!python env|conf`` here, the families of
+``command_families`` (``!show``, ``!fs``, table and script commands) beside them.
 
-Looked up by name in ``COMMANDS``; each takes the session and the command's arguments.
+Looked up by name (case-insensitive) in ``COMMANDS``; each takes the session and the command.
 """
 
 from __future__ import annotations
@@ -12,14 +13,8 @@ import pyarrow as pa
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
-from .result import Result
-
-
-def _show(session, s: ast.Command):
-    if list(s.args) != ["tables"]:
-        raise MLSQLError("usage: !show tables;")
-    listing = session.catalog.listing()
-    return Result(s, f"{listing.num_rows} tables", table=listing, num_rows=listing.num_rows)
+from .command_families import filesystem, scripts, show, tables
+from .result import PREVIEW_ROWS, Result
 
 
 def _desc(session, s: ast.Command):
@@ -34,17 +29,33 @@ def _desc(session, s: ast.Command):
     return Result(s, f"{s.args[0]}: {len(schema)} columns", table=table, num_rows=table.num_rows, name=s.args[0])
 
 
+_DELTA_USAGE = """!delta help;                                  this text
+!delta show tables;                           the Delta tables of the warehouse
+!delta history DB.TABLE;                      one row per version
+!delta info DB.TABLE;                         the table's version, files, schema
+!delta compact DB.TABLE VERSION FILE_NUM [background];  rewrite its files into about FILE_NUM files"""
+
+
 def _delta(session, s: ast.Command):
-    usage = "usage: !delta history DB.TABLE; | !delta info DB.TABLE; | !delta show tables;"
-    if list(s.args) == ["show", "tables"]:
+    args = list(s.args)
+    if args == ["help"]:
+        return Result(s, _DELTA_USAGE, table=pa.table({"usage": _DELTA_USAGE.splitlines()}))
+    if args == ["show", "tables"]:
         table = delta.list_tables(session.warehouse)
         return Result(s, f"{table.num_rows} Delta tables in {session.warehouse}", table=table, num_rows=table.num_rows)
-    if len(s.args) != 2 or s.args[0] not in ("history", "info"):
-        raise MLSQLError(usage)
-    name = s.args[1]
+    if len(args) in (4, 5) and args[0] == "compact" and args[2].isdigit() and args[3].isdigit() \
+            and args[4:] in ([], ["background"]):
+        # VERSION is Byzer's bound on the files to merge; deltalake compacts the current version's files.
+        # background: run here, in the foreground (nothing outlives the statement).
+        name = args[1]
+        table = delta.compact(delta.table_path(session.warehouse, name, {}), name, int(args[3]))
+        return Result(s, f"compacted {name}", table=table, num_rows=1, name=name)
+    if len(args) != 2 or args[0] not in ("history", "info"):
+        raise MLSQLError("usage:\n" + _DELTA_USAGE)
+    name = args[1]
     path = delta.table_path(session.warehouse, name, {})
-    table = delta.history(path, name) if s.args[0] == "history" else delta.info(path, name)
-    return Result(s, f"{s.args[0]} of {name}", table=table, num_rows=table.num_rows, name=name)
+    table = delta.history(path, name) if args[0] == "history" else delta.info(path, name)
+    return Result(s, f"{args[0]} of {name}", table=table, num_rows=table.num_rows, name=name)
 
 
 def _python(session, s: ast.Command):
@@ -58,11 +69,27 @@ def _python(session, s: ast.Command):
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")
 
 
-COMMANDS: dict[str, Callable] = {"show": _show, "desc": _desc, "delta": _delta, "python": _python}
+COMMANDS: dict[str, Callable] = {
+    "desc": _desc, "delta": _delta, "python": _python,
+    **show.COMMANDS, **filesystem.COMMANDS, **tables.COMMANDS, **scripts.COMMANDS,
+}
 
 
 def run_command(session, s: ast.Command):
-    handler = COMMANDS.get(s.name.lower())
+    key = s.name.lower()
+    handler = next((h for name, h in COMMANDS.items() if name.lower() == key), None)
     if handler is None:
-        raise MLSQLError(f"unknown command !{s.name}: known are {', '.join('!' + c for c in COMMANDS)}")
-    return handler(session, s)
+        return unknown_command(session, s)
+    result = handler(session, s)
+    if result.table is not None:
+        session.last_command_table = result.table  # whole, for !lastCommand named T
+        result.num_rows = result.table.num_rows
+        if result.num_rows > PREVIEW_ROWS:  # (slicing a table without columns would invent rows)
+            result.table = result.table.slice(0, PREVIEW_ROWS)
+    return result
+
+
+def unknown_command(session, s: ast.Command):
+    """Where every ``!NAME`` that is no command ends up: the one place to try other meanings
+    (a macro set as a variable) before giving up."""
+    raise MLSQLError(f"unknown command !{s.name}: known are {', '.join('!' + c for c in COMMANDS)}")

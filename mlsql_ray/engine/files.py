@@ -18,11 +18,10 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 
-FORMATS = ("parquet", "csv", "json", "text")
 _EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
 
 
-def _truthy(value: str | None, default: bool) -> bool:
+def truthy(value: str | None, default: bool) -> bool:
     if value is None:
         return default
     if value.lower() not in ("true", "false"):
@@ -46,32 +45,41 @@ def data_files(path: Path, fmt: str) -> list[str]:
     return found
 
 
-def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, options: dict[str, str]) -> duckdb.DuckDBPyRelation:
+def located(path: Path, fmt: str) -> tuple[list[str], bool]:
+    """The data files under ``path`` and whether their folders are Hive partitions (``k=v``)."""
     files = data_files(path, fmt)
     hive = any("=" in part for f in files for part in Path(f).relative_to(path).parts[:-1]) if path.is_dir() else False
-    if fmt == "parquet":
-        return con.read_parquet(files, hive_partitioning=hive)
-    if fmt == "csv":
-        header = _truthy(options.get("header"), False)
-        infer = _truthy(options.get("inferSchema"), False)
-        rel = con.read_csv(files, header=header, sep=options.get("delimiter", ","), all_varchar=not infer,
-                           hive_partitioning=hive)
-        if not header:  # Spark names header-less columns _c0, _c1, ...
-            rel = rel.select(*[duckdb.ColumnExpression(c).alias(f"_c{i}") for i, c in enumerate(rel.columns)])
-        return rel
-    if fmt == "json":
-        return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
-    if fmt == "text":
-        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
-        return con.from_arrow(table)
-    raise MLSQLError(f"unknown format {fmt!r}")
+    return files, hive
+
+
+def read_parquet(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
+    return con.read_parquet(files, hive_partitioning=hive)
+
+
+def read_json(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
+    return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
+
+
+def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
+    return con.from_arrow(pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]}))
+
+
+def read_csv(con: duckdb.DuckDBPyConnection, source, options: dict[str, str], hive: bool = False) -> duckdb.DuckDBPyRelation:
+    """CSV with Spark's options and defaults: ``header``/``inferSchema`` false, ``sep`` (or
+    ``delimiter``) ",", ``quote`` '"'. ``source``: file names, or a text stream (csvStr)."""
+    header = truthy(options.get("header"), False)
+    infer = truthy(options.get("inferSchema"), False)
+    extra = {"escape": options["escape"]} if "escape" in options else {}
+    rel = con.read_csv(source, header=header, sep=options.get("sep", options.get("delimiter", ",")),
+                       quotechar=options.get("quote", '"'), all_varchar=not infer, hive_partitioning=hive, **extra)
+    if not header:  # Spark names header-less columns _c0, _c1, ...
+        rel = rel.select(*[duckdb.ColumnExpression(c).alias(f"_c{i}") for i, c in enumerate(rel.columns)])
+    return rel
 
 
 def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode: str,
           options: dict[str, str], partition_by: tuple[str, ...]) -> int | None:
     """Write the named table as a folder of part files. Returns rows written, None if ignored."""
-    if fmt == "text":
-        raise MLSQLError("the text format can only be loaded; save as csv, json or parquet instead")
     if path.exists() and mode == "errorifexists":
         raise MLSQLError(f"{path} already exists; use save overwrite or save append")
     if path.exists() and mode == "ignore":
@@ -82,8 +90,9 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
                          "save to a folder, or load it and save overwrite the union")
     copy_options = [f"FORMAT {fmt}"]
     if fmt == "csv":
-        copy_options.append(f"HEADER {str(_truthy(options.get('header'), False)).lower()}")
-        copy_options.append(f"DELIMITER {exp.Literal.string(options.get('delimiter', ',')).sql('duckdb')}")
+        copy_options.append(f"HEADER {str(truthy(options.get('header'), False)).lower()}")
+        separator = options.get("sep", options.get("delimiter", ","))
+        copy_options.append(f"DELIMITER {exp.Literal.string(separator).sql('duckdb')}")
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     staging.parent.mkdir(parents=True, exist_ok=True)
     source = exp.to_identifier(view, quoted=True).sql("duckdb")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import duckdb
 import pyarrow as pa
@@ -19,8 +19,9 @@ from ..config import resolve as resolve_config
 from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
-from . import files, jdbc
 from ..storage import delta, rows as file_rows
+from . import datasources
+from .datasources import jdbc
 from .catalog import Catalog
 from .commands import run_command
 from .result import PREVIEW_ROWS, Result
@@ -36,14 +37,18 @@ class Session:
     ``warehouse``: root of the Delta tables (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
     ``ray_address``: the Ray cluster for Python cells (default ``$MLSQL_RAY_ADDRESS``; none: an
     embedded local Ray, started on first need). ``variables``: initial ``${}`` values, e.g. from
-    ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`.
+    ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`. ``allowed_paths``: folders
+    the file commands (``!fs``, ``!saveFile``) may touch besides the working directory and the
+    warehouse.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
-                 variables: Mapping[str, str] | None = None):
+                 variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = ()):
         config = resolve_config(warehouse, ray_address)
         self.warehouse = config.warehouse
         self.ray_address = config.ray_address
+        self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
+        self.last_command_table: pa.Table | None = None  # for !lastCommand named T
         self.variables: dict[str, str] = dict(variables or {})
         self.conf: dict[str, str] = {}
         self.python_env: dict[str, str] = {}
@@ -68,10 +73,12 @@ class Session:
 
     def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
-        includes). Variables set with scope "request" are forgotten when this ends."""
+        includes). Variables set with scope "request", and tables cached with ``!cache T script``,
+        are forgotten when this ends."""
         try:
             yield from self._run(statements, Path(source).resolve() if source else None)
         finally:
+            self.catalog.uncache_script()
             for key in self._request_variables:
                 self.variables.pop(key, None)
             self._request_variables.clear()
@@ -139,20 +146,8 @@ class Session:
     # -- one method per statement -------------------------------------------------------------
 
     def _load(self, s: ast.Load) -> Result:
-        fmt = s.format.lower()
-        if fmt == "delta":
-            path = delta.table_path(self.warehouse, s.path, s.options)
-            dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
-            self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
-        elif fmt == "jdbc":
-            where = jdbc.target(s.path, s.options, self.connections, "load")
-            self.catalog.add_arrow(s.table, jdbc.read(where, s.options), f"jdbc.`{s.path}`")
-        elif fmt in files.FORMATS:
-            relation = files.read(self.con, fmt, self._path(s.path), s.options)
-            self.catalog.add_relation(s.table, relation, f"{fmt}.`{s.path}`")
-        else:
-            raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
-        return Result(s, f"loaded {fmt}.`{s.path}` as {s.table}", name=s.table)
+        datasources.find(s.format).load(self, s)
+        return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)
 
     def _select(self, s: ast.Select) -> Result:
         table = self._query(s.sql, s.line, s.col).to_arrow_table()
@@ -161,33 +156,11 @@ class Session:
                       num_rows=table.num_rows, name=s.table)
 
     def _save(self, s: ast.Save) -> Result:
-        fmt = s.format.lower()
+        source = datasources.find(s.format)
+        if source.save is None:
+            raise MLSQLError(f"{source.name} can only be loaded, not saved")
         self.catalog.relation(s.table)  # fails first if the table is unknown
-        if fmt == "delta":
-            path = delta.table_path(self.warehouse, s.path, s.options)
-            reader = self.catalog.reader(s.table)
-            try:
-                written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,
-                                      commit_metadata=self.catalog.metadata(s.table) or None)
-            finally:
-                reader.close()  # an unread stream keeps DuckDB busy: no other query could run
-            if written.version is None:
-                return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
-            verb = "merged" if written.operation == "MERGE" else "saved"
-            return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, mode {s.mode})",
-                          name=s.path, num_rows=written.rows, version=written.version)
-        if fmt == "jdbc":
-            where = jdbc.target(s.path, s.options, self.connections, "save")
-            rows = jdbc.write(where, self.catalog.arrow(s.table), s.mode, s.options)
-            if rows is None:
-                return Result(s, f"jdbc.`{s.path}` exists; nothing written (mode ignore)")
-            return Result(s, f"saved {rows} rows of {s.table} to jdbc.`{s.path}` (mode {s.mode})", num_rows=rows)
-        if fmt not in files.FORMATS:
-            raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
-        rows = files.write(self.con, s.table, fmt, self._path(s.path), s.mode, s.options, s.partition_by)
-        if rows is None:
-            return Result(s, f"{s.path} exists; nothing written (mode ignore)")
-        return Result(s, f"saved {rows} rows of {s.table} to {fmt}.`{s.path}` (mode {s.mode})", num_rows=rows)
+        return source.save(self, s)
 
     def _set(self, s: ast.Set) -> Result:
         s = s.substituted(self.variables)

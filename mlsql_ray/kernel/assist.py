@@ -21,7 +21,9 @@ SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left jo
              "distinct", "count", "sum", "avg", "min", "max", "case", "when", "then", "else", "end",
              "union all", "with"]
 MAX_TABLES_FOR_COLUMNS = 20  # reading schemas costs a query each
-COMMAND_ARGS = {"show": ["tables"], "delta": ["history", "info", "show"], "python": ["env", "conf"]}
+COMMAND_ARGS = {"show": ["version", "commands", "tables", "datasources", "et", "functions", "jobs", "resource"],
+                "delta": ["help", "show", "history", "info", "compact"], "python": ["env", "conf"],
+                "profiler": ["sql", "explain", "conf"]}
 
 _ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")
 _WORD_BEFORE = re.compile(r"(?:`?(\w+)`?\.)?(\w*)$")
@@ -37,9 +39,9 @@ def statement_keywords() -> list[str]:
 
 
 def formats() -> list[str]:
-    from ..engine.files import FORMATS
+    from ..engine.datasources import SOURCES
 
-    return [*FORMATS, "delta"]
+    return [source.name for source in SOURCES.values()]
 
 
 def commands() -> list[str]:

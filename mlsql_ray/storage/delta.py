@@ -292,6 +292,17 @@ def history(path: Path, name: str) -> pa.Table:
     ]))
 
 
+def compact(path: Path, name: str, file_num: int) -> pa.Table:
+    """Rewrite the table's small files into about ``file_num`` files (per partition), as a new
+    version; readers of older versions are unaffected. One row: files added and removed, version."""
+    table = open_table(path, name)
+    sizes = table.get_add_actions(flatten=True).column("size_bytes").to_pylist()
+    target = max(1, -(-sum(sizes) // max(file_num, 1)))  # ceiling division
+    metrics = table.optimize.compact(target_size=target)
+    return pa.table({"table": [name], "numFilesAdded": [metrics.get("numFilesAdded", 0)],
+                     "numFilesRemoved": [metrics.get("numFilesRemoved", 0)], "version": [table.version()]})
+
+
 def _rows_written(metrics: dict) -> int | None:
     """Rows the operation wrote. A MERGE is asked first: its ``num_output_rows`` also counts the
     unchanged rows it copied into rewritten files, which is not what the save reported."""

@@ -22,7 +22,9 @@ from urllib.parse import parse_qsl, quote, urlencode
 import pyarrow as pa
 from sqlglot import exp
 
-from ..errors import MLSQLError
+from ...errors import MLSQLError
+from ..result import Result
+from .base import DataSource, Param
 
 CONNECT_TIMEOUT_S = 5
 #: options that describe the connection, not the read or write
@@ -394,3 +396,40 @@ def _upsert(cursor, where: Target, data: pa.Table, id_cols: list[str]) -> None:
     columns = ", ".join(exp.column(n, quoted=True).sql(dialect) for n in data.column_names)
     cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}")
     cursor.execute(f"DROP TABLE {stage}")
+
+
+# -- the data source --------------------------------------------------------------------------------
+
+def _load(session, s) -> None:
+    where = target(s.path, s.options, session.connections, "load")
+    session.catalog.add_arrow(s.table, read(where, s.options), f"jdbc.`{s.path}`")
+
+
+def _save(session, s) -> Result:
+    where = target(s.path, s.options, session.connections, "save")
+    rows = write(where, session.catalog.arrow(s.table), s.mode, s.options)
+    if rows is None:
+        return Result(s, f"jdbc.`{s.path}` exists; nothing written (mode ignore)")
+    return Result(s, f"saved {rows} rows of {s.table} to jdbc.`{s.path}` (mode {s.mode})", num_rows=rows)
+
+
+SOURCE = DataSource(
+    "jdbc", "tables of a PostgreSQL or SQLite database (connect jdbc ... as ALIAS; jdbc.`ALIAS.[schema.]table`), "
+            "through ADBC", _load, _save,
+    (
+        Param("url", "", "jdbc:postgresql://HOST:PORT/DB or jdbc:sqlite:PATH (or a connect alias in the path)"),
+        Param("user", "", "database user"),
+        Param("password", "", "database password (never shown; pass it with --set)"),
+        Param("driver", "", "the JDBC driver class: accepted, not needed"),
+        Param("directQuery", "", "load: this SQL runs in the database"),
+        Param("partitionColumn", "", "load: numeric column to split the read on (with lowerBound, upperBound, numPartitions)"),
+        Param("lowerBound", "", "load: the stride's lower bound (rows below it are read too)"),
+        Param("upperBound", "", "load: the stride's upper bound (rows above it are read too)"),
+        Param("numPartitions", "", "load: parallel reads, one connection each"),
+        Param("prePtnArray", "", "load: predicates, one partition each"),
+        Param("prePtnDelimiter", ",", "load: separator of prePtnArray"),
+        Param("idCol", "", "save append: replace rows with these key columns (comma-separated)"),
+        Param("truncate", "false", "save overwrite: truncate the table instead of dropping it"),
+        Param("createTableColumnTypes", "", "save: column types of a new table, e.g. \"name CHAR(64)\" (PostgreSQL)"),
+    ),
+)

@@ -1,0 +1,53 @@
+"""What a data source is: a name, its options, and a loader and/or a saver.
+
+``load FORMAT.`PATH` as T;`` finds the source named FORMAT in the registry (``__init__``) and
+calls its ``load``, which names the table in the session's catalog; ``save`` calls its ``save``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pyarrow as pa
+
+from ...errors import MLSQLError
+
+
+@dataclass(frozen=True)
+class Param:
+    """One ``where`` option, as ``!show "datasources/params/NAME"`` lists it."""
+
+    name: str
+    default: str
+    description: str
+
+
+_PARAMS_SCHEMA = pa.schema([("param", pa.string()), ("description", pa.string()), ("default", pa.string())])
+
+
+def params_table(params: tuple[Param, ...]) -> pa.Table:
+    """Options as ``!show "datasources/params/NAME"`` and ``!show "et/params/NAME"`` show them:
+    Byzer's columns ``param`` and ``description``, and the default."""
+    return pa.table({"param": [p.name for p in params], "description": [p.description for p in params],
+                     "default": [p.default for p in params]}, schema=_PARAMS_SCHEMA)
+
+
+@dataclass(frozen=True)
+class DataSource:
+    name: str
+    description: str
+    #: (session, ast.Load) -> None: defines the load's table in session.catalog
+    load: Callable | None = None
+    #: (session, ast.Save) -> Result
+    save: Callable | None = None
+    params: tuple[Param, ...] = ()
+
+
+def variable_text(session, name: str, fmt: str) -> str:
+    """The text of the variable a ``jsonStr``/``csvStr``/``script`` load names (without ``$``)."""
+    if name not in session.variables:
+        known = ", ".join(sorted(session.variables)) or "none yet"
+        raise MLSQLError(f"{fmt}.`{name}` reads the variable {name}, which is not set "
+                         f"(set it first: set {name}='''...'''; variables: {known})")
+    return session.variables[name].strip()

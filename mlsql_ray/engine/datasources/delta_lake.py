@@ -1,0 +1,40 @@
+"""``delta``: tables of the Delta warehouse, by name (``db.table``) or by path (``mode="path"``)."""
+
+from __future__ import annotations
+
+from ...storage import delta
+from ..result import Result
+from .base import DataSource, Param
+
+
+def _load(session, s) -> None:
+    path = delta.table_path(session.warehouse, s.path, s.options)
+    dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
+    session.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
+
+
+def _save(session, s) -> Result:
+    path = delta.table_path(session.warehouse, s.path, s.options)
+    reader = session.catalog.reader(s.table)
+    try:
+        written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,
+                              commit_metadata=session.catalog.metadata(s.table) or None)
+    finally:
+        reader.close()  # an unread stream keeps DuckDB busy: no other query could run
+    if written.version is None:
+        return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
+    verb = "merged" if written.operation == "MERGE" else "saved"
+    return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, mode {s.mode})",
+                  name=s.path, num_rows=written.rows, version=written.version)
+
+
+SOURCE = DataSource(
+    "delta", "Delta Lake tables of the warehouse (db.table), or at a path with mode=\"path\"", _load, _save,
+    (
+        Param("mode", "", "\"path\": the backquoted text is a folder, not a warehouse table name"),
+        Param("version", "", "load this version of the table (time travel)"),
+        Param("timestampAsOf", "", "load the version current at this time"),
+        Param("idCols", "", "save: upsert (merge) on these comma-separated key columns"),
+        Param("mergeSchema", "false", "save append: add new columns to the table's schema"),
+    ),
+)

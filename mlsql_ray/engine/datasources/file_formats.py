@@ -1,0 +1,45 @@
+"""``parquet``, ``csv``, ``json`` and ``text``: files on disk, read and written by ``engine.files``."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..files import located, read_csv, read_json, read_parquet, read_text, write
+from ..result import Result
+from .base import DataSource, Param
+
+
+def _loader(fmt: str, read: Callable) -> Callable:
+    def load(session, s) -> None:
+        files, hive = located(session._path(s.path), fmt)
+        session.catalog.add_relation(s.table, read(session.con, files, s.options, hive), f"{fmt}.`{s.path}`")
+
+    return load
+
+
+def _saver(fmt: str) -> Callable:
+    def save(session, s) -> Result:
+        rows = write(session.con, s.table, fmt, session._path(s.path), s.mode, s.options, s.partition_by)
+        if rows is None:
+            return Result(s, f"{s.path} exists; nothing written (mode ignore)")
+        return Result(s, f"saved {rows} rows of {s.table} to {fmt}.`{s.path}` (mode {s.mode})", num_rows=rows)
+
+    return save
+
+
+CSV_PARAMS = (
+    Param("header", "false", "the first line holds the column names (load and save)"),
+    Param("inferSchema", "false", "guess column types from the data; otherwise every column is a string"),
+    Param("sep", ",", "the character between fields (also spelled delimiter; load and save)"),
+    Param("quote", '"', "the character around values that hold the separator"),
+    Param("escape", '"', "the character that escapes a quote inside a quoted value"),
+)
+
+SOURCES = (
+    DataSource("parquet", "Parquet files: a file or a folder of part files", _loader("parquet", read_parquet),
+               _saver("parquet")),
+    DataSource("csv", "CSV files: a file or a folder of part files", _loader("csv", read_csv), _saver("csv"), CSV_PARAMS),
+    DataSource("json", "JSON lines files: one object per line", _loader("json", read_json), _saver("json")),
+    DataSource("text", "text files as rows (file, value), one row per file; load only (save as csv, json or parquet)",
+               _loader("text", read_text)),
+)

@@ -1,0 +1,40 @@
+"""``jsonStr``, ``csvStr`` and ``script``: a variable's text as a table (Byzer's mock data and UDF code).
+
+``load jsonStr.`rawData` as t;`` reads the variable ``rawData`` (named without ``$``).
+"""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+
+from ..files import read_csv
+from .base import DataSource, variable_text
+from .file_formats import CSV_PARAMS
+
+
+def _load_json(session, s) -> None:
+    text = variable_text(session, s.path, "jsonStr")
+    table = session.con.read_json(io.StringIO(text), format="newline_delimited").to_arrow_table()
+    # Spark infers a JSON schema with its fields sorted by name
+    table = table.select(sorted(table.column_names))
+    session.catalog.add_arrow(s.table, table, f"jsonStr.`{s.path}`")
+
+
+def _load_csv(session, s) -> None:
+    text = variable_text(session, s.path, "csvStr")
+    table = read_csv(session.con, io.StringIO(text), s.options).to_arrow_table()
+    session.catalog.add_arrow(s.table, table, f"csvStr.`{s.path}`")
+
+
+def _load_script(session, s) -> None:
+    text = variable_text(session, s.path, "script")
+    session.catalog.add_arrow(s.table, pa.table({"content": [text]}), f"script.`{s.path}`")
+
+
+SOURCES = (
+    DataSource("jsonStr", "a variable's text as JSON lines: one object per line", _load_json),
+    DataSource("csvStr", "a variable's text as CSV (options as for csv)", _load_csv, params=CSV_PARAMS),
+    DataSource("script", "a variable's text as a one-row table with column content (e.g. UDF code)", _load_script),
+)
