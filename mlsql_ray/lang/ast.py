@@ -194,3 +194,28 @@ class PythonCell(Statement):
     annotations: Options = field(default_factory=dict)
 
     raw_fields: ClassVar[tuple[str, ...]] = ("code",)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One arm of an ``!if``: its condition (None for ``!else``) and the statements it guards, at
+    the position of its ``!if``/``!elif``/``!else``."""
+
+    condition: str | None
+    statements: tuple[Statement, ...]
+    line: int = field(default=0, compare=False, kw_only=True)
+    col: int = field(default=0, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class If(Statement):
+    """``!if '''COND''';`` … [``!elif '''COND''';`` …]* [``!else;`` …] ``!fi;``
+
+    Built by the parser from the flat ``!`` commands, so an unbalanced ``!if`` is a syntax error
+    before anything runs. The engine evaluates the conditions in order and runs only the first
+    branch whose condition holds; the others are parsed but never run (nor substituted)."""
+
+    keyword: ClassVar[str] = "!if"
+    branches: tuple[Branch, ...]
+
+    raw_fields: ClassVar[tuple[str, ...]] = ("branches",)
