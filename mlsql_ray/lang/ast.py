@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
 from ..errors import MLSQLError
+from . import datevars
 
 Options = Mapping[str, str]
 
@@ -20,14 +21,20 @@ SAVE_MODES = ("overwrite", "append", "errorifexists", "ignore")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
-def substitute(text: str, variables: Mapping[str, str]) -> str:
-    """Replace every ``${name}`` by its value; an unknown name is an error, not silence."""
+def substitute(text: str, variables: Mapping[str, str], strict: bool = True) -> str:
+    """Replace every ``${name}`` by its value, and ``${date...}`` by the built-in date (see
+    ``datevars``). An unknown name is an error, not silence — unless ``strict`` is false, when it
+    stays as written (a ``set`` value may name a variable set later, or a macro's parameter)."""
 
     def value(match: re.Match) -> str:
         name = match.group(1).strip()
-        if name not in variables:
-            raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
-        return variables[name]
+        if name in variables:
+            return variables[name]
+        if datevars.is_date_expression(name):
+            return datevars.evaluate(name)
+        if not strict:
+            return match.group(0)
+        raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
 
     return _VARIABLE.sub(value, text) if "${" in text else text
 
@@ -100,6 +107,14 @@ class Set(Statement):
     key: str
     value: str
     options: Options = field(default_factory=dict)
+
+    def substituted(self, variables: Mapping[str, str]) -> "Set":
+        """As for any statement, except that in a text value a ``${name}`` not (yet) set stays as
+        written, as in Byzer: a macro body's ``${param}`` is filled in when the macro is called."""
+        if self.type not in ("text", "defaultParam"):
+            return super().substituted(variables)
+        done = super(Set, dataclasses.replace(self, value="")).substituted(variables)
+        return dataclasses.replace(done, value=substitute(self.value, variables, strict=False))
 
     @property
     def type(self) -> str:
