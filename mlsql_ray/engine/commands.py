@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from . import delta
+from . import assertions, delta, macros
 from .result import Result
 
 
@@ -59,10 +59,14 @@ def _python(session, s: ast.Command):
 
 
 COMMANDS: dict[str, Callable] = {"show": _show, "desc": _desc, "delta": _delta, "python": _python}
+COMMANDS.update(assertions.COMMANDS)
 
 
 def run_command(session, s: ast.Command):
+    """A built-in command by name; failing that, a macro the user defined with ``set NAME=...;``."""
     handler = COMMANDS.get(s.name.lower())
+    if handler is None and macros.is_macro(session, s.name):
+        return macros.run_macro(session, s)
     if handler is None:
         raise MLSQLError(f"unknown command !{s.name}: known are {', '.join('!' + c for c in COMMANDS)}")
     return handler(session, s)

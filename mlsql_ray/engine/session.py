@@ -20,7 +20,9 @@ from ..raycluster import RayLink
 from ..lang import ast
 from . import delta, files
 from .catalog import Catalog
+from .branches import run_if
 from .commands import run_command
+from .compiletime import evaluate_compile_time_sets
 from .result import PREVIEW_ROWS, Result
 from .sql import duckdb_message, translate
 
@@ -94,6 +96,7 @@ class Session:
         if source is not None:
             self._sources.append(source)
         try:
+            statements = evaluate_compile_time_sets(self, statements)
             for statement in statements:
                 yield from self._run_one(statement)
         finally:
@@ -354,4 +357,5 @@ _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result
     ast.Train: Session._train,
     ast.Register: Session._register,
     ast.Unregister: Session._unregister,
+    ast.If: run_if,
 }
