@@ -497,3 +497,42 @@ def test_byzer_grammar_leniencies(text, expected):
 def test_a_leading_and_runs(session, hello_csv):
     run(session, f'load csv.`{hello_csv}` where and header="true" as t;')
     assert column(session, "t", "hello") == ["world", "byzer"]
+
+
+# -- more of the docs' forms ---------------------------------------------------------------------
+
+def test_macro_argument_may_be_an_unquoted_path(session, tmp_path):
+    path = tmp_path / "hello_world.csv"
+    path.write_text("hello\nworld\n")
+    run(session, f'set loadCsv = QQQload csv.`{{0}}` where header="true" as {{1}}QQQ;\n!loadCsv {path} helloTable;')
+    assert column(session, "helloTable", "hello") == ["world"]
+
+
+def test_a_variable_in_a_condition_is_only_ever_text(session):
+    run(session, """
+set a = "x' or 1=1 or 'y";
+!if QQQ :a == "x" QQQ;
+   select "injected" as r as b;
+!else;
+   select "text" as r as b;
+!fi;
+""")
+    assert column(session, "b", "r") == ["text"]
+
+
+def test_set_doc_examples(session):
+    run(session, """
+set hello="world";
+select "hello ${hello}" as title
+as output;
+select "hello William" as title
+as `${hello}`;
+set stamp=QQQ${date.toString("yyyy")}QQQ;
+set date="a user's date";
+select "${date}" as d, "${stamp}" as y as dates;
+""")
+    assert column(session, "output", "title") == ["hello world"]
+    assert column(session, "world", "title") == ["hello William"]
+    [row] = session.table("dates").to_pylist()
+    assert row["d"] == "a user's date"  # a variable the user sets wins over the built-in
+    assert row["y"] in {str(dt.date.today().year), str(dt.date.today().year - 1)}
