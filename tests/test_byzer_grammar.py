@@ -536,3 +536,20 @@ select "${date}" as d, "${stamp}" as y as dates;
     [row] = session.table("dates").to_pylist()
     assert row["d"] == "a user's date"  # a variable the user sets wins over the built-in
     assert row["y"] in {str(dt.date.today().year), str(dt.date.today().year - 1)}
+
+
+def test_macro_all_arguments_as_a_json_list():
+    from mlsql_ray.engine.macros import expand
+
+    assert expand("select '{:all}' as args as t", ["-ls", "/tmp", "a b"]) == 'select \'["-ls", "/tmp", "a b"]\' as args as t'
+    assert expand("{} {} {5}|{0}", ["x"]) == "x  |x"  # a missing argument is empty text, as in Byzer
+
+
+def test_a_malformed_condition_is_the_users_error_at_its_statement(session):
+    with pytest.raises(MLSQLError) as info:
+        run(session, "select 1 as v as t;\n!assert t QQQ :v > QQQ \"m\";")
+    assert (info.value.line, info.value.message) == (2, "cannot read the condition ''' :v > ''': Required keyword: 'expression' missing for GT")
+
+
+def test_assert_condition_reads_colon_names_as_columns(table1):
+    assert len(result_rows(run(table1, '!assertCondition table1 ":x >= 150";'))) == 4

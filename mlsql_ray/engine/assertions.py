@@ -60,7 +60,7 @@ def _table_and_condition(s: ast.Command) -> tuple[str, exp.Expression]:
     condition = expressions.parse(s.args[1])
     if condition.assignments:
         raise MLSQLError(f"!{s.name} takes one Spark SQL expression over the table's columns")
-    return s.args[0], condition.test
+    return s.args[0], expressions.bind(condition.test, _column)  # `:col` reads as the column here too
 
 
 def _table(name: str) -> exp.Table:

@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import MLSQLError
+from .sql import _description
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,10 @@ def parse(text: str) -> Condition:
     """Parse a condition; a malformed one is the user's mistake (MLSQLError)."""
     try:
         trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
-    except (ParseError, TokenError) as exc:
+    except ParseError as exc:
+        reason = _description(exc.errors[0] if exc.errors else {}, exc)
+        raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {reason}") from exc
+    except TokenError as exc:
         raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {str(exc).splitlines()[0]}") from exc
     if not trees:
         raise MLSQLError("the condition is empty")
