@@ -553,3 +553,19 @@ def test_a_malformed_condition_is_the_users_error_at_its_statement(session):
 
 def test_assert_condition_reads_colon_names_as_columns(table1):
     assert len(result_rows(run(table1, '!assertCondition table1 ":x >= 150";'))) == 4
+
+
+def test_a_condition_calls_a_function_registered_earlier(session):
+    """branch_statement.md §5 registers title() as a Scala UDF; here it is a function the session's
+    DuckDB connection knows, as registered UDFs are: conditions reach it like any select does."""
+    session.con.create_function("title", lambda: "jack", [], "VARCHAR")
+    run(session, """
+!if QQQ title() == "jack" QQQ;
+   select 1 as a as b;
+!else;
+   select 2 as a as b;
+!fi;
+
+select * from b as output;
+""")
+    assert column(session, "output", "a") == [1]
