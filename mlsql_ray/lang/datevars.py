@@ -56,7 +56,6 @@ METHODS: dict[str, tuple[int, Callable]] = {
     "getWeekOfWeekyear": (0, lambda d: d.isocalendar()[1]),
     "getMillis": (0, lambda d: int(d.timestamp() * 1000)),
     "withTimeAtStartOfDay": (0, lambda d: d.replace(hour=0, minute=0, second=0, microsecond=0)),
-    "dayOfMonth": (0, lambda d: d.day),
     "toString": (None, lambda d, pattern=None: to_string(d, pattern)),
 }
 

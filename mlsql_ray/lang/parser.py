@@ -100,12 +100,11 @@ class _Cursor:
         return fmt, self.qualified_name("a `path` in backquotes")
 
     def options(self) -> dict[str, str]:
-        """``[where|options] k="v" [and k="v"]...`` — values must be quoted strings."""
+        """``[where|options] [and] k="v" [and k="v"]...`` — values must be quoted strings."""
         keyword = self.accept_word("where", "options")
         opts: dict[str, str] = {}
         if self._leading_and():  # DSLSQL.g4: `where? expression? booleanExpression*` — `where and k="v"`
             self.i += 1
-            keyword = keyword or self.peek(-1)
         tok, after = self.peek(), self.peek(1)
         if tok is None or tok.type not in (T.WORD, T.BACKQUOTED) or tok.is_word("as", "partitionby"):
             return opts
