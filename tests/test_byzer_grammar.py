@@ -471,11 +471,17 @@ def test_set_mode_must_be_compile_or_runtime():
 
 
 def test_a_text_value_may_name_a_variable_set_later(session):
-    """As with Byzer's templates, ${x} in a text value that is not set yet stays as written."""
+    """As with Byzer's templates, ${x} in a text value that is not set yet stays as written, and
+    is resolved when the value is used."""
     run(session, 'set greeting = QQQhello ${who}QQQ;')
     assert session.variables["greeting"] == "hello ${who}"
-    with pytest.raises(MLSQLError, match="undefined variable"):
-        run(session, 'select "${nobody}" as x as t;')
+    with pytest.raises(MLSQLError, match="undefined variable \\$\\{who\\}"):
+        run(session, 'select "${greeting}" as x as t;')
+    run(session, 'set who = "world";\nselect "${greeting}" as x as t;')
+    assert column(session, "t", "x") == ["hello world"]
+    run(session, 'set loop = QQQ${loop}!QQQ;')
+    with pytest.raises(MLSQLError, match="more than 32 levels deep"):
+        run(session, 'select "${loop}" as x as t;')
 
 
 # -- DSLSQL.g4 leniencies -----------------------------------------------------------------------

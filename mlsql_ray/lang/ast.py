@@ -21,15 +21,21 @@ SAVE_MODES = ("overwrite", "append", "errorifexists", "ignore")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
-def substitute(text: str, variables: Mapping[str, str], strict: bool = True) -> str:
+MAX_SUBSTITUTION_DEPTH = 32
+
+
+def substitute(text: str, variables: Mapping[str, str], strict: bool = True, _depth: int = 0) -> str:
     """Replace every ``${name}`` by its value, and ``${date...}`` by the built-in date (see
     ``datevars``). An unknown name is an error, not silence — unless ``strict`` is false, when it
-    stays as written (a ``set`` value may name a variable set later, or a macro's parameter)."""
+    stays as written (a ``set`` value may name a variable set later, or a macro's parameter).
+    A value that still holds ``${other}`` is resolved in turn, as Byzer re-merges its variables."""
+    if _depth > MAX_SUBSTITUTION_DEPTH:
+        raise MLSQLError(f"variables refer to each other more than {MAX_SUBSTITUTION_DEPTH} levels deep (a loop?): {text[:80]}")
 
     def value(match: re.Match) -> str:
         name = match.group(1).strip()
         if name in variables:
-            return variables[name]
+            return substitute(variables[name], variables, strict, _depth + 1)
         if datevars.is_date_expression(name):
             return datevars.evaluate(name)
         if not strict:
