@@ -479,6 +479,8 @@ def test_a_text_value_may_name_a_variable_set_later(session):
         run(session, 'select "${greeting}" as x as t;')
     run(session, 'set who = "world";\nselect "${greeting}" as x as t;')
     assert column(session, "t", "x") == ["hello world"]
+    run(session, '!if QQQ :greeting == "hello world" QQQ;\n select "yes" as x as t;\n!fi;')
+    assert column(session, "t", "x") == ["yes"]
     run(session, 'set loop = QQQ${loop}!QQQ;')
     with pytest.raises(MLSQLError, match="more than 32 levels deep"):
         run(session, 'select "${loop}" as x as t;')

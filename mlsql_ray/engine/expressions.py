@@ -22,6 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import MLSQLError
+from ..lang.ast import substitute
 from .sql import _description
 
 
@@ -95,7 +96,7 @@ def evaluate(session, text: str, variables: Mapping[str, str | None], line: int,
         if name in declared:
             found = declared[name]
         elif name in variables:
-            found = variables[name]
+            found = substitute(variables[name], variables, strict=False)  # as ${name} would read
         else:
             raise MLSQLError(f"undefined variable :{name} in the condition: set it first with `set {name} = \"...\";`")
         return exp.null() if found is None else exp.Literal.string(found)
