@@ -577,3 +577,28 @@ def test_a_condition_calls_a_function_registered_earlier(session):
 select * from b as output;
 """)
     assert column(session, "output", "a") == [1]
+
+
+def test_table_name_cache_off_forgets_the_tables_of_each_run(session):
+    """branch_statement.md §6: with the switch off, a table from an earlier run cannot stand in
+    for the one an untaken branch would have defined."""
+    script = """
+set __table_name_cache__ = "false";
+!if QQQ {condition} QQQ;
+   select 1 as a as b;
+!else;
+!fi;
+
+select * from b as output;
+"""
+    results = run(session, script.format(condition="1==1"))
+    assert results[-1].table.to_pylist() == [{"a": 1}]
+    assert "b" not in session.catalog.names() and "output" not in session.catalog.names()
+    with pytest.raises(MLSQLError, match="table b is not defined"):
+        run(session, script.format(condition="2==1"))
+
+
+def test_tables_are_kept_between_runs_by_default(session):
+    run(session, "!if QQQ 1==1 QQQ;\n select 1 as a as b;\n!fi;")
+    run(session, "!if QQQ 2==1 QQQ;\n select 2 as a as b;\n!fi;\nselect * from b as output;")
+    assert column(session, "output", "a") == [1]  # Byzer's documented surprise, kept by default

@@ -65,13 +65,19 @@ class Session:
 
     def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
-        includes). Variables set with scope "request" are forgotten when this ends."""
+        includes). Variables set with scope "request" are forgotten when this ends, and so are
+        the tables it defined if ``set __table_name_cache__ = "false";`` (Byzer's switch, so that
+        a table an untaken ``!if`` branch would define does not linger from an earlier run)."""
+        tables_before = set(self.catalog.names())
         try:
             yield from self._run(statements, Path(source).resolve() if source else None)
         finally:
             for key in self._request_variables:
                 self.variables.pop(key, None)
             self._request_variables.clear()
+            if self.variables.get("__table_name_cache__") == "false":
+                for name in set(self.catalog.names()) - tables_before:
+                    self.catalog.remove(name)
 
     def table(self, name: str) -> pa.Table:
         """The named table as Arrow."""
