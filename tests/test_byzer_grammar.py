@@ -602,3 +602,15 @@ def test_tables_are_kept_between_runs_by_default(session):
     run(session, "!if QQQ 1==1 QQQ;\n select 1 as a as b;\n!fi;")
     run(session, "!if QQQ 2==1 QQQ;\n select 2 as a as b;\n!fi;\nselect * from b as output;")
     assert column(session, "output", "a") == [1]  # Byzer's documented surprise, kept by default
+
+
+def test_elif_sees_what_the_if_condition_declared(session):
+    run(session, """
+set a = "x,y";
+!if QQQ select split(:a, ",")[1] as :second, null as :nothing; :second == "z" QQQ;
+   select "if" as w as b;
+!elif QQQ :second == "y" and :nothing is null and "${second}" == "y" QQQ;
+   select "elif" as w as b;
+!fi;
+""")
+    assert column(session, "b", "w") == ["elif"]

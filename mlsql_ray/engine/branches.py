@@ -21,8 +21,8 @@ def run_if(session, s: ast.If) -> Iterator[Result]:
     declared: dict[str, str | None] = {}
     for branch in s.branches:
         if branch.condition is not None:
-            text = substitute(branch.condition, session.variables)
             try:
+                text = substitute(branch.condition, {**session.variables, **_texts(declared)})
                 holds, names = expressions.evaluate(session, text, {**session.variables, **declared}, branch.line, branch.col)
             except MLSQLError as exc:
                 raise exc.at(branch.line, branch.col)  # this !elif's position, not the opening !if's
@@ -35,11 +35,16 @@ def run_if(session, s: ast.If) -> Iterator[Result]:
         return
 
 
+def _texts(declared: dict[str, str | None]) -> dict[str, str]:
+    """The declared variables ``${name}`` can show (a NULL has no text)."""
+    return {k: v for k, v in declared.items() if v is not None}
+
+
 @contextmanager
 def _scoped(variables: dict, declared: dict[str, str | None]):
     """Make ``declared`` visible as variables for the branch, then restore what they hid (unless
     the branch itself set the name again)."""
-    shown = {k: v for k, v in declared.items() if v is not None}
+    shown = _texts(declared)
     hidden = {k: variables[k] for k in shown if k in variables}
     variables.update(shown)
     try:

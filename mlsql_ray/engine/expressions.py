@@ -91,12 +91,15 @@ def evaluate(session, text: str, variables: Mapping[str, str | None], line: int,
     it holds and the variables its assignments declared."""
     condition = parse(text)
     declared: dict[str, str | None] = {}
+    texts = {k: v for k, v in variables.items() if v is not None}
 
     def literal(name: str) -> exp.Expression:
         if name in declared:
             found = declared[name]
         elif name in variables:
-            found = substitute(variables[name], variables, strict=False)  # as ${name} would read
+            found = variables[name]
+            if found is not None:
+                found = substitute(found, texts, strict=False)  # as ${name} would read
         else:
             raise MLSQLError(f"undefined variable :{name} in the condition: set it first with `set {name} = \"...\";`")
         return exp.null() if found is None else exp.Literal.string(found)
