@@ -614,3 +614,10 @@ set a = "x,y";
 !fi;
 """)
     assert column(session, "b", "w") == ["elif"]
+
+
+def test_the_console_completes_branch_and_assert_commands():
+    from mlsql_ray.kernel.assist import complete
+
+    assert complete("!el", 3) == (1, ["elif", "else"])
+    assert complete("!assertnotn", 11) == (1, ["assertnotnull", "assertnotnullthrow"])

@@ -44,8 +44,9 @@ def formats() -> list[str]:
 
 def commands() -> list[str]:
     from ..engine.commands import COMMANDS
+    from ..lang.branches import BRANCH_COMMANDS
 
-    return list(COMMANDS)
+    return [*COMMANDS, *BRANCH_COMMANDS]
 
 
 def annotations() -> list[str]:
