@@ -621,3 +621,14 @@ def test_the_console_completes_branch_and_assert_commands():
 
     assert complete("!el", 3) == (1, ["elif", "else"])
     assert complete("!assertnotn", 11) == (1, ["assertnotnull", "assertnotnullthrow"])
+
+
+def test_compile_mode_sql_sees_the_text_variables_above_it(session):
+    run(session, """
+set n = "41";
+set answer=`select ${n} + 1 as v` where type="sql" and mode="compile";
+select "${answer}" as v as output;
+set n = "0";
+""")
+    assert column(session, "output", "v") == ["42"]
+    assert session.variables["n"] == "0"
