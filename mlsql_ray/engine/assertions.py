@@ -12,7 +12,7 @@ key: …``). Queries are built as sqlglot trees and run through the engine's Spa
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pyarrow as pa
 from sqlglot import exp

@@ -7,8 +7,8 @@ after ``!fi`` the names get their earlier values back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from ..errors import MLSQLError
 from ..lang import ast

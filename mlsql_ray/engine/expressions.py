@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp

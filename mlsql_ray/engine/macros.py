@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 from .. import lang
 from ..errors import MLSQLError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import MLSQLError
 
