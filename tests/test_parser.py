@@ -277,7 +277,8 @@ def test_comment_only_text_has_no_statements() -> None:
 def test_substitute() -> None:
     assert substitute("a ${x} b ${ y }", {"x": "1", "y": "2"}) == "a 1 b 2"
     assert substitute("no variables", {}) == "no variables"
-    assert substitute("${a}", {"a": "${b}"}) == "${b}"  # one pass: values are not re-expanded
+    # a value naming another variable is resolved in turn (Byzer re-merges its variables)
+    assert substitute("${a}", {"a": "${b}", "b": "2"}) == "2"
 
 
 def test_substitute_unknown_variable_is_an_error() -> None:

@@ -13,6 +13,7 @@ import pyarrow as pa
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
+from . import assertions, macros
 from .command_families import filesystem, scripts, show, tables
 from .result import PREVIEW_ROWS, Result
 
@@ -71,7 +72,7 @@ def _python(session, s: ast.Command):
 
 COMMANDS: dict[str, Callable] = {
     "desc": _desc, "delta": _delta, "python": _python,
-    **show.COMMANDS, **filesystem.COMMANDS, **tables.COMMANDS, **scripts.COMMANDS,
+    **show.COMMANDS, **filesystem.COMMANDS, **tables.COMMANDS, **scripts.COMMANDS, **assertions.COMMANDS,
 }
 
 
@@ -90,6 +91,8 @@ def run_command(session, s: ast.Command):
 
 
 def unknown_command(session, s: ast.Command):
-    """Where every ``!NAME`` that is no command ends up: the one place to try other meanings
-    (a macro set as a variable) before giving up."""
+    """Where every ``!NAME`` that is no command ends up: a macro the user defined with
+    ``set NAME='...{}...';``, or an error listing the commands."""
+    if macros.is_macro(session, s.name):
+        return macros.run_macro(session, s)
     raise MLSQLError(f"unknown command !{s.name}: known are {', '.join('!' + c for c in COMMANDS)}")

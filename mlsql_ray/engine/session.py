@@ -23,7 +23,9 @@ from ..storage import delta, rows as file_rows
 from . import datasources
 from .datasources import jdbc
 from .catalog import Catalog
+from .branches import run_if
 from .commands import run_command
+from .compiletime import evaluate_compile_time_sets
 from .result import PREVIEW_ROWS, Result
 from .sql import duckdb_message, translate
 
@@ -74,7 +76,10 @@ class Session:
     def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
         includes). Variables set with scope "request", and tables cached with ``!cache T script``,
-        are forgotten when this ends."""
+        are forgotten when this ends, and so are the tables it defined if
+        ``set __table_name_cache__ = "false";`` (Byzer's switch, so that a table an untaken ``!if``
+        branch would define does not linger from an earlier run)."""
+        tables_before = set(self.catalog.names())
         try:
             yield from self._run(statements, Path(source).resolve() if source else None)
         finally:
@@ -82,6 +87,9 @@ class Session:
             for key in self._request_variables:
                 self.variables.pop(key, None)
             self._request_variables.clear()
+            if self.variables.get("__table_name_cache__") == "false":
+                for name in set(self.catalog.names()) - tables_before:
+                    self.catalog.remove(name)
 
     def table(self, name: str) -> pa.Table:
         """The named table as Arrow."""
@@ -106,6 +114,7 @@ class Session:
         if source is not None:
             self._sources.append(source)
         try:
+            statements = evaluate_compile_time_sets(self, statements)
             for statement in statements:
                 yield from self._run_one(statement)
         finally:
@@ -348,4 +357,5 @@ _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result
     ast.Register: Session._register,
     ast.Unregister: Session._unregister,
     ast.Connect: Session._connect,
+    ast.If: run_if,
 }

@@ -46,8 +46,9 @@ def formats() -> list[str]:
 
 def commands() -> list[str]:
     from ..engine.commands import COMMANDS
+    from ..lang.branches import BRANCH_COMMANDS
 
-    return list(COMMANDS)
+    return [*COMMANDS, *BRANCH_COMMANDS]
 
 
 def annotations() -> list[str]:
@@ -281,7 +282,7 @@ def is_complete(code: str) -> dict:
     try:
         lang.parse(code)
     except MLSQLSyntaxError as exc:
-        if exc.message.startswith(("missing ';'", "unterminated")):
+        if exc.message.startswith(("missing ';'", "unterminated", "this !if has no matching !fi")):
             return {"status": "incomplete", "indent": ""}
         return {"status": "invalid"}
     except Exception:  # noqa: BLE001 - e.g. a ${} error: let the execution say what is wrong

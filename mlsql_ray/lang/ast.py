@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
 
 from ..errors import MLSQLError
+from . import datevars
 
 Options = Mapping[str, str]
 
@@ -20,14 +21,26 @@ SAVE_MODES = ("overwrite", "append", "errorifexists", "ignore")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
-def substitute(text: str, variables: Mapping[str, str]) -> str:
-    """Replace every ``${name}`` by its value; an unknown name is an error, not silence."""
+MAX_SUBSTITUTION_DEPTH = 32
+
+
+def substitute(text: str, variables: Mapping[str, str], strict: bool = True, _depth: int = 0) -> str:
+    """Replace every ``${name}`` by its value, and ``${date...}`` by the built-in date (see
+    ``datevars``). An unknown name is an error, not silence — unless ``strict`` is false, when it
+    stays as written (a ``set`` value may name a variable set later, or a macro's parameter).
+    A value that still holds ``${other}`` is resolved in turn, as Byzer re-merges its variables."""
+    if _depth > MAX_SUBSTITUTION_DEPTH:
+        raise MLSQLError(f"variables refer to each other more than {MAX_SUBSTITUTION_DEPTH} levels deep (a loop?): {text[:80]}")
 
     def value(match: re.Match) -> str:
         name = match.group(1).strip()
-        if name not in variables:
-            raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
-        return variables[name]
+        if name in variables:
+            return substitute(variables[name], variables, strict, _depth + 1)
+        if datevars.is_date_expression(name):
+            return datevars.evaluate(name)
+        if not strict:
+            return match.group(0)
+        raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
 
     return _VARIABLE.sub(value, text) if "${" in text else text
 
@@ -100,6 +113,14 @@ class Set(Statement):
     key: str
     value: str
     options: Options = field(default_factory=dict)
+
+    def substituted(self, variables: Mapping[str, str]) -> "Set":
+        """As for any statement, except that in a text value a ``${name}`` not (yet) set stays as
+        written, as in Byzer: a macro body's ``${param}`` is filled in when the macro is called."""
+        if self.type not in ("text", "defaultParam"):
+            return super().substituted(variables)
+        done = super(Set, dataclasses.replace(self, value="")).substituted(variables)
+        return dataclasses.replace(done, value=substitute(self.value, variables, strict=False))
 
     @property
     def type(self) -> str:
@@ -194,3 +215,28 @@ class PythonCell(Statement):
     annotations: Options = field(default_factory=dict)
 
     raw_fields: ClassVar[tuple[str, ...]] = ("code",)
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One arm of an ``!if``: its condition (None for ``!else``) and the statements it guards, at
+    the position of its ``!if``/``!elif``/``!else``."""
+
+    condition: str | None
+    statements: tuple[Statement, ...]
+    line: int = field(default=0, compare=False, kw_only=True)
+    col: int = field(default=0, compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class If(Statement):
+    """``!if '''COND''';`` … [``!elif '''COND''';`` …]* [``!else;`` …] ``!fi;``
+
+    Built by the parser from the flat ``!`` commands, so an unbalanced ``!if`` is a syntax error
+    before anything runs. The engine evaluates the conditions in order and runs only the first
+    branch whose condition holds; the others are parsed but never run (nor substituted)."""
+
+    keyword: ClassVar[str] = "!if"
+    branches: tuple[Branch, ...]
+
+    raw_fields: ClassVar[tuple[str, ...]] = ("branches",)

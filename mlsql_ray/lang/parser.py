@@ -11,7 +11,7 @@ import re
 from typing import Callable
 
 from ..errors import MLSQLSyntaxError
-from . import ast
+from . import ast, branches
 from .tokens import T, Token, Tokenizer
 
 _CELL_MARKER = re.compile(r"^[ \t]*--[ \t]*%%")
@@ -100,9 +100,11 @@ class _Cursor:
         return fmt, self.qualified_name("a `path` in backquotes")
 
     def options(self) -> dict[str, str]:
-        """``[where|options] k="v" [and k="v"]...`` — values must be quoted strings."""
+        """``[where|options] [and] k="v" [and k="v"]...`` — values must be quoted strings."""
         keyword = self.accept_word("where", "options")
         opts: dict[str, str] = {}
+        if self._leading_and():  # DSLSQL.g4: `where? expression? booleanExpression*` — `where and k="v"`
+            self.i += 1
         tok, after = self.peek(), self.peek(1)
         if tok is None or tok.type not in (T.WORD, T.BACKQUOTED) or tok.is_word("as", "partitionby"):
             return opts
@@ -123,6 +125,12 @@ class _Cursor:
             self.option_values[key] = value
             if not self.accept_word("and"):
                 return opts
+
+    def _leading_and(self) -> bool:
+        """An ``and`` that opens an option list (``and k="v"``), as Byzer's grammar allows."""
+        tok, key, sign = self.peek(), self.peek(1), self.peek(2)
+        return (tok is not None and tok.is_word("and") and key is not None and key.type in (T.WORD, T.BACKQUOTED)
+                and sign is not None and (sign.is_symbol("=") or sign.is_symbol(".")))
 
     def finish(self, what: str) -> None:
         tok = self.peek()
@@ -220,6 +228,9 @@ class Parser:
         scope = options.get("scope", "session")
         if scope not in ("session", "request"):
             raise c.error_at(c.option_values["scope"], f"set scope must be session or request, not '{scope}'")
+        mode = options.get("mode", "runtime")
+        if mode not in ("compile", "runtime"):
+            raise c.error_at(c.option_values["mode"], f"set mode must be compile or runtime, not '{mode}'")
         c.finish("the set statement")
         return ast.Set(key=key, value=value, options=options)
 
@@ -253,7 +264,7 @@ class Parser:
         fmt, path = c.format_and_path()
         options = c.options()
         output = None
-        if c.accept_word("as"):
+        while c.accept_word("as"):  # DSLSQL.g4: asTableName* — Byzer keeps the last
             output = c.name("an output table name after 'as'")
         c.finish(f"the {verb} statement")
         code = c.option_values.get("code")
@@ -363,7 +374,8 @@ def python_cell(text: str, first_line: int = 1) -> ast.PythonCell | None:
 
 
 def parse(text: str) -> list[ast.Statement]:
-    """Parse a whole script or cell; raises MLSQLSyntaxError before anything could run."""
+    """Parse a whole script or cell; raises MLSQLSyntaxError before anything could run.
+    ``!if``/``!elif``/``!else``/``!fi`` come back nested as ``ast.If`` statements."""
     statements: list[ast.Statement] = []
     for first_line, cell in split_cells(text):
         as_python = python_cell(cell, first_line)
@@ -371,4 +383,4 @@ def parse(text: str) -> list[ast.Statement]:
             statements.append(as_python)
         else:
             statements.extend(Parser(cell, first_line).statements())
-    return statements
+    return branches.nest(statements, text)
