@@ -62,7 +62,10 @@ def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, options: dict[str
     if fmt == "json":
         return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
     if fmt == "text":
-        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
+        try:
+            table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
+        except OSError as exc:
+            raise MLSQLError(f"cannot load text from {exc.filename or path}: {exc.strerror}") from exc
         return con.from_arrow(table)
     raise MLSQLError(f"unknown format {fmt!r}")
 
@@ -85,7 +88,10 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         copy_options.append(f"HEADER {str(_truthy(options.get('header'), False)).lower()}")
         copy_options.append(f"DELIMITER {exp.Literal.string(options.get('delimiter', ',')).sql('duckdb')}")
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    staging.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     source = exp.to_identifier(view, quoted=True).sql("duckdb")
     if partition_by:
         cols = ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in partition_by)
@@ -100,6 +106,8 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         _publish(staging, path, append=mode == "append")
     except duckdb.Error as exc:
         raise MLSQLError(f"cannot save as {fmt} to {path}: {exc}") from exc
+    except OSError as exc:  # moving the finished files into place: the user's folder, its permissions
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return rows
