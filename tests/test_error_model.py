@@ -10,15 +10,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mlsql_ray import InternalError, MLSQLError, MLSQLSyntaxError, Session, parse
+from mlsql_ray import InternalError, MLSQLError, MLSQLSyntaxError, parse
 from mlsql_ray.display import render_html, render_text
 from mlsql_ray.engine import commands
 
@@ -162,21 +160,20 @@ def test_a_bug_in_an_included_script_keeps_the_included_position(session, broken
     assert (info.value.source, info.value.line) == (str((tmp_path / "inner.mlsql").resolve()), 3)
 
 
-CLI_WITH_BROKEN_COMMAND = ("import sys; from mlsql_ray.engine.commands import COMMANDS; "
-                           "COMMANDS['broken'] = lambda session, s: len(None); "
-                           "from mlsql_ray.cli import main; sys.exit(main(sys.argv[1:]))")
+# A script's own Python cell (runIn=driver: the session's process) registers a ! command with a bug
+# in it, through the registry every command is in: no patching of mlsql-ray's own functions.
+REGISTER_BROKEN = ("--%python\nfrom mlsql_ray.engine import commands\n"
+                   "commands.COMMANDS['broken'] = lambda session, s: len(None)\n")
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_cli_shows_a_bug_as_a_bug(tmp_path, verbose):
+def test_cli_shows_a_bug_as_a_bug(run_cli, tmp_path, verbose):
     script = tmp_path / "job.mlsql"
-    script.write_text("select 1 as a as t;\n!broken;\n")
-    done = subprocess.run([sys.executable, "-c", CLI_WITH_BROKEN_COMMAND, "run", str(script),
-                           "--warehouse", str(tmp_path / "warehouse"), *(["--verbose"] if verbose else [])],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    script.write_text(f"{REGISTER_BROKEN}-- %%\nselect 1 as a as t;\n!broken;\n")
+    done = run_cli("run", str(script), "--warehouse", str(tmp_path / "warehouse"), *(["--verbose"] if verbose else []))
     assert done.returncode == 3
     first = done.stderr.split("\n")[0]
-    assert first.startswith(f"{script}:2:1: internal error (a bug in mlsql-ray): TypeError"), done.stderr
+    assert first.startswith(f"{script}:6:1: internal error (a bug in mlsql-ray): TypeError"), done.stderr
     if verbose:
         assert "Traceback (most recent call last)" in done.stderr
         assert "TypeError: object of type 'NoneType' has no len()" in done.stderr  # the cause, with its own traceback
@@ -225,3 +222,17 @@ def test_kernel_html_shows_both_columns_aligned(kernel):
     cells = re.findall(r"<td[^>]*>(.*?)</td>", page)
     assert header == ["a", "a", "b"] and cells == ["1", "two", "3.5"]
     assert data["text/plain"].split("\n")[0].split() == ["a", "a", "b"]
+
+
+def test_kernel_replies_to_a_bug_with_its_traceback(kernel):
+    k, _ = kernel
+    k.ok(REGISTER_BROKEN)
+    try:
+        reply, _ = k.execute("select 1 as a as t;\n!broken;")
+    finally:
+        k.ok("--%python\nfrom mlsql_ray.engine import commands\ncommands.COMMANDS.pop('broken')\n")
+    assert reply["status"] == "error" and reply["ename"] == "InternalError"
+    assert reply["evalue"].startswith("internal error (a bug in mlsql-ray): TypeError")
+    traceback = "\n".join(reply["traceback"])
+    assert "Traceback (most recent call last)" in traceback and "direct cause of the following exception" in traceback
+    assert "object of type 'NoneType' has no len()" in traceback
