@@ -1,7 +1,8 @@
 """``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks.
 
 Errors print as ``FILE:LINE:COL: message`` on stderr with a non-zero exit; ``--verbose`` adds
-the Python traceback.
+the Python traceback. A bug in mlsql-ray (an ``InternalError``) says so, with a hint to run again
+with ``--verbose`` for its traceback.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import traceback
 from pathlib import Path
 
 from . import progress
-from .errors import MLSQLError, MLSQLSyntaxError
+from .errors import InternalError, MLSQLError, MLSQLSyntaxError
+
+INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
 
 
 def notebook_cells(text: str) -> list[str]:
     """The code cells of an ``.ipynb`` notebook, in order."""
-    notebook = json.loads(text)
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MLSQLError(f"not a notebook (an .ipynb file is JSON): {exc.msg}", exc.lineno, exc.colno) from exc
     cells = []
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "code":
@@ -57,8 +63,8 @@ def run_file(args: argparse.Namespace) -> int:
     path: Path = args.file
     try:
         text = path.read_text()
-    except OSError as exc:
-        print(f"{path}: cannot read: {exc.strerror}", file=sys.stderr)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
     cell = None  # for notebooks, the number of the cell being parsed or run
     try:
@@ -76,16 +82,22 @@ def run_file(args: argparse.Namespace) -> int:
                         print(f"{path}: warning: {warning}", file=sys.stderr)
                     print(render_text(result.table, result.num_rows) if result.table is not None else result.message, flush=True)
     except MLSQLError as exc:
-        included = exc.source and Path(exc.source) != path.resolve()
-        where = exc.source if included else str(path)
-        in_cell = f" (in cell {cell})" if path.suffix == ".ipynb" and not included else ""
-        print(_format_error(where, exc, in_cell), file=sys.stderr)
+        print(_format_error(path, cell, exc), file=sys.stderr)
         if args.verbose:
             traceback.print_exc()
         return 1
     except KeyboardInterrupt:
         print(f"{path}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - not the user's mistake: a bug, shown as one
+        internal = exc if isinstance(exc, InternalError) else InternalError(exc, None, None)
+        print(_format_error(path, cell, internal), file=sys.stderr)
+        if args.verbose:
+            traceback.print_exception(exc)
+        else:
+            print("This is a bug in mlsql-ray, not in your script; run again with --verbose to see its traceback "
+                  "(and please report it).", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT
     return 0
 
 
@@ -101,7 +113,12 @@ def _print_progress(kind: str, event: dict) -> None:
               file=sys.stderr, flush=True)
 
 
-def _format_error(where: str, exc: MLSQLError, suffix: str = "") -> str:
+def _format_error(path: Path, cell: int | None, exc: MLSQLError | InternalError) -> str:
+    """``FILE:LINE:COL: message``: FILE is the included script the error is in, if any; a
+    notebook's error says which cell it is in."""
+    included = exc.source and Path(exc.source) != path.resolve()
+    where = exc.source if included else str(path)
+    suffix = f" (in cell {cell})" if path.suffix == ".ipynb" and cell is not None and not included else ""
     if exc.line is None:
         return f"{where}: {exc.message}{suffix}"
     text = f"{where}:{exc.line}:{exc.column}: {exc.message}{suffix}"

@@ -36,7 +36,7 @@ def render_text(table: pa.Table, num_rows: int | None = None, max_rows: int = 20
     shown = table.slice(0, max_rows)
     headers = [f"{f.name}" for f in shown.schema]
     types = [_short_type(f.type) for f in shown.schema]
-    rows = [[cell_text(v) for v in row.values()] for row in shown.to_pylist()]
+    rows = [[cell_text(v) for v in row] for row in _rows(shown)]
     widths = [max([len(h), len(t)] + [len(r[i]) for r in rows]) for i, (h, t) in enumerate(zip(headers, types))]
 
     def line(cells):
@@ -60,10 +60,10 @@ def render_html(table: pa.Table, num_rows: int | None = None, max_rows: int = 20
         for f, num in zip(shown.schema, numeric)
     )
     body = []
-    for row in shown.to_pylist():
+    for row in _rows(shown):
         cells = "".join(
             f'<td style="text-align:{"right" if num else "left"}">{html.escape(cell_text(v))}</td>'
-            for v, num in zip(row.values(), numeric)
+            for v, num in zip(row, numeric)
         )
         body.append(f"<tr>{cells}</tr>")
     return (
@@ -72,6 +72,12 @@ def render_html(table: pa.Table, num_rows: int | None = None, max_rows: int = 20
         f'<p style="opacity:0.7;margin-top:0.3em">{html.escape(footer(table, shown, num_rows, more))}</p>'
         "</div>"
     )
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    """The rows as tuples in column order. Not ``to_pylist()``: its dicts keep one of two columns
+    with the same name (``select 1 as a, 2 as a``, which Spark returns as two columns ``a``)."""
+    return list(zip(*(column.to_pylist() for column in table.columns)))
 
 
 def footer(table: pa.Table, shown: pa.Table, num_rows: int | None, more: bool = False) -> str:

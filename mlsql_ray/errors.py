@@ -1,7 +1,9 @@
-"""The two error types users see: a syntax error before anything runs, an execution error after.
+"""The two error types for users' mistakes: a syntax error before anything runs, an execution
+error after. Both carry the position of the offending text (1-based line and column) so every
+front end (CLI, kernel, Python) can point at it the same way.
 
-Both carry the position of the offending text (1-based line and column) so every front end
-(CLI, kernel, Python) can point at it the same way.
+Anything else that escapes a statement is a bug in mlsql-ray: an ``InternalError`` that keeps the
+original exception (and its traceback) as its cause.
 """
 
 from __future__ import annotations
@@ -46,3 +48,17 @@ class MLSQLSyntaxError(MLSQLError):
     def __str__(self) -> str:
         text = f"{self.line}:{self.column}: {self.message}"
         return f"{text}\n{self.caret}" if self.source_line else text
+
+
+class InternalError(Exception):
+    """A bug in mlsql-ray, not the user's mistake: the exception a statement raised that no code
+    turned into an ``MLSQLError``. ``__cause__`` is that exception (its traceback is the one to
+    read); ``line``/``column``/``source`` say which statement was running."""
+
+    def __init__(self, cause: BaseException, line: int | None, column: int | None, source: str | None = None):
+        super().__init__(f"internal error (a bug in mlsql-ray): {type(cause).__name__}: {cause}")
+        self.message = str(self)
+        self.cause = cause
+        self.line = line
+        self.column = column
+        self.source = source

@@ -61,6 +61,12 @@ class _TypeParser:
             value, pos = self.tokens[self.i]
             raise self.error(f"unexpected {value!r}", pos)
 
+    def number(self) -> int:
+        if self.peek() is None or not self.peek().isdigit():
+            where = self.tokens[self.i][1] if self.i < len(self.tokens) else None
+            raise self.error(f"expected a number, found {self.peek() or 'the end'!r}", where)
+        return int(self.take())
+
     def name(self) -> str:
         value = self.take()
         return value[1:-1] if value.startswith("`") else value
@@ -85,11 +91,13 @@ class _TypeParser:
             precision, scale = 10, 0
             if self.peek() == "(":
                 self.take("(")
-                precision = int(self.take())
+                precision = self.number()
                 if self.peek() == ",":
                     self.take(",")
-                    scale = int(self.take())
+                    scale = self.number()
                 self.take(")")
+            if not 1 <= precision <= 38 or scale > precision:
+                raise self.error(f"decimal({precision},{scale}) is out of range: precision 1 to 38, scale at most the precision")
             return pa.decimal128(precision, scale)
         if word in _SIMPLE:
             return _SIMPLE[word]
@@ -136,16 +144,37 @@ class _TypeParser:
 
 
 def _from_spark_json(spec) -> pa.DataType:
+    """A type of Spark's StructType JSON: a type name, or an object for struct, array and map."""
     if isinstance(spec, str):
         return _TypeParser(spec).type()
-    kind = spec.get("type")
+    kind = _member(spec, "type", str)
     if kind == "struct":
-        return pa.struct([pa.field(f["name"], _from_spark_json(f["type"]), f.get("nullable", True)) for f in spec["fields"]])
+        return pa.struct([_json_field(f) for f in _member(spec, "fields", list)])
     if kind == "array":
-        return pa.list_(_from_spark_json(spec["elementType"]))
+        return pa.list_(_from_spark_json(_member(spec, "elementType")))
     if kind == "map":
-        return pa.map_(_from_spark_json(spec["keyType"]), _from_spark_json(spec["valueType"]))
+        return pa.map_(_from_spark_json(_member(spec, "keyType")), _from_spark_json(_member(spec, "valueType")))
     raise MLSQLError(f"bad --%schema JSON: unknown type {kind!r}")
+
+
+def _json_field(spec) -> pa.Field:
+    nullable = spec.get("nullable", True) if isinstance(spec, dict) else True
+    if not isinstance(nullable, bool):
+        raise MLSQLError(f"bad --%schema JSON: \"nullable\" must be true or false in {json.dumps(spec)[:80]}")
+    return pa.field(_member(spec, "name", str), _from_spark_json(_member(spec, "type")), nullable)
+
+
+def _member(spec, key: str, kind: type | None = None):
+    """``spec[key]``, or an error saying which object lacks it (Spark's JSON has no optional parts here)."""
+    if not isinstance(spec, dict):
+        raise MLSQLError(f"bad --%schema JSON: expected an object with \"{key}\", found {json.dumps(spec)[:80]}")
+    if key not in spec:
+        raise MLSQLError(f"bad --%schema JSON: {json.dumps(spec)[:80]} has no \"{key}\"")
+    value = spec[key]
+    if kind is not None and not isinstance(value, kind):
+        raise MLSQLError(f"bad --%schema JSON: \"{key}\" must be a {'string' if kind is str else 'list'}, "
+                         f"not {json.dumps(value)[:40]}")
+    return value
 
 
 def parse_schema(text: str) -> pa.Schema:
@@ -159,6 +188,8 @@ def parse_schema(text: str) -> pa.Schema:
         except json.JSONDecodeError as exc:
             raise MLSQLError(f"bad --%schema JSON: {exc}") from exc
         struct = _from_spark_json(spec)
+        if not pa.types.is_struct(struct):
+            raise MLSQLError(f"bad --%schema JSON: a result schema is a struct (\"type\": \"struct\"), not {struct}")
         return pa.schema(list(struct))
     parser = _TypeParser(text)
     if text.lower().startswith("st("):

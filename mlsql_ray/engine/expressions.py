@@ -23,7 +23,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ..errors import MLSQLError
 from ..lang.ast import substitute
-from .sql import _description
+from ..lang.sql import parse_error_description
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def parse(text: str) -> Condition:
     try:
         trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
     except ParseError as exc:
-        reason = _description(exc.errors[0] if exc.errors else {}, exc)
+        reason = parse_error_description(exc.errors[0] if exc.errors else {}, exc)
         raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {reason}") from exc
     except TokenError as exc:
         raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {str(exc).splitlines()[0]}") from exc

@@ -61,7 +61,11 @@ def read_json(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[st
 
 
 def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
-    return con.from_arrow(pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]}))
+    try:
+        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
+    except OSError as exc:
+        raise MLSQLError(f"cannot load text from {exc.filename}: {exc.strerror}") from exc
+    return con.from_arrow(table)
 
 
 def read_csv(con: duckdb.DuckDBPyConnection, source, options: dict[str, str], hive: bool = False) -> duckdb.DuckDBPyRelation:
@@ -94,7 +98,10 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         separator = options.get("sep", options.get("delimiter", ","))
         copy_options.append(f"DELIMITER {exp.Literal.string(separator).sql('duckdb')}")
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
-    staging.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     source = exp.to_identifier(view, quoted=True).sql("duckdb")
     if partition_by:
         cols = ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in partition_by)
@@ -109,6 +116,8 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         _publish(staging, path, append=mode == "append")
     except duckdb.Error as exc:
         raise MLSQLError(f"cannot save as {fmt} to {path}: {exc}") from exc
+    except OSError as exc:  # moving the finished files into place: the user's folder, its permissions
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return rows

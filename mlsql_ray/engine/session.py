@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .. import lang
 from ..config import resolve as resolve_config
-from ..errors import MLSQLError
+from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
@@ -135,22 +135,27 @@ class Session:
                 yield from outcome
         except MLSQLError as exc:
             raise self._locate(exc, statement)
-        except duckdb.Error as exc:
+        except duckdb.Error as exc:  # the user's SQL, data or file, as DuckDB saw it
             raise self._locate(MLSQLError(duckdb_message(exc, self.catalog.names())), statement) from exc
-        except (OSError, ValueError, TypeError, pa.ArrowException) as exc:
-            raise self._locate(MLSQLError(f"{type(exc).__name__}: {exc}"), statement) from exc
-        except RuntimeError as exc:
-            if str(exc).strip() == "Query interrupted":  # DuckDB's answer to Ctrl-C: an interrupt, not a crash
+        except InternalError:
+            raise  # from a statement of an included script: it knows its own position
+        except Exception as exc:  # noqa: BLE001 - user mistakes are MLSQLErrors by now: anything else is our bug
+            if isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted":
+                # DuckDB's answer to Ctrl-C: an interrupt, not a crash
                 raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
-            raise
+            raise InternalError(exc, statement.line, statement.col, self._source()) from exc
 
     def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
         """Give the error the statement's position and file. Done here, while the statement's
         file is still on the include stack: once the error leaves an include, the including
         statement would otherwise claim it (its file, the included file's line)."""
-        if exc.source is None and self._sources:
-            exc.source = str(self._sources[-1])
+        if exc.source is None:
+            exc.source = self._source()
         return exc.at(statement.line, statement.col)
+
+    def _source(self) -> str | None:
+        """The file whose statement is running (the innermost include), if any."""
+        return str(self._sources[-1]) if self._sources else None
 
     # -- one method per statement -------------------------------------------------------------
 
@@ -209,7 +214,11 @@ class Session:
         if len(self._sources) >= MAX_INCLUDE_DEPTH:
             raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
         try:
-            statements = lang.parse(path.read_text())
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MLSQLError(f"cannot include {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        try:
+            statements = lang.parse(text)
         except MLSQLError as exc:
             exc.source = str(path)
             raise exc

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..errors import MLSQLSyntaxError
+from ..errors import MLSQLError, MLSQLSyntaxError
 from . import ast, branches
+from .sql import translate
 from .tokens import T, Token, Tokenizer
 
 _CELL_MARKER = re.compile(r"^[ \t]*--[ \t]*%%")
@@ -207,7 +208,19 @@ class Parser:
         # end at the last SQL token, not at 'as': a trailing `-- comment` kept in the text would
         # swallow whatever the engine puts after the query
         sql = self.text[tokens[0].start : tokens[-3].end]
+        self._check_sql(sql, tokens[0].line, tokens[0].col)
         return ast.Select(sql=sql, table=tokens[-1].value)
+
+    def _check_sql(self, sql: str, line: int, col: int) -> None:
+        """Translate Spark SQL now, so a script with a SQL syntax error runs nothing. SQL with
+        ``${}`` is only known once its variables are set: it is checked when it runs. The
+        translation is cached, so the run does not pay for it twice."""
+        if "${" in sql:
+            return
+        try:
+            translate(sql, line, col)
+        except MLSQLError as exc:
+            raise self.tokenizer.error(exc.message, exc.line, exc.column) from exc
 
     def _set(self, c: _Cursor) -> ast.Set:
         c.next()
@@ -225,6 +238,8 @@ class Parser:
         kind = options.get("type", "text")
         if kind not in ("text", "sql", "shell", "conf", "defaultParam"):
             raise c.error_at(c.option_values["type"], f"set type must be text, sql, shell, conf or defaultParam, not '{kind}'")
+        if kind == "sql":
+            self._check_sql(value, tok.line, tok.col + _OPENING_QUOTE.get(tok.type, 0))
         scope = options.get("scope", "session")
         if scope not in ("session", "request"):
             raise c.error_at(c.option_values["scope"], f"set scope must be session or request, not '{scope}'")
@@ -303,6 +318,9 @@ class Parser:
                 args.append(piece)
             prev_end = tok.end
         return ast.Command(name=name_tok.value, args=tuple(args))
+
+
+_OPENING_QUOTE = {T.STRING: 1, T.BLOCK_STRING: 3, T.BACKQUOTED: 1}  # where a quoted value's text starts
 
 
 def _is_as(tok: Token | None) -> bool:

@@ -65,13 +65,25 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
         try:
             return DeltaTable(str(path), version=int(version))
         except Exception as exc:
-            latest = DeltaTable(str(path)).version()
+            latest = _read_log(path, name).version()
             raise MLSQLError(f"Delta table {name} has no version {version} (latest is {latest})") from exc
-    table = DeltaTable(str(path))
+    table = _read_log(path, name)
     stamp = options.get("timestampAsOf")
     if stamp is not None:
         table.load_as_version(_version_at(table, name, stamp))
     return table
+
+
+def _read_log(path: Path, name: str):
+    """The table at its latest version; a log deltalake cannot read (damaged, or written with
+    features it lacks) is the table's problem, said as such."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        return DeltaTable(str(path))
+    except (DeltaError, OSError) as exc:
+        raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
 
 
 def _version_at(table, name: str, stamp: str) -> int:
@@ -230,7 +242,7 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
         ), cancelled)
-    except (DeltaError, pa.ArrowException) as exc:
+    except (DeltaError, pa.ArrowException, OSError) as exc:  # OSError: a mode="path" folder that cannot be made
         raise MLSQLError(_delta_message(name, exc)) from exc
     except Exception as exc:  # noqa: BLE001 - deltalake raises bare Exceptions too ("Cast error: Cannot cast string 'x' to Int64")
         if type(exc) is not Exception:

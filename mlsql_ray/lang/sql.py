@@ -1,0 +1,96 @@
+"""Spark SQL → DuckDB SQL with sqlglot, and the mapping of sqlglot's errors onto the script.
+
+Pure (sqlglot only, no I/O): the parser translates every select whose SQL is fully known while it
+parses the script, so a SQL syntax error stops the script before anything runs; the engine asks
+again when the statement runs and gets the cached translation. SQL is only ever rewritten as
+sqlglot trees, never by string surgery.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+
+from ..errors import MLSQLError
+
+Translation = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
+
+_TOO_DEEP = ("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of "
+             "parentheses or subqueries)")
+
+
+def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
+    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads, calls of
+    functions sqlglot does not know, as (name, first argument) — model functions among them).
+
+    ``line``/``col``: where the SQL starts in the script, so an error points into the script,
+    not into the query."""
+    try:
+        return _translate(spark_sql)
+    except MLSQLError as exc:  # positioned within the SQL text: move it to the script
+        where_line = line + (exc.line or 1) - 1
+        where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
+        raise MLSQLError(exc.message, where_line, where_col) from exc.__cause__
+
+
+@lru_cache(maxsize=1024)
+def _translate(spark_sql: str) -> Translation:
+    """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text alone:
+    the parser's check and the run share one translation, notebooks re-run the same cells,
+    and translating costs about as much as running a small query."""
+    try:
+        trees = sqlglot.parse(spark_sql, read="spark")
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        raise MLSQLError(f"SQL syntax error{_near(first)}: {parse_error_description(first, exc)}",
+                         first.get("line") or 1, first.get("col") or 1) from exc
+    except TokenError as exc:  # an unclosed quote or comment inside the SQL, e.g. x'zz' or "abc
+        raise MLSQLError(f"SQL syntax error: {str(exc).splitlines()[0]}") from exc
+    except RecursionError as exc:
+        raise MLSQLError(_TOO_DEEP) from exc
+    except Exception as exc:  # noqa: BLE001 - sqlglot trips over some odd input, e.g. IndexError on `map(0)`
+        raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})") from exc
+    trees = [t for t in trees if t is not None]
+    if len(trees) != 1:
+        raise MLSQLError(f"expected one SQL query, found {len(trees)}")
+    try:
+        _spark_range(trees[0])
+        tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
+        calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
+        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
+    except UnsupportedError as exc:
+        raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
+    except RecursionError as exc:
+        raise MLSQLError(_TOO_DEEP) from exc
+    except Exception as exc:  # noqa: BLE001 - as above
+        raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})") from exc
+
+
+def _spark_range(tree: exp.Expression) -> None:
+    """Spark's ``range(...)`` table has one column ``id``; DuckDB's has ``range``. Read from
+    ``(SELECT range AS id FROM range(...))`` instead (Spark's 4th argument, the number of
+    partitions, means nothing here)."""
+    for table in list(tree.find_all(exp.Table)):
+        call = table.this
+        if isinstance(call, exp.Anonymous) and call.name.lower() == "range":
+            rows = exp.Table(this=exp.Anonymous(this="range", expressions=call.expressions[:3]))
+            select = exp.select(exp.alias_(exp.column("range"), "id")).from_(rows)
+            table.replace(exp.Subquery(this=select, alias=table.args.get("alias")))
+
+
+_SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
+
+
+def parse_error_description(error: dict, exc: ParseError) -> str:
+    """sqlglot's description without its Python class names (``<class '...EQ'>`` → ``EQ``)."""
+    text = error.get("description") or str(exc).splitlines()[0]
+    return _SQLGLOT_CLASS.sub(r"\1", text)
+
+
+def _near(error: dict) -> str:
+    token = (error.get("highlight") or "").strip()
+    return f" near '{token}'" if token and "\n" not in token and len(token) <= 40 else ""
