@@ -226,3 +226,48 @@ def test_sqlite_round_trip(tmp_path, warehouse):
 def test_mysql_is_refused_clearly(warehouse):
     with Session(warehouse=warehouse) as s, pytest.raises(MLSQLError, match="jdbc:mysql is not supported yet"):
         s.execute('connect jdbc where url="jdbc:mysql://127.0.0.1:3306/db" as my; load jdbc.`my.t` as t;')
+
+
+def test_show_tables_from_an_alias_and_completion_of_aliases_and_tables(db_session, numbers):
+    from mlsql_ray.kernel import assist
+
+    results = db_session.execute("!show tables from pg;")
+    listed = results[0].table.to_pylist()
+    assert {"schema": "public", "table": "numbers"} in listed
+    code = "load jdbc.`p"
+    start, matches = assist.complete(code, len(code), db_session)
+    assert (start, matches) == (len("load jdbc.`"), ["pg."])
+    code = "load jdbc.`pg.num"
+    start, matches = assist.complete(code, len(code), db_session)
+    assert start == len("load jdbc.`") and matches == ["pg.numbers"]
+    code = "save append t as jdbc.`pg.public.num"
+    assert assist.complete(code, len(code), db_session)[1] == ["pg.public.numbers"]
+
+
+def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp_path, run_cli):
+    """Features from a PostgreSQL table → a model in a Python cell (scikit-learn) → predictions
+    saved back to PostgreSQL; checked against the server with psycopg."""
+    pg(postgres, "DROP TABLE IF EXISTS points", fetch=False)
+    pg(postgres, "DROP TABLE IF EXISTS scored", fetch=False)
+    pg(postgres, "CREATE TABLE points AS SELECT g AS id, (g % 7)::float8 AS x, CASE WHEN g % 7 > 3 THEN 1 ELSE 0 END AS y "
+                 "FROM generate_series(1, 200) g", fetch=False)
+    script = tmp_path / "train_from_pg.mlsql"
+    script.write_text(
+        f'connect jdbc where url="{postgres.jdbc_url}" and user="{pg_server.USER}" and password="${{pgpw}}" as pg;\n'
+        "load jdbc.`pg.points` as points;\n"
+        "-- %%\n"
+        "--%python\n"
+        "--%input=points\n"
+        "--%output=scored\n"
+        "from sklearn.tree import DecisionTreeClassifier\n"
+        "ray_context = RayContext.connect(globals(), None)\n"
+        "rows = ray_context.to_pandas()\n"
+        "model = DecisionTreeClassifier(random_state=0).fit(rows[['x']], rows['y'])\n"
+        "rows['prediction'] = model.predict(rows[['x']])\n"
+        "ray_context.build_result(rows[['id', 'prediction']])\n"
+        "-- %%\n"
+        "save overwrite scored as jdbc.`pg.public.scored`;\n")
+    done = run_cli("run", str(script), "--set", f"pgpw={pg_server.PASSWORD}", "--warehouse", str(tmp_path / "wh"))
+    assert done.returncode == 0, done.stderr
+    wrong = pg(postgres, "SELECT count(*) FROM scored s JOIN points p USING (id) WHERE s.prediction <> p.y")[0][0]
+    assert pg(postgres, "SELECT count(*) FROM scored")[0][0] == 200 and wrong == 0

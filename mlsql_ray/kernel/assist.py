@@ -78,6 +78,8 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
         fmt, typed = path.group(1).lower(), path.group(2)
         if fmt == "delta":
             return cursor - len(typed), _starting(_delta_tables(session), typed)
+        if fmt == "jdbc":
+            return cursor - len(typed), _starting(_jdbc_names(session, typed), typed)
         return _complete_path(typed, cursor)
 
     match = _WORD_BEFORE.search(before)
@@ -145,6 +147,14 @@ def _delta_tables(session) -> list[str]:
         return [f"{db}.{table}" for db, table in zip(listing.get("db", []), listing.get("table", []))]
     except Exception:  # noqa: BLE001 - completion never fails
         return []
+
+
+def _jdbc_names(session, typed: str) -> list[str]:
+    if session is None:
+        return []
+    from ..engine.datasources.jdbc import completions
+
+    return completions(session.connections, typed)
 
 
 def _current_statement_raw(before: str) -> str:

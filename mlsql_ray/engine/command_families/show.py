@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from ...errors import MLSQLError
 from .. import datasources, ets
+from ..datasources import jdbc
 from ...storage import delta
 from ..result import Result
 
@@ -51,6 +52,9 @@ def _tables(session, name=None) -> pa.Table:
 
 
 def _tables_from(session, db: str) -> pa.Table:
+    """A ``connect`` alias: the tables that database has; otherwise a warehouse database."""
+    if db in session.connections:
+        return jdbc.tables(session.connections[db])
     tables = delta.list_tables(session.warehouse)
     return tables.filter(pc.equal(tables.column("db"), db))
 
@@ -107,7 +111,7 @@ SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [
     (("version",), "versions of this engine and its libraries", _version),
     (("commands",), "the !show subcommands", _commands),
     (("tables",), "the tables of this session", _tables),
-    (("tables", "from", "*"), "the Delta tables of a warehouse database", _tables_from),
+    (("tables", "from", "*"), "the Delta tables of a warehouse database, or the tables of a connect alias", _tables_from),
     (("datasources",), "the formats load and save know", lambda session, name=None: datasources.listing()),
     (("datasources", "params", "*"), "a data source's options", lambda session, name: datasources.params(name)),
     (("et",), "the ETs run ... as NAME.`` knows", lambda session, name=None: ets.listing()),

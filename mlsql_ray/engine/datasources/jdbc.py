@@ -296,6 +296,26 @@ def tables(db: Database) -> pa.Table:
     return pa.table({"schema": [r[0] for r in rows], "table": [r[1] for r in rows]})
 
 
+def completions(connections: Mapping[str, Database], typed: str) -> list[str]:
+    """What ``jdbc.`typed`` can go on with: ``ALIAS.`` for each connection, then, once an alias
+    and a dot are typed, that database's tables (``ALIAS.schema.table``; ``public`` tables also
+    as ``ALIAS.table``). The database is asked only then, and a failure offers nothing."""
+    alias, dot, _ = typed.partition(".")
+    if not dot or alias not in connections:
+        return [f"{name}." for name in sorted(connections)]
+    try:
+        listing = tables(connections[alias]).to_pydict()
+    except MLSQLError:
+        return []
+    names = []
+    for schema, table in zip(listing["schema"], listing["table"]):
+        if schema in ("public", "main", ""):
+            names.append(f"{alias}.{table}")
+        if schema:
+            names.append(f"{alias}.{schema}.{table}")
+    return names
+
+
 # -- writing ----------------------------------------------------------------------------------------
 
 SAVE_MODES = ("append", "overwrite", "errorifexists", "ignore")
