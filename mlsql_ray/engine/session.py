@@ -20,7 +20,7 @@ from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
-from . import datasources
+from . import datasources, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
@@ -59,6 +59,7 @@ class Session:
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
+        self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
@@ -247,6 +248,9 @@ class Session:
     def _register(self, s: ast.Register) -> Result:
         from ..predict import FunctionRegistry
 
+        handler = REGISTER_FORMATS.get(s.format.lower())
+        if handler is not None:
+            return handler(self, s)
         function = self._model_function(s.function, s.format, s.path, dict(s.options))
         if self._functions is None:
             self._functions = FunctionRegistry(self.con)
@@ -344,6 +348,11 @@ def _describe(statement: ast.Statement) -> str:
         return f"a {statement.verb} statement"
     return f"the {statement.keyword} statement"
 
+
+REGISTER_FORMATS: dict[str, Callable[[Session, ast.Register], Result]] = {
+    "scriptudf": udfs.register,
+}
+"""``register FORMAT.`...` as f``: formats with their own handler; the rest are model formats (tf, keras)."""
 
 _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
     ast.Load: Session._load,
