@@ -32,6 +32,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import re
+import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,8 +112,6 @@ def _run_code(code: str, function: str) -> dict:
 
 def _dedent(code: str) -> str:
     """Byzer's examples indent the code as a whole inside ''' (and start it on the next line)."""
-    import textwrap
-
     return textwrap.dedent(code.strip("\n"))
 
 
