@@ -13,6 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
+from . import templates
 
 
 @lru_cache(maxsize=512)
@@ -22,7 +23,13 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
 
     ``line``/``col``: where the SQL starts in the script, so a parse error points into the
     script, not into the query. Cached: notebooks re-run the same cells, and translation costs
-    about as much as a small query."""
+    about as much as a small query. Velocity directives (``#set``, ``#foreach``, ``#if``) are
+    rendered first, as Byzer renders every statement (see ``templates``)."""
+    if templates.has_template(spark_sql):
+        try:
+            spark_sql = templates.render(spark_sql)
+        except MLSQLError as exc:
+            raise exc.at(line, col) from None
     try:
         trees = sqlglot.parse(spark_sql, read="spark")
     except ParseError as exc:
