@@ -20,7 +20,7 @@ from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
-from . import datasources, udfs
+from . import datasources, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
@@ -59,6 +59,7 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
+        spark_functions.install(self.con)
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
@@ -311,7 +312,7 @@ class Session:
         self.catalog.ensure(tables)
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return self.con.sql(sql)
+        return spark_functions.spark_result_types(self.con.sql(sql))
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""

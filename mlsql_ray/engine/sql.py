@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from . import templates
+from . import spark_functions, templates
 
 
 @lru_cache(maxsize=512)
@@ -50,6 +50,8 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> tuple[str, tuple[s
         raise MLSQLError(f"expected one SQL query, found {len(trees)}", line, col)
     try:
         _spark_range(trees[0])
+        for transform in spark_functions.TRANSFORMS:
+            transform(trees[0])
         tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls

@@ -1,0 +1,260 @@
+"""Spark SQL's functions on DuckDB where sqlglot's translation gives other results or types.
+
+Two tools, both small registries:
+
+- ``TRANSFORMS``: rewrites of the sqlglot tree, applied by ``sql.translate`` after parsing Spark
+  and before writing DuckDB. Each is a function whose docstring names the Spark semantics it keeps
+  and, where the difference is a sqlglot bug, the smallest reproducer.
+- ``MACROS``: DuckDB macros installed on every session's connection, for Spark semantics too long
+  to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
+  their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
+  they never shadow a DuckDB function.
+
+``spark_result_types`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
+a type Spark does not have (Spark's ``sum`` of int/bigint is bigint).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import duckdb
+from sqlglot import exp
+
+MACROS: dict[str, str] = {
+    # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
+    # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
+    # from the parts and the separators that regexp_extract_all finds.
+    "spark_split": """(s, r, lim) AS CASE
+        WHEN lim <= 0 OR len(str_split_regex(s, r)) <= lim THEN str_split_regex(s, r)
+        ELSE list_concat(list_slice(str_split_regex(s, r), 1, lim - 1),
+                         [array_to_string(list_transform(list_slice(str_split_regex(s, r), lim, len(str_split_regex(s, r))),
+                                                         lambda p, i: p || coalesce(regexp_extract_all(s, r, 0)[lim - 1 + i], '')), '')])
+        END""",
+    # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
+    # array_intersect: the elements of the first array found in the second, in the first's order,
+    # without duplicates. DuckDB's list_intersect has no defined order.
+    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_contains(b, x) AND list_position(a, x) = i)",
+    # vec1.indexOf(word): 0-based, -1 when absent
+    "byzer_array_index": "(a, e) AS CAST(coalesce(list_position(a, e), 0) - 1 AS INTEGER)",
+    # vec1.slice(from, if (to == -1) length else to): 0-based, `to` exclusive, bounds clamped
+    "byzer_array_slice": """(a, f, t) AS CASE WHEN t = -1 THEN list_slice(a, greatest(f, 0) + 1, len(a))
+                                              ELSE list_slice(a, greatest(f, 0) + 1, greatest(t, 0)) END""",
+    # a.flatMap(f => f)
+    "byzer_array_concat": "(a) AS flatten(a)",
+    # a.flatMap(f => f).map(_.doubleValue())
+    "byzer_array_number_concat": "(a) AS list_transform(flatten(a), lambda x: CAST(x AS DOUBLE))",
+    # a.map(_.toString)
+    "byzer_array_number_to_string": "(a) AS list_transform(a, lambda x: CAST(x AS VARCHAR))",
+    "byzer_array_string_to_double": "(a) AS list_transform(a, lambda x: CAST(x AS DOUBLE))",
+    "byzer_array_string_to_float": "(a) AS list_transform(a, lambda x: CAST(x AS FLOAT))",
+    "byzer_array_string_to_int": "(a) AS list_transform(a, lambda x: CAST(x AS INTEGER))",
+    # words.iterator.sliding(n).withPartial(false).map(_.mkString(" ")): no window shorter than n
+    "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
+    # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
+    "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+}
+
+BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
+              "array_string_to_float", "array_string_to_int", "ngram")
+"""Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
+
+
+def install(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``MACROS`` on a new connection."""
+    for name, definition in MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}{definition}")
+
+
+def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _cast(node: exp.Expression, to: str) -> exp.Cast:
+    return exp.Cast(this=node, to=exp.DataType.build(to))
+
+
+# -- the transforms -----------------------------------------------------------------------------------------
+
+def split_with_limit(tree: exp.Expression) -> None:
+    """Spark's ``split(str, regex, limit)``. sqlglot bug: it passes the limit as DuckDB's third
+    argument of STR_SPLIT_REGEX, which is the regex options, so DuckDB refuses the call:
+    ``sqlglot.transpile("select split('a,b,c', ',', 2)", read="spark", write="duckdb")`` →
+    ``SELECT STR_SPLIT_REGEX('a,b,c', ',', 2)`` (binder error). Spark: ``["a", "b,c"]``."""
+    for node in list(tree.find_all(exp.RegexpSplit)):
+        if node.args.get("limit") is not None:
+            node.replace(_call("spark_split", node.this, node.expression, node.args["limit"]))
+
+
+def date_add_is_a_date(tree: exp.Expression) -> None:
+    """Spark's ``date_add``/``date_sub(start, days)`` return a DATE. sqlglot bug: it writes
+    ``CAST(start AS DATE) + INTERVAL n DAY``, which DuckDB types TIMESTAMP:
+    ``sqlglot.transpile("select date_sub(cast('2020-01-02' as date), 1)", read="spark", write="duckdb")``.
+    DuckDB's ``DATE + INTEGER`` is a DATE."""
+    for node in list(tree.find_all(exp.TsOrDsAdd)):
+        unit = node.args.get("unit")
+        if (unit is None or unit.name.upper() == "DAY") and node.args.get("return_type") is None:
+            node.replace(exp.Paren(this=exp.Add(this=_cast(node.this, "DATE"), expression=_cast(node.expression, "INT"))))
+
+
+INT_RESULTS = (exp.ArraySize, exp.StrPosition, exp.Length, exp.DateDiff)
+"""Spark functions whose result is INT where DuckDB's is BIGINT (size, instr/locate, length, datediff)."""
+
+
+def int_results(tree: exp.Expression) -> None:
+    """Spark's ``size``, ``instr``, ``locate``, ``length``, ``datediff`` and ``row_number()``
+    return INT; their DuckDB counterparts BIGINT. Same values, and now the same type."""
+    for node in list(tree.find_all(*INT_RESULTS)):
+        if not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "INT"))
+    for window in list(tree.find_all(exp.Window)):
+        if isinstance(window.this, exp.RowNumber) and not isinstance(window.parent, exp.Cast):
+            window.replace(_cast(window.copy(), "INT"))
+
+
+def bigint_results(tree: exp.Expression) -> None:
+    """Spark's ``ceil``/``floor`` of a number that is not a decimal, ``unix_timestamp`` and
+    ``a div b`` return BIGINT; DuckDB keeps DOUBLE (ceil, floor, epoch) or the operands' type (//).
+    A decimal argument (a literal such as 2.5, or a cast to decimal) keeps DuckDB's decimal result,
+    as Spark does; a decimal *column* cannot be told apart here and becomes BIGINT too."""
+    for node in list(tree.find_all(exp.Ceil, exp.Floor)):
+        if node.args.get("decimals") is None and not _decimal(node.this) and not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "BIGINT"))
+    for node in list(tree.find_all(exp.StrToUnix, exp.IntDiv)):
+        if not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "BIGINT"))
+
+
+def _decimal(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return "." in node.this and "e" not in node.this.lower()
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(exp.DataType.Type.DECIMAL)
+    return isinstance(node, exp.Paren) and _decimal(node.this)
+
+
+_NOT_A_NUMBER_DATE_OR_BOOLEAN = re.compile(
+    r"(?!\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[dDfFlL]?\s*$)(?!\s*\d{4}-\d{1,2}(-\d{1,2})?([ T].*)?$)"
+    r"(?!\s*(true|false|t|f|yes|no|y|n)\s*$)", re.IGNORECASE | re.DOTALL)
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def text_compared_with_other_types(tree: exp.Expression) -> None:
+    """Spark compares a string with a number (or date, boolean...) by casting the string to that
+    type, and a string that does not parse becomes NULL: ``1 = ''`` is NULL (non-ANSI mode). DuckDB
+    fails the whole query instead ("Could not convert string '' to INT32"). For a literal that can
+    be no number, date or boolean, the comparison becomes
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN CAST(x AS VARCHAR) op 'lit' END``: a text comparison for
+    text, NULL otherwise, decided by DuckDB at bind time (the column's type is not known here)."""
+    for node in list(tree.find_all(*COMPARISONS)):
+        left, right = node.this, node.expression
+        if _odd_text(right) and not _string_literal(left):
+            other, literal, swap = left, right, False
+        elif _odd_text(left) and not _string_literal(right):
+            other, literal, swap = right, left, True
+        else:
+            continue
+        text = _cast(other.copy(), "VARCHAR")
+        comparison = node.__class__(this=literal.copy() if swap else text, expression=text if swap else literal.copy())
+        is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
+        node.replace(exp.Case(ifs=[exp.If(this=is_text, true=comparison)]))
+
+
+def _string_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _odd_text(node: exp.Expression) -> bool:
+    return _string_literal(node) and _NOT_A_NUMBER_DATE_OR_BOOLEAN.match(node.this) is not None
+
+
+def json_path_wildcards_give_json_text(tree: exp.Expression) -> None:
+    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``);
+    DuckDB's ``->>`` with a wildcard returns a list. (Spark unwraps a single match; this does not.)"""
+    for node in list(tree.find_all(exp.JSONExtractScalar)):
+        path = node.expression
+        if path.find(exp.JSONPathWildcard) or (_string_literal(path) and "*" in path.this):
+            extracted = exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])
+            node.replace(_cast(exp.Anonymous(this="to_json", expressions=[extracted]), "VARCHAR"))
+
+
+def struct_of_star_is_the_row(tree: exp.Expression) -> None:
+    """Spark's ``struct(*)`` is the whole row (``to_json(struct(*))``, byzer-doc save_data/dw/delta.md).
+    sqlglot bug: ``sqlglot.transpile("select to_json(struct(*)) from t", read="spark", write="duckdb")``
+    gives ``TO_JSON({'_0': *})``, which DuckDB cannot bind. DuckDB names the row by its table: with
+    one table in FROM, ``struct(*)`` becomes that table's name (or alias)."""
+    for node in list(tree.find_all(exp.Struct)):
+        if len(node.expressions) != 1 or not isinstance(node.expressions[0], exp.Star):
+            continue
+        select = node.find_ancestor(exp.Select)
+        source = select.args.get("from_") if select else None
+        if source is None or select.args.get("joins") or not isinstance(source.this, exp.Table):
+            continue
+        node.replace(exp.column(source.this.alias_or_name))
+
+
+def byzer_udfs(tree: exp.Expression) -> None:
+    """Byzer's built-in UDFs (udf_funcs.md) as the ``byzer_`` macros. Three of them sqlglot mistakes
+    for Spark or DuckDB functions with other meanings: ``array_slice(a, from, to)`` (0-based, ``to``
+    exclusive; sqlglot writes DuckDB's 1-based inclusive ARRAY_SLICE), ``array_concat(arrays)``
+    (flatten; sqlglot writes LIST_CONCAT of one list), and ``array_intersect`` (ordered; DuckDB's is
+    not); ``uuid()`` is Byzer's, without dashes."""
+    for node in list(tree.find_all(exp.Anonymous, exp.ArraySlice, exp.ArrayConcat, exp.ArrayIntersect, exp.Uuid)):
+        if isinstance(node, exp.Anonymous) and node.name.lower() in BYZER_UDFS:
+            node.replace(_call(f"byzer_{node.name.lower()}", *node.expressions))
+        elif isinstance(node, exp.ArraySlice) and not node.args.get("is_length") and node.args.get("end") is not None:
+            node.replace(_call("byzer_array_slice", node.this, node.args["start"], node.args["end"]))
+        elif isinstance(node, exp.ArrayConcat) and not node.expressions:
+            node.replace(_call("byzer_array_concat", node.this))
+        elif isinstance(node, exp.ArrayIntersect) and len(node.expressions) == 2:
+            node.replace(_call("byzer_array_intersect", *node.expressions))
+        elif isinstance(node, exp.Uuid):
+            node.replace(_call("byzer_uuid"))
+
+
+def higher_order_predicates(tree: exp.Expression) -> None:
+    """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
+    element. sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
+    write="duckdb")`` gives ``EXISTS(a)``, dropping the predicate; ``forall`` it leaves as an unknown
+    function. DuckDB: ``list_bool_or``/``list_bool_and`` over ``list_transform``."""
+    for node in list(tree.find_all(exp.Exists, exp.Anonymous)):
+        if isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
+            array, predicate, reduce = node.this, node.args["expression"], "list_bool_or"
+        elif isinstance(node, exp.Anonymous) and node.name.lower() == "forall" and len(node.expressions) == 2:
+            (array, predicate), reduce = node.expressions, "list_bool_and"
+        else:
+            continue
+        node.replace(_call(reduce, exp.Anonymous(this="list_transform", expressions=[array.copy(), predicate.copy()])))
+
+
+def null_tests(tree: exp.Expression) -> None:
+    """Spark's ``isnull(x)``/``isnotnull(x)`` are ``x IS NULL``/``x IS NOT NULL``; DuckDB has neither function."""
+    for node in list(tree.find_all(exp.Anonymous)):
+        name = node.name.lower()
+        if name in ("isnull", "isnotnull") and len(node.expressions) == 1:
+            test = exp.Is(this=node.expressions[0], expression=exp.Null())
+            node.replace(exp.Paren(this=test if name == "isnull" else exp.Not(this=test)))
+
+
+def replace_without_replacement(tree: exp.Expression) -> None:
+    """Spark's ``replace(str, search)`` removes ``search``; DuckDB's REPLACE needs the replacement."""
+    for node in list(tree.find_all(exp.Replace)):
+        if node.args.get("replacement") is None:
+            node.set("replacement", exp.Literal.string(""))
+
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
+    text_compared_with_other_types, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
+    higher_order_predicates, null_tests, replace_without_replacement,
+)
+
+
+def spark_result_types(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """HUGEINT result columns (DuckDB's sum of integers) as BIGINT, Spark's type for them."""
+    types = [str(t) for t in relation.types]
+    if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
+        return relation
+    quoted = ['"' + c.replace('"', '""') + '"' for c in relation.columns]
+    return relation.project(", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types)))
