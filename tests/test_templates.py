@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from mlsql_ray import Session
 from mlsql_ray.engine.templates import render
 from mlsql_ray.errors import MLSQLError
 
-MOCK = 'select "" as features, "1" as label as mockData;\n'
+MOCK = 'select "" as features, 1 as label as mockData;\n'  # select.md's mock table: label is an int
 
 
 def test_select_md_foreach_example(session: Session):
-    """select.md: the #foreach expands to one SUM per column, as if written by hand."""
+    """select.md: the #foreach expands to one SUM per column, as if written by hand (label = '' is
+    NULL for the int label, as in Spark)."""
     table = session.execute(MOCK + """
 select
 #set($colums=["features","label"])
@@ -23,6 +25,7 @@ select
  1 as a from mockData as output;
 """)[-1].table
     assert table.column_names == ["features", "label", "a"]
+    assert [f.type for f in table.schema] == [pa.int64(), pa.int64(), pa.int32()]  # Spark: bigint, bigint, int
     assert table.to_pylist() == [{"features": 1, "label": 0, "a": 1}]
 
 
