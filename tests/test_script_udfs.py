@@ -190,3 +190,15 @@ def apply(self, x):
     with pytest.raises(MLSQLError, match="not of its dataType") as caught:
         session.execute("select 1 as a as t;\nselect f(a) as r from t as u;")
     assert caught.value.line == 2
+
+
+def test_an_exception_inside_the_function_is_the_users_error_at_the_select(session: Session):
+    session.execute("""register ScriptUDF.`` as ratio where lang="python" and dataType="double" and code='''
+def apply(self, a, b):
+    return a / b
+''';""")
+    assert last(session, "select ratio(1, 4) as r as ok;").to_pylist() == [{"r": 0.25}]
+    with pytest.raises(MLSQLError, match="ZeroDivisionError|division by zero") as caught:
+        session.execute("select 1 as a as t;\nselect ratio(a, 0) as r from t as broken;")
+    assert caught.value.line == 2
+    assert "broken" not in session.catalog

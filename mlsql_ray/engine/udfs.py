@@ -123,17 +123,24 @@ def _member(namespace: dict, options: dict[str, str], function: str, default_met
         cls = namespace.get(class_name)
         if not isinstance(cls, type):
             raise MLSQLError(f"the code of {function} defines no class {class_name}")
-        instance = cls()
+        instance = _instance(cls, function)
         return instance if method is None else _attribute(instance, method, f"class {class_name}", function)
     if method is None:
         classes = [v for v in namespace.values() if isinstance(v, type) and v.__module__ == f"udf_{function}"]
         if len(classes) != 1:
             raise MLSQLError(f"the code of {function} should define one class (or name it with className=\"...\")")
-        return classes[0]()
+        return _instance(classes[0], function)
     target = namespace.get(method)
     if not callable(target):
         raise MLSQLError(f"the code of {function} defines no function {method} (name another with methodName=\"...\")")
     return target
+
+
+def _instance(cls: type, function: str):
+    try:
+        return cls()
+    except Exception as exc:  # the user's class failed to construct: their error to see
+        raise MLSQLError(f"the class {cls.__name__} of {function} cannot be created: {type(exc).__name__}: {exc}") from exc
 
 
 def _attribute(instance, name: str, where: str, function: str):
