@@ -213,15 +213,25 @@ def _create_udf(con, name: str, namespace: dict, options: dict[str, str]) -> Scr
     duck_type, arrow_type = result_types(con, options.get("datatype", "string"), name)
     call, arity = _without_self(target)
     if arity == 0:
-        con.create_function(name, lambda: _results([call()], arrow_type, name)[0].as_py(), [], duck_type,
+        con.create_function(name, lambda: _results([_guarded(name, call)], arrow_type, name)[0].as_py(), [], duck_type,
                             side_effects=True)
     else:
         def batch(*columns):
             rows = zip(*(_column_values(c) for c in columns))
-            return _results([call(*row) for row in rows], arrow_type, name)
+            return _results([_guarded(name, call, *row) for row in rows], arrow_type, name)
 
         con.create_function(name, batch, None, duck_type, type="arrow", null_handling="special")
     return ScriptFunction(name, "udf", duck_type)
+
+
+def _guarded(function: str, call: Callable, *args):
+    """Call the user's code; what it raises names the function and its arguments (DuckDB reports
+    the message of what a Python function raises)."""
+    try:
+        return call(*args)
+    except Exception as exc:  # the user's code failed on these values: their error to see
+        shown = ", ".join(repr(a) for a in args if not isinstance(a, SparkRow))[:200]
+        raise ValueError(f"{function}({shown}) raised {type(exc).__name__}: {exc}") from exc
 
 
 def _without_self(target: Callable) -> tuple[Callable, int | None]:
@@ -277,10 +287,10 @@ def _create_udaf(con, name: str, namespace: dict, options: dict[str, str]) -> Sc
         results = []
         for groups in zip(*(_column_values(c) for c in columns)):
             buffer = AggregationBuffer([])
-            aggregator.initialize(buffer)
+            _guarded(name, aggregator.initialize, buffer)
             for row in zip(*(group or [] for group in groups)):
-                aggregator.update(buffer, SparkRow(list(row)))
-            results.append(aggregator.evaluate(buffer))
+                _guarded(name, aggregator.update, buffer, SparkRow(list(row)))
+            results.append(_guarded(name, aggregator.evaluate, buffer))
         return _results(results, arrow_type, name)
 
     helper = UDAF_PREFIX + name
