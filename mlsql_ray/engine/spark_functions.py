@@ -161,6 +161,35 @@ def text_compared_with_other_types(tree: exp.Expression) -> None:
         node.replace(exp.Case(ifs=[exp.If(this=is_text, true=comparison)]))
 
 
+def text_compared_with_a_number(tree: exp.Expression) -> None:
+    """The other way round: Spark compares a string with an integer literal as that integer type
+    (INT, or BIGINT when it does not fit), so ``s = 1`` is NULL where ``s`` is ``'x'``; DuckDB casts
+    the column and fails the query on the first value that is no number. The comparison becomes
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN TRY_CAST(x AS INT) op n ELSE x op n END``; DuckDB folds
+    the ``typeof`` test when it binds, so a filter on a number column still reaches the scan as
+    ``x op n``. (Decimal literals are left alone: DuckDB cannot bind a text column against one in
+    the other branch, so ``s > 1.5`` still fails as before.)"""
+    for node in list(tree.find_all(*COMPARISONS)):
+        left, right = node.this, node.expression
+        if _integer_literal(right) and not isinstance(left, exp.Literal):
+            other, number, swap = left, right, False
+        elif _integer_literal(left) and not isinstance(right, exp.Literal):
+            other, number, swap = right, left, True
+        else:
+            continue
+        digits = number.this.this if isinstance(number, exp.Neg) else number.this
+        as_number = exp.TryCast(this=other.copy(), to=exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"))
+        pair = (number.copy(), as_number) if swap else (as_number, number.copy())
+        is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
+        node.replace(exp.Case(ifs=[exp.If(this=is_text, true=node.__class__(this=pair[0], expression=pair[1]))],
+                              default=node.copy()))
+
+
+def _integer_literal(node: exp.Expression) -> bool:
+    inner = node.this if isinstance(node, exp.Neg) else node
+    return isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit()
+
+
 def _string_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
 
@@ -246,7 +275,7 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
-    text_compared_with_other_types, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
+    text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
 )
 
