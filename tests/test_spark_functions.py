@@ -8,8 +8,8 @@ prints them (``int``, ``bigint``, ``array<string>``...).
 Not in the table, because they cannot run here: ``aes_encrypt``/``aes_decrypt`` (jdbc.md: Byzer's
 own key, inside its JVM), ``keepChinese`` and ``sleep`` (not implemented), the ``vec_*``/``matrix_*``
 functions (another part of issue 14), ``crawler_*``/``rest_request`` (network). Known gaps: a string
-compared with a *decimal* literal (``s > 1.5``) fails in DuckDB, where Spark compares as doubles; and ``string(binary)`` escapes quotes as ``\\x22`` (DuckDB's BLOB to VARCHAR)
-where Spark decodes UTF-8.
+compared with a *decimal* literal (``s > 1.5``) fails in DuckDB, where Spark compares as doubles;
+``string(binary)`` escapes quotes as ``\\x22`` (DuckDB's BLOB to VARCHAR) where Spark decodes UTF-8.
 """
 
 from __future__ import annotations
