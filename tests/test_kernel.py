@@ -500,6 +500,7 @@ class FakeSession:
     ("!delta hi", ["history"]),
     ("!desc di", ["digits"]),
     ("include lo", ["local"]),
+    ("include pr", ["project"]),
     ("run command as R", ["Ray"]),
     ("-- a comment with lo", []),
     ("load parquet.`/a/lo", []),
