@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
+    run.add_argument("--project-root", type=Path, metavar="FOLDER",
+                     help="where include project.`path` starts (default: the folder of the script)")
     run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
     return parser
 
@@ -74,7 +76,7 @@ def run_file(args: argparse.Namespace) -> int:
         for cell, source in enumerate(cells, start=1):
             units.append(lang.parse(source))
         with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
-                     allowed_paths=args.allowed_paths) as session, \
+                     allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
                 progress.reporting_to(_print_progress):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):

@@ -20,16 +20,16 @@ from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
-from . import datasources
+from . import datasources, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
+from .includes import run_include
 from .result import PREVIEW_ROWS, Result
 from .sql import duckdb_message, translate
 
-MAX_INCLUDE_DEPTH = 16
 MODEL_FORMATS = ("tf", "keras")
 
 
@@ -41,24 +41,29 @@ class Session:
     embedded local Ray, started on first need). ``variables``: initial ``${}`` values, e.g. from
     ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`. ``allowed_paths``: folders
     the file commands (``!fs``, ``!saveFile``) may touch besides the working directory and the
-    warehouse.
+    warehouse. ``project_root``: where ``include project.`path``` starts (default: the folder of the
+    script being run).
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
-                 variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = ()):
+                 variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
+                 project_root: str | os.PathLike | None = None):
         config = resolve_config(warehouse, ray_address)
         self.warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
+        self.project_root = Path(project_root).expanduser().resolve() if project_root is not None else None
         self.last_command_table: pa.Table | None = None  # for !lastCommand named T
         self.variables: dict[str, str] = dict(variables or {})
         self.conf: dict[str, str] = {}
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
+        spark_functions.install(self.con)
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
+        self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_variables: set[str] = set()
         self._sources: list[Path] = []  # the include stack: the file being run is last
@@ -199,31 +204,6 @@ class Session:
                 self._request_variables.add(s.key)
         return Result(s, f"set {s.key}")
 
-    def _include(self, s: ast.Include) -> Iterator[Result]:
-        if s.format.lower() != "local":
-            raise MLSQLError(f"include supports local.`path`, not {s.format}")
-        path = self._path(s.path)
-        if not path.is_file():
-            raise MLSQLError(f"cannot include {path}: no such file")
-        root = self._sources[0].parent if self._sources else Path.cwd().resolve()
-        if not path.resolve().is_relative_to(root) and s.options.get("allowOutside") != "true":
-            raise MLSQLError(f"cannot include {path}: it is outside {root}, the folder of the script being run; "
-                             f"add where allowOutside=\"true\" to include it anyway")
-        if path.resolve() in self._sources:
-            raise MLSQLError(f"{path} includes itself (through {' → '.join(p.name for p in self._sources)})")
-        if len(self._sources) >= MAX_INCLUDE_DEPTH:
-            raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MLSQLError(f"cannot include {path}: {getattr(exc, 'strerror', None) or exc}") from exc
-        try:
-            statements = lang.parse(text)
-        except MLSQLError as exc:
-            exc.source = str(path)
-            raise exc
-        yield from self._run(statements, path.resolve())
-
     def _python(self, s: ast.PythonCell) -> Result:
         from ..cells.runner import run_cell
 
@@ -256,6 +236,9 @@ class Session:
     def _register(self, s: ast.Register) -> Result:
         from ..predict import FunctionRegistry
 
+        handler = REGISTER_FORMATS.get(s.format.lower())
+        if handler is not None:
+            return handler(self, s)
         function = self._model_function(s.function, s.format, s.path, dict(s.options))
         if self._functions is None:
             self._functions = FunctionRegistry(self.con)
@@ -334,7 +317,7 @@ class Session:
         self.catalog.ensure(tables)
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return self.con.sql(sql)
+        return spark_functions.spark_result_types(self.con.sql(sql))
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""
@@ -354,12 +337,17 @@ def _describe(statement: ast.Statement) -> str:
     return f"the {statement.keyword} statement"
 
 
+REGISTER_FORMATS: dict[str, Callable[[Session, ast.Register], Result]] = {
+    "scriptudf": udfs.register,
+}
+"""``register FORMAT.`...` as f``: formats with their own handler; the rest are model formats (tf, keras)."""
+
 _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
     ast.Load: Session._load,
     ast.Select: Session._select,
     ast.Save: Session._save,
     ast.Set: Session._set,
-    ast.Include: Session._include,
+    ast.Include: run_include,
     ast.Command: Session._command,
     ast.PythonCell: Session._python,
     ast.Train: Session._train,

@@ -44,6 +44,13 @@ def formats() -> list[str]:
     return [source.name for source in SOURCES.values()]
 
 
+def include_formats() -> list[str]:
+    """What ``include`` can read here (``lib`` is refused: it downloads)."""
+    from ..engine.includes import RESOLVERS
+
+    return [name for name in RESOLVERS if name != "lib"]
+
+
 def commands() -> list[str]:
     from ..engine.commands import COMMANDS
     from ..lang.branches import BRANCH_COMMANDS
@@ -105,7 +112,7 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
     if previous in ("load", "connect", "register", "unregister") or (previous == "as" and first in ("save", "register")):
         return start, _starting(formats(), prefix)
     if previous == "include":
-        return start, _starting(["local"], prefix)
+        return start, _starting(include_formats(), prefix)
     if previous == "as" and first in ("run", "train", "predict"):
         return start, _starting(["Ray", *formats()], prefix)
     if first == "save" and (previous == "save" or previous in {m.lower() for m in SAVE_MODES}):

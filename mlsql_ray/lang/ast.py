@@ -38,11 +38,41 @@ def substitute(text: str, variables: Mapping[str, str], strict: bool = True, _de
             return substitute(variables[name], variables, strict, _depth + 1)
         if datevars.is_date_expression(name):
             return datevars.evaluate(name)
+        call = _TEMPLATE_GET.fullmatch(name)
+        if call:
+            return _template_get(call.group(1), variables, strict, _depth)
         if not strict:
             return match.group(0)
         raise MLSQLError(f"undefined variable ${{{name}}}: set it first with `set {name} = \"...\";` or --set {name}=...")
 
     return _VARIABLE.sub(value, text) if "${" in text else text
+
+
+_TEMPLATE_GET = re.compile(r"\s*template\.get\((.*)\)\s*", re.DOTALL)
+_QUOTED_ARGUMENT = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)')\s*(?:,|$)""")
+
+
+def _template_get(arguments: str, variables: Mapping[str, str], strict: bool, depth: int) -> str:
+    """``${template.get("tpl", "a", "b")}`` (byzer-doc grammar/select.md): the text of variable
+    ``tpl`` with ``{0}``, ``{1}``... replaced by the other arguments."""
+    values, pos = [], 0
+    while pos < len(arguments):
+        match = _QUOTED_ARGUMENT.match(arguments, pos)
+        if match is None or match.end() == pos:
+            raise MLSQLError(f"${{template.get({arguments})}}: the arguments should be quoted strings separated by commas")
+        values.append(match.group(1) if match.group(1) is not None else match.group(2))
+        pos = match.end()
+    if not values or values[0] not in variables:
+        raise MLSQLError(f"${{template.get({arguments})}} needs first the name of a variable holding the template "
+                         f"(set NAME = '''...{{0}}...''';)")
+    text = substitute(variables[values[0]], variables, strict, depth + 1)
+    arguments_by_position = values[1:]
+
+    def argument(match: re.Match) -> str:
+        index = int(match.group(1))
+        return arguments_by_position[index] if index < len(arguments_by_position) else match.group(0)
+
+    return re.sub(r"\{(\d+)\}", argument, text)
 
 
 @dataclass(frozen=True)

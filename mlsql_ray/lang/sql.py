@@ -16,6 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
+from . import spark_functions, templates
 
 Translation = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
 
@@ -41,7 +42,10 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
 def _translate(spark_sql: str) -> Translation:
     """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text alone:
     the parser's check and the run share one translation, notebooks re-run the same cells,
-    and translating costs about as much as running a small query."""
+    and translating costs about as much as running a small query. Velocity directives (``#set``,
+    ``#foreach``, ``#if``) are rendered first, as Byzer renders every statement (``templates``)."""
+    if templates.has_template(spark_sql):
+        spark_sql = templates.render(spark_sql)
     try:
         trees = sqlglot.parse(spark_sql, read="spark")
     except ParseError as exc:
@@ -59,6 +63,8 @@ def _translate(spark_sql: str) -> Translation:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}")
     try:
         _spark_range(trees[0])
+        for transform in spark_functions.TRANSFORMS:
+            transform(trees[0])
         tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls

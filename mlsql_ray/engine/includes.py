@@ -1,0 +1,89 @@
+"""``include FORMAT.`path`;``: run other scripts in this session, found by one resolver per format.
+
+- ``local.`path```: relative to the including file (the working directory when there is none).
+- ``project.`path```: relative to the project root — ``Session(project_root=...)`` / ``--project-root``,
+  else the folder of the script being run, else the working directory (byzer-doc grammar/include.md,
+  Byzer-desktop's ``include project.`src/algs/b.byzer```).
+- ``lib.`github.com/...```: Byzer downloads the library from GitHub: refused, we run offline.
+
+A folder is included as Byzer reads it (Spark's ``textFile`` on a folder): every file in it not
+hidden by Hadoop's rule (a name starting with ``.`` or ``_``), in name order; a subfolder is an
+error, as it is for Hadoop. All of them are parsed before any runs. Everything included must lie
+inside the project root unless ``where allowOutside="true"``; an include cycle and nesting deeper
+than ``MAX_INCLUDE_DEPTH`` are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .. import lang
+from ..errors import MLSQLError
+from ..lang import ast
+from .result import Result
+
+MAX_INCLUDE_DEPTH = 16
+
+
+def project_root(session) -> Path:
+    """Where ``project.`...``` paths start and what includes must stay inside."""
+    if session.project_root is not None:
+        return session.project_root
+    return session._sources[0].parent if session._sources else Path.cwd().resolve()
+
+
+def _local(session, path: str) -> Path:
+    return session._path(path)
+
+
+def _project(session, path: str) -> Path:
+    return project_root(session) / Path(path).expanduser()
+
+
+def _lib(session, path: str) -> Path:
+    raise MLSQLError(f"include lib.`{path}` downloads a library from GitHub, which needs the internet; "
+                     f"mlsql-ray runs offline: copy the library into your project and include project.`PATH` instead")
+
+
+RESOLVERS: dict[str, Callable[..., Path]] = {"local": _local, "project": _project, "lib": _lib}
+
+
+def run_include(session, s: ast.Include) -> Iterator[Result]:
+    resolve = RESOLVERS.get(s.format.lower())
+    if resolve is None:
+        raise MLSQLError(f"include supports {', '.join(f'{name}.`path`' for name in RESOLVERS if name != 'lib')}, "
+                         f"not {s.format}")
+    path = resolve(session, s.path)
+    root = project_root(session)
+    if not path.exists():
+        raise MLSQLError(f"cannot include {path}: no such file or folder")
+    if not path.resolve().is_relative_to(root) and s.options.get("allowOutside") != "true":
+        raise MLSQLError(f"cannot include {path}: it is outside {root}, the project root; "
+                         f"add where allowOutside=\"true\" to include it anyway")
+    files = _scripts(path)
+    parsed = []
+    for file in files:
+        if file.resolve() in session._sources:
+            raise MLSQLError(f"{file} includes itself (through {' → '.join(p.name for p in session._sources)})")
+        try:
+            parsed.append((file.resolve(), lang.parse(file.read_text())))
+        except MLSQLError as exc:
+            exc.source = str(file)
+            raise
+    if len(session._sources) >= MAX_INCLUDE_DEPTH:
+        raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
+    for file, statements in parsed:
+        yield from session._run(statements, file)
+
+
+def _scripts(path: Path) -> list[Path]:
+    """The file itself, or a folder's visible files in name order (as Spark's textFile reads a folder)."""
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.iterdir() if not p.name.startswith((".", "_")))
+    folders = [p.name for p in files if p.is_dir()]
+    if folders:
+        raise MLSQLError(f"cannot include the folder {path}: it holds folders ({', '.join(folders)}), "
+                         f"and only the scripts directly in it are read")
+    return files

@@ -1,0 +1,62 @@
+"""DuckDB's side of Spark SQL fidelity (the tree rewrites are ``lang.spark_functions``):
+
+- ``MACROS``: DuckDB macros installed on every session's connection, for Spark semantics too long
+  to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
+  their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
+  they never shadow a DuckDB function.
+- ``spark_result_types`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
+  a type Spark does not have (Spark's ``sum`` of int/bigint is bigint).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+MACROS: dict[str, str] = {
+    # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
+    # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
+    # from the parts and the separators that regexp_extract_all finds.
+    "spark_split": """(s, r, lim) AS CASE
+        WHEN lim <= 0 OR len(str_split_regex(s, r)) <= lim THEN str_split_regex(s, r)
+        ELSE list_concat(list_slice(str_split_regex(s, r), 1, lim - 1),
+                         [array_to_string(list_transform(list_slice(str_split_regex(s, r), lim, len(str_split_regex(s, r))),
+                                                         lambda p, i: p || coalesce(regexp_extract_all(s, r, 0)[lim - 1 + i], '')), '')])
+        END""",
+    # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
+    # array_intersect: the elements of the first array found in the second, in the first's order,
+    # without duplicates. DuckDB's list_intersect has no defined order.
+    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_contains(b, x) AND list_position(a, x) = i)",
+    # vec1.indexOf(word): 0-based, -1 when absent
+    "byzer_array_index": "(a, e) AS CAST(coalesce(list_position(a, e), 0) - 1 AS INTEGER)",
+    # vec1.slice(from, if (to == -1) length else to): 0-based, `to` exclusive, bounds clamped
+    "byzer_array_slice": """(a, f, t) AS CASE WHEN t = -1 THEN list_slice(a, greatest(f, 0) + 1, len(a))
+                                              ELSE list_slice(a, greatest(f, 0) + 1, greatest(t, 0)) END""",
+    # a.flatMap(f => f)
+    "byzer_array_concat": "(a) AS flatten(a)",
+    # a.flatMap(f => f).map(_.doubleValue())
+    "byzer_array_number_concat": "(a) AS list_transform(flatten(a), lambda x: CAST(x AS DOUBLE))",
+    # a.map(_.toString)
+    "byzer_array_number_to_string": "(a) AS list_transform(a, lambda x: CAST(x AS VARCHAR))",
+    "byzer_array_string_to_double": "(a) AS list_transform(a, lambda x: CAST(x AS DOUBLE))",
+    "byzer_array_string_to_float": "(a) AS list_transform(a, lambda x: CAST(x AS FLOAT))",
+    "byzer_array_string_to_int": "(a) AS list_transform(a, lambda x: CAST(x AS INTEGER))",
+    # words.iterator.sliding(n).withPartial(false).map(_.mkString(" ")): no window shorter than n
+    "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
+    # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
+    "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+}
+
+
+def install(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``MACROS`` on a new connection."""
+    for name, definition in MACROS.items():
+        con.execute(f"CREATE OR REPLACE MACRO {name}{definition}")
+
+
+def spark_result_types(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """HUGEINT result columns (DuckDB's sum of integers) as BIGINT, Spark's type for them."""
+    types = [str(t) for t in relation.types]
+    if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
+        return relation
+    quoted = ['"' + c.replace('"', '""') + '"' for c in relation.columns]
+    return relation.project(", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types)))

@@ -1,0 +1,230 @@
+"""Spark SQL's functions where sqlglot's translation to DuckDB gives other results or types:
+``TRANSFORMS``, rewrites of the sqlglot tree applied by ``translate`` after parsing Spark and
+before writing DuckDB. Each is a function whose docstring names the Spark semantics it keeps and,
+where the difference is a sqlglot bug, the smallest reproducer. Some call DuckDB macros that the
+engine installs on every connection (``engine.spark_functions.MACROS``: ``spark_*``/``byzer_*``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from sqlglot import exp
+
+BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
+              "array_string_to_float", "array_string_to_int", "ngram")
+"""Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
+
+
+def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _cast(node: exp.Expression, to: str) -> exp.Cast:
+    return exp.Cast(this=node, to=exp.DataType.build(to))
+
+
+# -- the transforms -----------------------------------------------------------------------------------------
+
+def split_with_limit(tree: exp.Expression) -> None:
+    """Spark's ``split(str, regex, limit)``. sqlglot bug: it passes the limit as DuckDB's third
+    argument of STR_SPLIT_REGEX, which is the regex options, so DuckDB refuses the call:
+    ``sqlglot.transpile("select split('a,b,c', ',', 2)", read="spark", write="duckdb")`` →
+    ``SELECT STR_SPLIT_REGEX('a,b,c', ',', 2)`` (binder error). Spark: ``["a", "b,c"]``."""
+    for node in list(tree.find_all(exp.RegexpSplit)):
+        if node.args.get("limit") is not None:
+            node.replace(_call("spark_split", node.this, node.expression, node.args["limit"]))
+
+
+def date_add_is_a_date(tree: exp.Expression) -> None:
+    """Spark's ``date_add``/``date_sub(start, days)`` return a DATE. sqlglot bug: it writes
+    ``CAST(start AS DATE) + INTERVAL n DAY``, which DuckDB types TIMESTAMP:
+    ``sqlglot.transpile("select date_sub(cast('2020-01-02' as date), 1)", read="spark", write="duckdb")``.
+    DuckDB's ``DATE + INTEGER`` is a DATE."""
+    for node in list(tree.find_all(exp.TsOrDsAdd)):
+        unit = node.args.get("unit")
+        if (unit is None or unit.name.upper() == "DAY") and node.args.get("return_type") is None:
+            node.replace(exp.Paren(this=exp.Add(this=_cast(node.this, "DATE"), expression=_cast(node.expression, "INT"))))
+
+
+INT_RESULTS = (exp.ArraySize, exp.StrPosition, exp.Length, exp.DateDiff)
+"""Spark functions whose result is INT where DuckDB's is BIGINT (size, instr/locate, length, datediff)."""
+
+
+def int_results(tree: exp.Expression) -> None:
+    """Spark's ``size``, ``instr``, ``locate``, ``length``, ``datediff`` and ``row_number()``
+    return INT; their DuckDB counterparts BIGINT. Same values, and now the same type."""
+    for node in list(tree.find_all(*INT_RESULTS)):
+        if not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "INT"))
+    for window in list(tree.find_all(exp.Window)):
+        if isinstance(window.this, exp.RowNumber) and not isinstance(window.parent, exp.Cast):
+            window.replace(_cast(window.copy(), "INT"))
+
+
+def bigint_results(tree: exp.Expression) -> None:
+    """Spark's ``ceil``/``floor`` of a number that is not a decimal, ``unix_timestamp`` and
+    ``a div b`` return BIGINT; DuckDB keeps DOUBLE (ceil, floor, epoch) or the operands' type (//).
+    A decimal argument (a literal such as 2.5, or a cast to decimal) keeps DuckDB's decimal result,
+    as Spark does; a decimal *column* cannot be told apart here and becomes BIGINT too."""
+    for node in list(tree.find_all(exp.Ceil, exp.Floor)):
+        if node.args.get("decimals") is None and not _decimal(node.this) and not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "BIGINT"))
+    for node in list(tree.find_all(exp.StrToUnix, exp.IntDiv)):
+        if not isinstance(node.parent, exp.Cast):
+            node.replace(_cast(node.copy(), "BIGINT"))
+
+
+def _decimal(node: exp.Expression) -> bool:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return "." in node.this and "e" not in node.this.lower()
+    if isinstance(node, exp.Cast):
+        return node.to.is_type(exp.DataType.Type.DECIMAL)
+    return isinstance(node, exp.Paren) and _decimal(node.this)
+
+
+_NOT_A_NUMBER_DATE_OR_BOOLEAN = re.compile(
+    r"(?!\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[dDfFlL]?\s*$)(?!\s*\d{4}-\d{1,2}(-\d{1,2})?([ T].*)?$)"
+    r"(?!\s*(true|false|t|f|yes|no|y|n)\s*$)", re.IGNORECASE | re.DOTALL)
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def text_compared_with_other_types(tree: exp.Expression) -> None:
+    """Spark compares a string with a number (or date, boolean...) by casting the string to that
+    type, and a string that does not parse becomes NULL: ``1 = ''`` is NULL (non-ANSI mode). DuckDB
+    fails the whole query instead ("Could not convert string '' to INT32"). For a literal that can
+    be no number, date or boolean, the comparison becomes
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN CAST(x AS VARCHAR) op 'lit' END``: a text comparison for
+    text, NULL otherwise, decided by DuckDB at bind time (the column's type is not known here)."""
+    for node in list(tree.find_all(*COMPARISONS)):
+        left, right = node.this, node.expression
+        if _odd_text(right) and not _string_literal(left):
+            other, literal, swap = left, right, False
+        elif _odd_text(left) and not _string_literal(right):
+            other, literal, swap = right, left, True
+        else:
+            continue
+        text = _cast(other.copy(), "VARCHAR")
+        comparison = node.__class__(this=literal.copy() if swap else text, expression=text if swap else literal.copy())
+        is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
+        node.replace(exp.Case(ifs=[exp.If(this=is_text, true=comparison)]))
+
+
+def text_compared_with_a_number(tree: exp.Expression) -> None:
+    """The other way round: Spark compares a string with an integer literal as that integer type
+    (INT, or BIGINT when it does not fit), so ``s = 1`` is NULL where ``s`` is ``'x'``; DuckDB casts
+    the column and fails the query on the first value that is no number. The comparison becomes
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN TRY_CAST(x AS INT) op n ELSE x op n END``; DuckDB folds
+    the ``typeof`` test when it binds, so a filter on a number column still reaches the scan as
+    ``x op n``. (Decimal literals are left alone: DuckDB cannot bind a text column against one in
+    the other branch, so ``s > 1.5`` still fails as before.)"""
+    for node in list(tree.find_all(*COMPARISONS)):
+        left, right = node.this, node.expression
+        if _integer_literal(right) and not isinstance(left, exp.Literal):
+            other, number, swap = left, right, False
+        elif _integer_literal(left) and not isinstance(right, exp.Literal):
+            other, number, swap = right, left, True
+        else:
+            continue
+        digits = number.this.this if isinstance(number, exp.Neg) else number.this
+        as_number = exp.TryCast(this=other.copy(), to=exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"))
+        pair = (number.copy(), as_number) if swap else (as_number, number.copy())
+        is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
+        node.replace(exp.Case(ifs=[exp.If(this=is_text, true=node.__class__(this=pair[0], expression=pair[1]))],
+                              default=node.copy()))
+
+
+def _integer_literal(node: exp.Expression) -> bool:
+    inner = node.this if isinstance(node, exp.Neg) else node
+    return isinstance(inner, exp.Literal) and not inner.is_string and inner.this.isdigit()
+
+
+def _string_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _odd_text(node: exp.Expression) -> bool:
+    return _string_literal(node) and _NOT_A_NUMBER_DATE_OR_BOOLEAN.match(node.this) is not None
+
+
+def json_path_wildcards_give_json_text(tree: exp.Expression) -> None:
+    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``);
+    DuckDB's ``->>`` with a wildcard returns a list. (Spark unwraps a single match; this does not.)"""
+    for node in list(tree.find_all(exp.JSONExtractScalar)):
+        path = node.expression
+        if path.find(exp.JSONPathWildcard) or (_string_literal(path) and "*" in path.this):
+            extracted = exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])
+            node.replace(_cast(exp.Anonymous(this="to_json", expressions=[extracted]), "VARCHAR"))
+
+
+def struct_of_star_is_the_row(tree: exp.Expression) -> None:
+    """Spark's ``struct(*)`` is the whole row (``to_json(struct(*))``, byzer-doc save_data/dw/delta.md).
+    sqlglot bug: ``sqlglot.transpile("select to_json(struct(*)) from t", read="spark", write="duckdb")``
+    gives ``TO_JSON({'_0': *})``, which DuckDB cannot bind. DuckDB names the row by its table: with
+    one table in FROM, ``struct(*)`` becomes that table's name (or alias)."""
+    for node in list(tree.find_all(exp.Struct)):
+        if len(node.expressions) != 1 or not isinstance(node.expressions[0], exp.Star):
+            continue
+        select = node.find_ancestor(exp.Select)
+        source = select.args.get("from_") if select else None
+        if source is None or select.args.get("joins") or not isinstance(source.this, exp.Table):
+            continue
+        node.replace(exp.column(source.this.alias_or_name))
+
+
+def byzer_udfs(tree: exp.Expression) -> None:
+    """Byzer's built-in UDFs (udf_funcs.md) as the ``byzer_`` macros. Three of them sqlglot mistakes
+    for Spark or DuckDB functions with other meanings: ``array_slice(a, from, to)`` (0-based, ``to``
+    exclusive; sqlglot writes DuckDB's 1-based inclusive ARRAY_SLICE), ``array_concat(arrays)``
+    (flatten; sqlglot writes LIST_CONCAT of one list), and ``array_intersect`` (ordered; DuckDB's is
+    not); ``uuid()`` is Byzer's, without dashes."""
+    for node in list(tree.find_all(exp.Anonymous, exp.ArraySlice, exp.ArrayConcat, exp.ArrayIntersect, exp.Uuid)):
+        if isinstance(node, exp.Anonymous) and node.name.lower() in BYZER_UDFS:
+            node.replace(_call(f"byzer_{node.name.lower()}", *node.expressions))
+        elif isinstance(node, exp.ArraySlice) and not node.args.get("is_length") and node.args.get("end") is not None:
+            node.replace(_call("byzer_array_slice", node.this, node.args["start"], node.args["end"]))
+        elif isinstance(node, exp.ArrayConcat) and not node.expressions:
+            node.replace(_call("byzer_array_concat", node.this))
+        elif isinstance(node, exp.ArrayIntersect) and len(node.expressions) == 2:
+            node.replace(_call("byzer_array_intersect", *node.expressions))
+        elif isinstance(node, exp.Uuid):
+            node.replace(_call("byzer_uuid"))
+
+
+def higher_order_predicates(tree: exp.Expression) -> None:
+    """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
+    element. sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
+    write="duckdb")`` gives ``EXISTS(a)``, dropping the predicate; ``forall`` it leaves as an unknown
+    function. DuckDB: ``list_bool_or``/``list_bool_and`` over ``list_transform``."""
+    for node in list(tree.find_all(exp.Exists, exp.Anonymous)):
+        if isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
+            array, predicate, reduce = node.this, node.args["expression"], "list_bool_or"
+        elif isinstance(node, exp.Anonymous) and node.name.lower() == "forall" and len(node.expressions) == 2:
+            (array, predicate), reduce = node.expressions, "list_bool_and"
+        else:
+            continue
+        node.replace(_call(reduce, exp.Anonymous(this="list_transform", expressions=[array.copy(), predicate.copy()])))
+
+
+def null_tests(tree: exp.Expression) -> None:
+    """Spark's ``isnull(x)``/``isnotnull(x)`` are ``x IS NULL``/``x IS NOT NULL``; DuckDB has neither function."""
+    for node in list(tree.find_all(exp.Anonymous)):
+        name = node.name.lower()
+        if name in ("isnull", "isnotnull") and len(node.expressions) == 1:
+            test = exp.Is(this=node.expressions[0], expression=exp.Null())
+            node.replace(exp.Paren(this=test if name == "isnull" else exp.Not(this=test)))
+
+
+def replace_without_replacement(tree: exp.Expression) -> None:
+    """Spark's ``replace(str, search)`` removes ``search``; DuckDB's REPLACE needs the replacement."""
+    for node in list(tree.find_all(exp.Replace)):
+        if node.args.get("replacement") is None:
+            node.set("replacement", exp.Literal.string(""))
+
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
+    text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
+    higher_order_predicates, null_tests, replace_without_replacement,
+)
