@@ -49,7 +49,7 @@ def parse(text: str) -> Condition:
     *assignments, test = trees
     for assignment in assignments:
         names = [e.args.get("alias") for e in assignment.expressions] if isinstance(assignment, exp.Select) else []
-        if not names or assignment.args.get("from") or not all(isinstance(n, exp.Placeholder) for n in names):
+        if not names or assignment.args.get("from_") or not all(isinstance(n, exp.Placeholder) for n in names):
             raise MLSQLError(f"only `select EXPR as :name, ...;` may come before the last part of a condition, "
                              f"not: {assignment.sql('spark')}")
     if isinstance(test, exp.Query):
