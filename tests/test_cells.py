@@ -442,6 +442,39 @@ def test_failing_cell_in_a_script_reports_script_lines_through_nested_calls(ray_
     assert "never" not in ray_session.catalog
 
 
+def test_each_cell_run_shows_its_own_source(ray_session: Session):
+    """Two cells, the same line numbers: an actor the first cell started, failing when the second
+    calls it, is shown with the first cell's line, and the second cell's line with its own text."""
+    import ray
+
+    ray_session.execute(cell("""
+        import ray
+        @ray.remote(num_cpus=0)
+        class Checker:
+            def check(self, v):
+                assert v > 0, "from the first cell"
+                return v
+        Checker.options(name="i12_checker", lifetime="detached").remote()  # outlives the cell
+    """))
+    try:
+        with pytest.raises(MLSQLError) as info:
+            ray_session.execute(cell("""
+                import ray
+                checker = ray.get_actor("i12_checker")
+                total = 0
+                total = total + 1
+                total += ray.get(checker.check.remote(-1))
+                print("never", total)
+            """))
+    finally:
+        ray.kill(ray.get_actor("i12_checker"))
+    message = info.value.message
+    assert info.value.line == 6
+    assert "cell, line 6, in <module>\n    total += ray.get(checker.check.remote(-1))" in message
+    assert 'an earlier cell, line 6, in check\n    assert v > 0, "from the first cell"' in message
+    assert "total = total + 1" not in message and "never" not in message
+
+
 def test_failing_executor_cell_reports_the_same_lines(ray_session: Session):
     text = "--%python\n--%runIn=executor\n--%output=remote_broken\nimport json\njson.loads('{bad')\n"
     with pytest.raises(MLSQLError) as info:
