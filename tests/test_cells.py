@@ -307,6 +307,54 @@ def test_run_command_as_ray_error_lines_are_script_lines(mnist: Session):
     assert "O2" not in mnist.catalog
 
 
+# -- !python env ---------------------------------------------------------------------------------
+
+REPORT_ENV = """
+    import os
+    from pyjava.api.mlsql import RayContext
+    RayContext.connect(globals(), None).build_result([{"pid": os.getpid(), "a": os.environ.get("MLSQL_I12_A"),
+                                                       "b": os.environ.get("MLSQL_I12_B")}])
+"""
+
+
+def test_python_env_is_the_driver_cells_environment_while_it_runs(session: Session, monkeypatch):
+    monkeypatch.setenv("MLSQL_I12_B", "before")
+    monkeypatch.delenv("MLSQL_I12_A", raising=False)
+    session.execute('!python env "MLSQL_I12_A=it\'s = 1"; !python env "MLSQL_I12_B=during";')
+    sees = "import os\nassert (os.getpid(), os.environ.get('MLSQL_I12_A'), os.environ.get('MLSQL_I12_B')) == {!r}"
+    run_cell(session, sees.format((os.getpid(), "it's = 1", "during")))  # no Ray: the session's process
+    assert "MLSQL_I12_A" not in os.environ and os.environ["MLSQL_I12_B"] == "before"  # as it was
+    with pytest.raises(MLSQLError, match="(?s)the Python cell failed.*AssertionError"):
+        run_cell(session, sees.format((os.getpid(), None, "before")))
+    assert "MLSQL_I12_A" not in os.environ and os.environ["MLSQL_I12_B"] == "before"  # after a failure too
+    with pytest.raises(MLSQLError, match="letters, digits and _") as info:
+        session.execute('select 1 as x as one;\n!python env "MY-VAR=1";')
+    assert info.value.line == 2
+
+
+def test_python_env_reaches_ray_tasks_of_the_cell(mnist: Session):
+    mnist.execute('!python env "MLSQL_I12_A=on ray";')
+    run_cell(mnist, REPORT_ENV + """
+    import ray
+    @ray.remote(num_cpus=0)
+    class Nested:  # like train.fit's workers
+        def read(self):
+            return os.environ.get("MLSQL_I12_A")
+    assert ray.get(Nested.remote().read.remote()) == "on ray", "an actor the executor cell starts inherits it"
+    """, output="remote", runIn="executor")
+    row = mnist.table("remote").to_pylist()[0]
+    assert row["pid"] != os.getpid() and row["a"] == "on ray"
+    run_cell(mnist, """
+        import os
+        from pyjava.api.mlsql import RayContext
+        RayContext.connect(globals(), None).foreach(lambda row: {"a": os.environ.get("MLSQL_I12_A"), "pid": os.getpid()})
+    """, input="mnist", output="per_row", dataMode="data")
+    per_row = mnist.table("per_row")
+    assert set(per_row.column("a").to_pylist()) == {"on ray"}
+    assert os.getpid() not in per_row.column("pid").to_pylist()
+    assert "MLSQL_I12_A" not in os.environ
+
+
 # -- results -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make", [

@@ -10,6 +10,7 @@ import importlib.abc
 import importlib.util
 import itertools
 import linecache
+import os
 import re
 import sys
 import traceback
@@ -20,7 +21,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from .context import CellContext, DataServer, RayContext
+from .context import CellContext, DataServer, RayContext, env_options
 from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
 
@@ -204,10 +205,27 @@ def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
     return context
 
 
+@contextlib.contextmanager
+def cell_environment(env: dict[str, str]) -> Iterator[None]:
+    """``!python env`` variables in ``os.environ`` while a driver cell runs, then put back as
+    they were. (A cell on Ray gets them through Ray's ``runtime_env``, which the tasks and actors
+    it starts inherit.)"""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
     import ray
 
-    task = ray.remote(num_cpus=1)(execute_code)
+    task = ray.remote(num_cpus=1, **env_options(context.env))(execute_code)
     try:
         return ray.get(task.remote(cell, context))
     except ray.exceptions.RayTaskError as exc:
@@ -273,7 +291,7 @@ def run_cell(session, cell: ast.PythonCell):
         session.ray_link.ensure()
         return partition(session, input_name, int(num_partitions) if num_partitions else None)
 
-    context = CellContext(conf=conf, input_name=input_name, warehouse=str(session.warehouse), make_servers=make_servers,
+    context = CellContext(conf=conf, env=dict(session.python_env), input_name=input_name, warehouse=str(session.warehouse), make_servers=make_servers,
                           ensure_ray=session.ray_link.ensure)
     if conf.get("runIn", "driver") == "executor":
         session.ray_link.ensure()
@@ -281,7 +299,8 @@ def run_cell(session, cell: ast.PythonCell):
             context.data_servers()
         context = _execute_remotely(cell, context)
     else:
-        execute_code(cell, context)
+        with cell_environment(context.env):
+            execute_code(cell, context)
     result = context.result
     output = conf.get("output") or None
     if result is None:
