@@ -487,6 +487,9 @@ def test_set_shell_variable_names_and_environment(session, monkeypatch):
     with pytest.raises(MLSQLError, match="'spark.x' cannot reach the shell command for y: shell variable names are letters"):
         run(session, 'set spark.x = "1"; set y = "echo ${spark.x}" where type="shell";')
     assert "y" not in session.variables
+    session.catalog.add_arrow("nul", pa.table({"v": ["a\0b"]}), "test")
+    with pytest.raises(MLSQLError, match="variable z holds a NUL character"):
+        run(session, 'set z = "select v from nul" where type="sql"; set y = "echo ${z}" where type="shell";')
 
 
 def test_set_shell_timeout(session, tmp_path):

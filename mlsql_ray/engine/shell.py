@@ -59,6 +59,9 @@ def _exported(key: str, command: str, variables: Mapping[str, str]) -> dict[str,
         inside = match.group(1).strip()
         name = _SH_NAME.match(inside)
         if name and name.group(1) in variables:
+            if "\0" in variables[name.group(1)]:
+                raise MLSQLError(f"variable {name.group(1)} holds a NUL character, which no environment variable can "
+                                 f"carry to the shell command for {key}")
             exported[name.group(1)] = variables[name.group(1)]
         elif inside in variables:
             raise MLSQLError(f"variable {inside!r} cannot reach the shell command for {key}: shell variable names are "
