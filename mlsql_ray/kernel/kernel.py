@@ -211,7 +211,6 @@ class MLSQLKernel(Kernel):
 
     def _load_preview(self, result, parent):
         """A ``load`` names a lazy table: show its first rows (counting them all could read a big file)."""
-
         if not isinstance(result.statement, ast.Load) or not result.name:
             return None, False
         try:
