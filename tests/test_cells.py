@@ -308,6 +308,54 @@ def test_run_command_as_ray_error_lines_are_script_lines(mnist: Session):
     assert "O2" not in mnist.catalog
 
 
+# -- !python env ---------------------------------------------------------------------------------
+
+REPORT_ENV = """
+    import os
+    from pyjava.api.mlsql import RayContext
+    RayContext.connect(globals(), None).build_result([{"pid": os.getpid(), "a": os.environ.get("MLSQL_I12_A"),
+                                                       "b": os.environ.get("MLSQL_I12_B")}])
+"""
+
+
+def test_python_env_is_the_driver_cells_environment_while_it_runs(session: Session, monkeypatch):
+    monkeypatch.setenv("MLSQL_I12_B", "before")
+    monkeypatch.delenv("MLSQL_I12_A", raising=False)
+    session.execute('!python env "MLSQL_I12_A=it\'s = 1"; !python env "MLSQL_I12_B=during";')
+    sees = "import os\nassert (os.getpid(), os.environ.get('MLSQL_I12_A'), os.environ.get('MLSQL_I12_B')) == {!r}"
+    run_cell(session, sees.format((os.getpid(), "it's = 1", "during")))  # no Ray: the session's process
+    assert "MLSQL_I12_A" not in os.environ and os.environ["MLSQL_I12_B"] == "before"  # as it was
+    with pytest.raises(MLSQLError, match="(?s)the Python cell failed.*AssertionError"):
+        run_cell(session, sees.format((os.getpid(), None, "before")))
+    assert "MLSQL_I12_A" not in os.environ and os.environ["MLSQL_I12_B"] == "before"  # after a failure too
+    with pytest.raises(MLSQLError, match="letters, digits and _") as info:
+        session.execute('select 1 as x as one;\n!python env "MY-VAR=1";')
+    assert info.value.line == 2
+
+
+def test_python_env_reaches_ray_tasks_of_the_cell(mnist: Session):
+    mnist.execute('!python env "MLSQL_I12_A=on ray";')
+    run_cell(mnist, REPORT_ENV + """
+    import ray
+    @ray.remote(num_cpus=0)
+    class Nested:  # like train.fit's workers
+        def read(self):
+            return os.environ.get("MLSQL_I12_A")
+    assert ray.get(Nested.remote().read.remote()) == "on ray", "an actor the executor cell starts inherits it"
+    """, output="remote", runIn="executor")
+    row = mnist.table("remote").to_pylist()[0]
+    assert row["pid"] != os.getpid() and row["a"] == "on ray"
+    run_cell(mnist, """
+        import os
+        from pyjava.api.mlsql import RayContext
+        RayContext.connect(globals(), None).foreach(lambda row: {"a": os.environ.get("MLSQL_I12_A"), "pid": os.getpid()})
+    """, input="mnist", output="per_row", dataMode="data")
+    per_row = mnist.table("per_row")
+    assert set(per_row.column("a").to_pylist()) == {"on ray"}
+    assert os.getpid() not in per_row.column("pid").to_pylist()
+    assert "MLSQL_I12_A" not in os.environ
+
+
 # -- results -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make", [
@@ -441,6 +489,39 @@ def test_failing_cell_in_a_script_reports_script_lines_through_nested_calls(ray_
     for line in ("line 9, in <module>", "line 8, in outer", "line 6, in inner", "KeyError: 'b'"):
         assert line in error.message
     assert "never" not in ray_session.catalog
+
+
+def test_each_cell_run_shows_its_own_source(ray_session: Session):
+    """Two cells, the same line numbers: an actor the first cell started, failing when the second
+    calls it, is shown with the first cell's line, and the second cell's line with its own text."""
+    import ray
+
+    ray_session.execute(cell("""
+        import ray
+        @ray.remote(num_cpus=0)
+        class Checker:
+            def check(self, v):
+                assert v > 0, "from the first cell"
+                return v
+        Checker.options(name="i12_checker", lifetime="detached").remote()  # outlives the cell
+    """))
+    try:
+        with pytest.raises(MLSQLError) as info:
+            ray_session.execute(cell("""
+                import ray
+                checker = ray.get_actor("i12_checker")
+                total = 0
+                total = total + 1
+                total += ray.get(checker.check.remote(-1))
+                print("never", total)
+            """))
+    finally:
+        ray.kill(ray.get_actor("i12_checker"))
+    message = info.value.message
+    assert info.value.line == 6
+    assert "cell, line 6, in <module>\n    total += ray.get(checker.check.remote(-1))" in message
+    assert 'an earlier cell, line 6, in check\n    assert v > 0, "from the first cell"' in message
+    assert "total = total + 1" not in message and "never" not in message
 
 
 def test_failing_executor_cell_reports_the_same_lines(ray_session: Session):

@@ -448,9 +448,62 @@ def test_set_sql_over_a_select_result(session, people):
 def test_set_shell(session, tmp_path):
     run(session, f"set who = \"printf '%s-%s' abc {tmp_path.name}\" where type=\"shell\";")
     assert session.variables["who"] == f"abc-{tmp_path.name}"
-    with pytest.raises(MLSQLError, match="exit code 3"):
-        run(session, 'set bad = "exit 3" where type="shell";')
+    with pytest.raises(MLSQLError, match="exit code 3: went wrong$"):
+        run(session, 'set bad = "echo ignored; echo went wrong >&2; exit 3" where type="shell";')
     assert "bad" not in session.variables
+
+
+HOSTILE_VALUES = ["x'; touch {file}; echo '", "$(touch {file})", "`touch {file}`", '"; touch {file}; echo "',
+                  "x\ntouch {file}", "${{IFS}}; touch {file} #"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_VALUES)
+def test_set_shell_takes_variables_from_table_data_as_data(session, tmp_path, hostile):
+    """A value read from a table reaches the shell as an environment variable, never as shell
+    text: quotes, ; and $(...) in it do nothing, the command sees it byte for byte."""
+    owned = tmp_path / "owned"
+    value = hostile.format(file=owned)
+    session.catalog.add_arrow("t", pa.table({"v": [value]}), "test")
+    run(session, """
+        set a = "select v from t" where type="sql";
+        set quoted = '''printf '%s' "${a}"''' where type="shell";
+        set bare = "echo ${a}" where type="shell";
+    """)
+    assert session.variables["a"] == value
+    assert session.variables["quoted"] == value
+    assert session.variables["bare"] == " ".join(value.split())  # unquoted: split into words by the shell, not run
+    assert not owned.exists()
+
+
+def test_set_shell_variable_names_and_environment(session, monkeypatch):
+    monkeypatch.setenv("MLSQL_TEST_FROM_ENV", "from the environment")
+    run(session, """
+        set n = "3";
+        set got = '''echo "${n}|${MLSQL_TEST_FROM_ENV}|${unset_here:-fallback}|${#n}"''' where type="shell";
+    """)
+    assert session.variables["got"] == "3|from the environment|fallback|1"
+    with pytest.raises(MLSQLError, match=r"undefined variable \$\{nope\}") as raised:
+        run(session, 'set x = "ok";\nset y = "echo ${nope}" where type="shell";')
+    assert raised.value.line == 2
+    with pytest.raises(MLSQLError, match="'spark.x' cannot reach the shell command for y: shell variable names are letters"):
+        run(session, 'set spark.x = "1"; set y = "echo ${spark.x}" where type="shell";')
+    assert "y" not in session.variables
+    session.catalog.add_arrow("nul", pa.table({"v": ["a\0b"]}), "test")
+    with pytest.raises(MLSQLError, match="variable z holds a NUL character"):
+        run(session, 'set z = "select v from nul" where type="sql"; set y = "echo ${z}" where type="shell";')
+
+
+def test_set_shell_timeout(session, tmp_path):
+    marker = tmp_path / "late"
+    with pytest.raises(MLSQLError, match=r"did not finish within 0\.5 s and was stopped") as raised:
+        run(session, f'set slow = "sleep 3 & sleep 3; touch {marker}" where type="shell" and timeout="0.5";')
+    assert (raised.value.line, raised.value.column) == (1, 1)
+    assert "slow" not in session.variables
+    run(session, 'set quick = "echo done" where type="shell" and timeout="5";')
+    assert session.variables["quick"] == "done"
+    for bad in ("0", "-1", "soon", "inf"):
+        with pytest.raises(MLSQLError, match=f"timeout must be a positive number of seconds, not '{bad}'"):
+            run(session, f'set q = "echo" where type="shell" and timeout="{bad}";')
 
 
 def test_set_conf_goes_to_session_conf(session):

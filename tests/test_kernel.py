@@ -382,6 +382,23 @@ print("final accuracy", round(result.history[-1]["accuracy"], 3))
 """
 
 
+@pytest.mark.parametrize("code, runs_on_ray", [
+    ("select array(1, 2) as arr, 'x-ray' as ray_note as t;", False),
+    ('select * from ray_results as arrays;\nset raymond = "array";', False),
+    ("--%python\nimport numpy\nprint(numpy.array([1, 2]))", True),
+    ("run t as Ray.`` where code='''print(1)''' and outputTable=\"o\";", True),
+    ("predict t as tf.`db.model` as scored;", True),
+    ("select 1 as a as t;\nregister tf.`db.model` as classify;", True),
+])
+def test_the_wait_for_ray_worker_output_follows_what_a_cell_runs(code, runs_on_ray):
+    """The kernel waits for late Ray worker output after cells whose statements run on Ray, not
+    after any cell whose text contains "ray" ("array", "x-ray", a table named ray_results)."""
+    from mlsql_ray import lang
+    from mlsql_ray.kernel.kernel import uses_ray
+
+    assert uses_ray(lang.parse(code)) is runs_on_ray
+
+
 @pytest.mark.slow
 def test_ray_worker_output_lands_in_the_cell(ray_kernel):
     code = ("--%python\nimport ray\nfrom pyjava.api.mlsql import RayContext\nRayContext.connect(globals(), None)\n"

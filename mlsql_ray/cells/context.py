@@ -41,6 +41,7 @@ class CellContext:
     """
 
     conf: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)  # ``!python env``: see runner.cell_environment
     input_name: str | None = None
     warehouse: str | None = None
     servers: list[DataServer] | None = None
@@ -59,6 +60,12 @@ class CellContext:
                 raise MLSQLError("this cell has no input table: add --%input=TABLE to give it one")
             self.servers = self.make_servers()
         return self.servers
+
+
+def env_options(env: dict[str, str]) -> dict:
+    """Ray task options that give a task (and what it starts) ``env``; none when it is empty,
+    since a task with a runtime_env needs a Ray worker process of its own."""
+    return {"runtime_env": {"env_vars": dict(env)}} if env else {}
 
 
 def to_table(items) -> pa.Table:
@@ -165,7 +172,7 @@ class RayContext:
     def _map_partitions(self, fn, per_row: bool) -> None:
         import ray
 
-        task = ray.remote(_map_partition)
+        task = ray.remote(_map_partition).options(**env_options(self.context.env))
         tables = _get_all([task.remote(server, fn, per_row) for server in self.data_servers()])
         tables = [t for t in tables if t.num_columns]
         self.context.result = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import importlib.abc
 import importlib.util
+import itertools
 import linecache
+import os
 import re
 import sys
 import traceback
@@ -19,7 +21,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from .context import CellContext, DataServer, RayContext
+from .context import CellContext, DataServer, RayContext, env_options
 from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
 
@@ -93,14 +95,18 @@ def pyjava_alias() -> Iterator[None]:
 
 # -- executing code with the cell's line numbers ----------------------------------------------
 
-def cell_filename(cell: ast.PythonCell) -> str:
-    return f"<mlsql cell at line {cell.line}>"
+CELL_FILE_PREFIX = "<mlsql cell "
+_runs = itertools.count(1)
 
 
 def _compile(cell: ast.PythonCell):
-    """Compile so that line numbers are the cell's own (its first line is ``cell.line``)."""
+    """Compile so that line numbers are the cell's own (its first line is ``cell.line``).
+
+    Each run gets a file name of its own, and its source stays in ``linecache`` (as IPython keeps
+    each input): a function defined by an earlier cell and failing in a later one is shown with
+    its own line, not the later cell's line of the same number."""
     source = "\n" * (cell.line - 1) + cell.code
-    filename = cell_filename(cell)
+    filename = f"{CELL_FILE_PREFIX}{next(_runs)} at line {cell.line}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
         return compile(source, filename, "exec")
@@ -114,46 +120,58 @@ _TEXT_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?
 
 
 def _cell_traceback(exc: BaseException, filename: str) -> tuple[str, int | None]:
-    """The traceback reduced to the cell's own frames, and the cell line where it went wrong.
+    """The traceback reduced to the cells' own frames, and the line of this cell (``filename``)
+    where it went wrong.
 
     Library frames between the cell and the error are elided, only the one that raised is kept.
-    An error from a Ray task or actor carries its remote traceback as text: its frames in the
-    cell's code are shown too (with their source, which workers do not have), and the innermost
-    of them is the line reported.
+    Frames in code an earlier cell defined are shown as such, with that cell's source. An error
+    from a Ray task or actor carries its remote traceback as text: its frames in cells' code are
+    shown too (with their source, which workers do not have), and the innermost of this cell's
+    is the line reported.
     """
     frames = traceback.extract_tb(exc.__traceback__)
-    remote = _remote_cell_frames(exc, filename)
+    remote = _remote_cell_frames(exc)
     lines = ["Traceback (most recent call last):"]
     line = None
+    in_cells = False
     for index, frame in enumerate(frames):
-        if frame.filename == filename:
-            line = frame.lineno
-            lines += _frame_lines("cell", frame.lineno, frame.name, frame.line)
+        if _is_cell(frame.filename):
+            in_cells = True
+            line = frame.lineno if frame.filename == filename else line
+            lines += _frame_lines(_where(frame.filename, filename), frame.lineno, frame.name, frame.line)
         elif index == len(frames) - 1 and not remote:  # where a library raised it
-            if line is not None and frames[index - 1].filename != filename:
+            if in_cells and not _is_cell(frames[index - 1].filename):
                 lines.append("  ...")
             lines += _frame_lines(frame.filename, frame.lineno, frame.name, frame.line)
     if remote:
         lines.append("  in a Ray worker:")
-        for lineno, name in remote:
-            lines += _frame_lines("cell", lineno, name, linecache.getline(filename, lineno))
-        line = remote[-1][0]
+        for file, lineno, name in remote:
+            line = lineno if file == filename else line
+            lines += _frame_lines(_where(file, filename), lineno, name, linecache.getline(file, lineno))
         lines.append(_last_line(exc))
     else:
         lines.extend(traceback.format_exception_only(type(exc), exc)[-1:])
     return "\n".join(l.rstrip("\n") for l in lines), line
 
 
+def _is_cell(filename: str) -> bool:
+    return filename.startswith(CELL_FILE_PREFIX)
+
+
+def _where(cell_file: str, filename: str) -> str:
+    return "cell" if cell_file == filename else "an earlier cell"
+
+
 def _frame_lines(where: str, lineno: int, name: str, source: str | None) -> list[str]:
     return [f"  {where}, line {lineno}, in {name}"] + ([f"    {source.strip()}"] if source and source.strip() else [])
 
 
-def _remote_cell_frames(exc: BaseException, filename: str) -> list[tuple[int, str]]:
-    """(line, function) of the cell's frames in a Ray error's remote traceback text."""
+def _remote_cell_frames(exc: BaseException) -> list[tuple[str, int, str]]:
+    """(file, line, function) of the cells' frames in a Ray error's remote traceback text."""
     if not type(exc).__module__.startswith("ray"):
         return []
     matches = (_TEXT_FRAME.match(l) for l in _ANSI.sub("", str(exc)).splitlines())
-    return [(int(m["line"]), m["name"]) for m in matches if m and m["file"] == filename]
+    return [(m["file"], int(m["line"]), m["name"]) for m in matches if m and _is_cell(m["file"])]
 
 
 def _last_line(exc: BaseException) -> str:
@@ -180,17 +198,34 @@ def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
         except BaseException as exc:  # noqa: BLE001 - every failure of user code becomes one MLSQLError
             if isinstance(exc, SystemExit) and not exc.code:
                 return context
-            text, line = _cell_traceback(exc, cell_filename(cell))
+            text, line = _cell_traceback(exc, code.co_filename)
             if isinstance(exc, MemoryError) and limit is not None:
                 text += f" (past the cell's memoryLimit of {limit} MB)"
             raise MLSQLError(f"the Python cell failed:\n{text}", line or cell.line, 1) from None
     return context
 
 
+@contextlib.contextmanager
+def cell_environment(env: dict[str, str]) -> Iterator[None]:
+    """``!python env`` variables in ``os.environ`` while a driver cell runs, then put back as
+    they were. (A cell on Ray gets them through Ray's ``runtime_env``, which the tasks and actors
+    it starts inherit.)"""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
     import ray
 
-    task = ray.remote(num_cpus=1)(execute_code)
+    task = ray.remote(num_cpus=1, **env_options(context.env))(execute_code)
     try:
         return ray.get(task.remote(cell, context))
     except ray.exceptions.RayTaskError as exc:
@@ -256,7 +291,7 @@ def run_cell(session, cell: ast.PythonCell):
         session.ray_link.ensure()
         return partition(session, input_name, int(num_partitions) if num_partitions else None)
 
-    context = CellContext(conf=conf, input_name=input_name, warehouse=str(session.warehouse), make_servers=make_servers,
+    context = CellContext(conf=conf, env=dict(session.python_env), input_name=input_name, warehouse=str(session.warehouse), make_servers=make_servers,
                           ensure_ray=session.ray_link.ensure)
     if conf.get("runIn", "driver") == "executor":
         session.ray_link.ensure()
@@ -264,7 +299,8 @@ def run_cell(session, cell: ast.PythonCell):
             context.data_servers()
         context = _execute_remotely(cell, context)
     else:
-        execute_code(cell, context)
+        with cell_environment(context.env):
+            execute_code(cell, context)
     result = context.result
     output = conf.get("output") or None
     if result is None:

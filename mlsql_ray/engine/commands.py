@@ -6,6 +6,7 @@ Looked up by name (case-insensitive) in ``COMMANDS``; each takes the session and
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import pyarrow as pa
@@ -59,12 +60,20 @@ def _delta(session, s: ast.Command):
     return Result(s, f"{args[0]} of {name}", table=table, num_rows=table.num_rows, name=name)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _python(session, s: ast.Command):
+    """``!python env "K=V"`` (the environment of Python cells, see cells/runner.py) or
+    ``!python conf "k=v"`` (settings, overridden by a cell's annotations)."""
     if len(s.args) != 2 or s.args[0] not in ("env", "conf"):
         raise MLSQLError('usage: !python env "KEY=VALUE"; or !python conf "key=value";')
     key, sep, value = s.args[1].partition("=")
     if not sep or not key.strip():
         raise MLSQLError(f'expected "key=value", got {s.args[1]!r}')
+    if s.args[0] == "env" and (not _ENV_NAME.fullmatch(key.strip()) or "\0" in value):
+        raise MLSQLError(f"!python env needs a variable name of letters, digits and _ (not starting with a digit) "
+                         f"and a value without NUL characters, not {s.args[1]!r}")
     target = session.python_env if s.args[0] == "env" else session.python_conf
     target[key.strip()] = value.strip()
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")

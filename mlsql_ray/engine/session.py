@@ -7,7 +7,6 @@ whole text first, then runs statement by statement and yields one ``Result`` per
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -28,6 +27,7 @@ from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
 from .result import PREVIEW_ROWS, Result
+from .shell import run_shell
 from .sql import duckdb_message, translate
 
 MODEL_FORMATS = ("tf", "keras")
@@ -190,10 +190,7 @@ class Session:
             first = self._query(s.value, s.line, s.col).limit(1).fetchall()
             value = "" if not first or first[0][0] is None else str(first[0][0])
         elif kind == "shell":
-            done = subprocess.run(s.value, shell=True, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise MLSQLError(f"shell command for {s.key} failed with exit code {done.returncode}: {done.stderr.strip()[:500]}")
-            value = done.stdout.strip()
+            value = run_shell(s.key, s.value, self.variables, s.options.get("timeout"))
         else:
             value = s.value
         if kind == "conf":

@@ -37,6 +37,7 @@ import uuid
 from ipykernel.kernelbase import Kernel
 
 from .. import __version__, lang
+from ..lang import ast
 from ..errors import MLSQLError, MLSQLSyntaxError
 from . import assist
 
@@ -66,6 +67,7 @@ class MLSQLKernel(Kernel):
         self._session = None
         self._warmed = False
         self._interrupted = False
+        self._cell_uses_ray = False  # set by each cell once it has parsed
 
     # -- the session -----------------------------------------------------------------------------
 
@@ -118,10 +120,11 @@ class MLSQLKernel(Kernel):
         if not code.strip():
             return self._ok()
         parent = self.get_parent()
+        self._cell_uses_ray = False
         try:
             return self._execute(code, silent, parent)
         finally:
-            self._await_worker_output(code)
+            self._await_worker_output()
 
     def _execute(self, code: str, silent: bool, parent) -> dict:
         lines: list[int] = []
@@ -134,6 +137,7 @@ class MLSQLKernel(Kernel):
                 interrupts.connection = session.con
                 display = _ProgressDisplay(self, parent, silent)
                 statements = lang.parse(code)  # what Session.execute_iter does, keeping the statements
+                self._cell_uses_ray = uses_ray(statements)
                 lines = [s.line for s in statements]
                 running = 0  # index of the statement running now, for "interrupted at line N"
                 with progress.reporting_to(display):
@@ -159,11 +163,11 @@ class MLSQLKernel(Kernel):
         evalue = f"interrupted at line {line}" if line else "interrupted"
         return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
 
-    def _await_worker_output(self, code: str) -> None:
+    def _await_worker_output(self) -> None:
         """Ray forwards what its workers print some 50-100 ms late: give it that time after a
-        Python cell, so the lines land under this cell and not the next."""
+        cell that ran work on Ray, so the lines land under this cell and not the next."""
         ray = sys.modules.get("ray")
-        if ray is None or self._interrupted or "--%" not in code and "ray" not in code.lower():
+        if ray is None or self._interrupted or not self._cell_uses_ray:
             return
         try:
             if ray.is_initialized():
@@ -205,8 +209,6 @@ class MLSQLKernel(Kernel):
 
     def _load_preview(self, result, parent):
         """A ``load`` names a lazy table: show its first rows (counting them all could read a big file)."""
-        from ..lang import ast
-
         if not isinstance(result.statement, ast.Load) or not result.name:
             return None, False
         try:
@@ -319,6 +321,16 @@ class _Interrupts:
                         self.connection.interrupt()
                     except Exception:  # noqa: BLE001 - nothing running, or already closed
                         pass
+
+
+#: statements that run work on Ray workers: a Python cell, run ... as Ray.``, predict, register
+_RAY_STATEMENTS = (ast.PythonCell, ast.Train, ast.Register)
+
+
+def uses_ray(statements: list[ast.Statement]) -> bool:
+    """Whether a cell's statements run work on Ray (decided by what they are, not by their text:
+    "array" or a table named "ray_results" is no reason to wait)."""
+    return any(isinstance(s, _RAY_STATEMENTS) for s in statements)
 
 
 def _line_at(lines: list[int], index: int) -> int | None:

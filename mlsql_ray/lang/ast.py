@@ -157,6 +157,12 @@ class Set(Statement):
         return self.options.get("type", "text")
 
     @property
+    def raw_fields(self) -> tuple[str, ...]:
+        """A shell command's text is never substituted: its variables reach it through its
+        environment (see ``engine/shell.py``), so a value cannot become shell syntax."""
+        return ("value",) if self.type == "shell" else ()
+
+    @property
     def scope(self) -> str:
         return self.options.get("scope", "session")
 
