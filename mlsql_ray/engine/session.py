@@ -20,7 +20,7 @@ from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
-from . import datasources
+from . import datasources, ets
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
@@ -286,9 +286,12 @@ class Session:
                       num_rows=scored.num_rows, name=output)
 
     def _train(self, s: ast.Train) -> Result:
-        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
+        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement;
+        ``run|train T as ET.`` ...``: an ET."""
         if s.verb == "predict":
             return self._predict(s)
+        if s.verb in ("run", "train") and s.format.lower() in ets.ETS or s.verb == "run" and s.format.lower() != "ray":
+            return ets.run(self, s)  # an ET (mlsql_ray.engine.ets); unknown names fail there, listing the known
         if s.verb != "run" or s.format.lower() != "ray":
             raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
         if "code" not in s.options:

@@ -266,6 +266,8 @@ class Parser:
         output = None
         while c.accept_word("as"):  # DSLSQL.g4: asTableName* — Byzer keeps the last
             output = c.name("an output table name after 'as'")
+        if output is not None and not options:  # `run t as ET.`` as out where k="v"`, as the ET docs write it
+            options = c.options()
         c.finish(f"the {verb} statement")
         code = c.option_values.get("code")
         return ast.Train(verb=verb, table=table, format=fmt, path=path, options=options, output=output,
