@@ -117,7 +117,9 @@ class _Cursor:
             key = self.qualified_name("an option name")
             self.expect_symbol("=")
             value = self.next()
-            if value.type not in (T.STRING, T.BLOCK_STRING):
+            # a bare whole number (`partitionNum=2`) too: byzer-lang 2.x's DSLSQL.g4 takes
+            # expression : qualifiedName '=' (MUMERIC | STRING_TEXT | BLOCK_STRING_TEXT)
+            if value.type not in (T.STRING, T.BLOCK_STRING) and not (value.type is T.WORD and value.value.isdigit()):
                 raise self.error_at(value, f"option '{key}' needs a quoted value, like {key}=\"...\"")
             if key in opts:
                 raise self.error_at(key_tok, f"option '{key}' is given twice")

@@ -38,18 +38,23 @@ def _extract_tables(tree: exp.Expression) -> pa.Table:
 
 
 def _extract_columns(tree: exp.Expression) -> pa.Table:
-    """(tableName, columnName) per column the statement names; a column's table comes from its
-    qualifier (an alias is resolved to its table) or, unqualified, from the only table read —
-    empty when the text alone cannot tell."""
-    tables = _source_tables(tree)
-    by_alias = {t.alias_or_name.lower(): _table_name(t) for t in tables}
-    only = _table_name(tables[0]) if len({_table_name(t) for t in tables}) == 1 else ""
+    """(tableName, columnName) per column the statement names. A column's table is found in the
+    SELECT it appears in: through its qualifier (an alias resolves to its table), or, unqualified,
+    the only table that SELECT reads; empty where the text alone cannot tell (a CTE, a subquery,
+    several tables)."""
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     rows = []
     for column in tree.find_all(exp.Column, bfs=False):
         if isinstance(column.this, exp.Star):
             continue
-        qualifier = column.table.lower()
-        rows.append((by_alias.get(qualifier, "") if qualifier else only, column.name))
+        scope = column.find_ancestor(exp.Select)
+        tables = [t for t in (scope.find_all(exp.Table) if scope else ()) if t.find_ancestor(exp.Select) is scope]
+        named = {t.alias_or_name.lower(): "" if t.name.lower() in ctes else _table_name(t) for t in tables}
+        if column.table:
+            table = named.get(column.table.lower(), "")
+        else:
+            table = next(iter(named.values())) if len(named) == 1 else ""
+        rows.append((table, column.name))
     rows = list(dict.fromkeys(rows))
     return pa.table({"tableName": pa.array([r[0] for r in rows], pa.string()),
                      "columnName": pa.array([r[1] for r in rows], pa.string())})

@@ -23,15 +23,13 @@ def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
     keys = [row[0] for row in session.con.sql(
         f"SELECT DISTINCT {source_sql} FROM {table} ORDER BY 1 NULLS FIRST").fetchall()]
     value_type = session.catalog.schema(call.table).field(value[0]).type
-    total = "CAST(sum({}) AS BIGINT)" if pa.types.is_integer(value_type) else "sum({})"
+    total = "CAST({} AS BIGINT)" if pa.types.is_integer(value_type) else "{}"
     params, columns = [], []
     for key in keys:
         label = "null" if key is None else spark_format.text(key)
-        if key is None:
-            columns.append(f"{total.format(value_sql)} FILTER (WHERE {source_sql} IS NULL) AS {column_sql(label)}")
-        else:
-            columns.append(f"{total.format(value_sql)} FILTER (WHERE {source_sql} = ?) AS {column_sql(label)}")
-            params.append(key)
+        condition = f"{source_sql} IS NULL" if key is None else f"{source_sql} = ?"
+        columns.append(f"{total.format(f'sum({value_sql}) FILTER (WHERE {condition})')} AS {column_sql(label)}")
+        params += [] if key is None else [key]
     group = ", ".join(column_sql(c) for c in index)
     return session.con.sql(f"SELECT {group}, {', '.join(columns)} FROM {table} GROUP BY {group} ORDER BY {group}", params=params).to_arrow_table()
 
