@@ -128,8 +128,8 @@ def test_data_summary_refuses_an_unknown_metric_and_warns_of_an_unknown_option(s
     with pytest.raises(MLSQLError, match="unknown metric 'avg'"):
         run(session, "run table1 as DataSummary.`` where metrics='mean,avg' as s;")
     result = run(session, 'run table1 as DataSummary.`` where rountAt="4" as s;')[-1]
-    assert result.warnings == ["DataSummary ignores the option rountAt (it knows: metrics, roundAt, approxSwitch, "
-                               "approxThreshold, relativeError, approxCountDistinct, threshold)"]
+    assert result.warnings == [("DataSummary ignores the option rountAt (it knows: metrics, roundAt, approxSwitch, "
+                                "approxThreshold, relativeError, approxCountDistinct, threshold)")]
 
 
 def test_spark_number_printing():
@@ -157,7 +157,7 @@ def test_descriptive_metrics_as_the_doc_shows(session):
 
 
 def pattern_json(groups: list[tuple[int, float, str, str]], total: int) -> str:
-    items = ",".join('{"count":%d,"ratio":%s,"pattern":"%s","alternativePattern":"%s"}' % g for g in groups)
+    items = ",".join(f'{{"count":{n},"ratio":{r},"pattern":"{p}","alternativePattern":"{a}"}}' for n, r, p, a in groups)
     return json.dumps({"colPatternDistribution": f"[{items}]", "totalCount": str(total), "limit": "100"},
                       ensure_ascii=False, separators=(",", ":"))
 

@@ -14,7 +14,6 @@ from ..files import read_csv
 from .base import DataSource, variable_text
 from .file_formats import CSV_PARAMS
 
-
 _TRAILING_COMMA = re.compile(r"\}[ \t]*,[ \t]*$", re.MULTILINE)
 
 

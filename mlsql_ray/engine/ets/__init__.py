@@ -12,7 +12,16 @@ from ...errors import MLSQLError
 from ...lang import ast
 from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
-from . import data_summary, distributions, json_expand, sampling, syntax, tables, transpose, tree
+from . import (
+    data_summary,
+    distributions,
+    json_expand,
+    sampling,
+    syntax,
+    tables,
+    transpose,
+    tree,
+)
 from .base import ET, Call
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling)
@@ -47,8 +56,8 @@ def run(session, s: ast.Train) -> Result:
     et = find(s.format)
     known = {p.name.lower() for p in et.params}
     unknown = sorted(k for k in s.options if k.lower() not in known)
-    warnings = [f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                f"(it knows: {', '.join(p.name for p in et.params) or 'none'})"] if unknown else []
+    warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                 f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
     table = et.run(session, Call(s.table, s.path, dict(s.options), s.output))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)

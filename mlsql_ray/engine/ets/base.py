@@ -3,8 +3,8 @@ names Spark gives Arrow's types."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pyarrow as pa
 

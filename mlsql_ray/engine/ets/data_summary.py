@@ -87,8 +87,8 @@ def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[str]:
             f"stddev_samp({number}) AS c{i}_std",
             f"stddev_samp({number}) / sqrt({n}) AS c{i}_stderr",
             # DuckDB's skewness is the sample-adjusted one; Spark's is the population skewness
-            f"CASE WHEN {n} = 0 OR var_pop({number}) = 0 THEN NULL WHEN {n} = 2 THEN 0.0 "
-            f"ELSE skewness({number}) * ({n} - 2) / sqrt({n} * ({n} - 1)) END AS c{i}_skew",
+            (f"CASE WHEN {n} = 0 OR var_pop({number}) = 0 THEN NULL WHEN {n} = 2 THEN 0.0 "
+             f"ELSE skewness({number}) * ({n} - 2) / sqrt({n} * ({n} - 1)) END AS c{i}_skew"),
             f"quantile_cont({number}, [0.25, 0.5, 0.75]) AS c{i}_quartiles",
         ]
     return out

@@ -80,12 +80,11 @@ def _patterns(session, call: Call) -> pa.Table:
         if not groups:
             raise MLSQLError(f"Please make sure the column {field.name} contains content except null or empty content!")
         rows = sum(n for _, n in groups)
-        items = [
-            '{"count":%d,"ratio":%s,"pattern":%s,"alternativePattern":%s}' % (
-                n, spark_format.java_double(n / rows), json.dumps(p[:cut], ensure_ascii=False),
-                json.dumps(alternative_pattern(p), ensure_ascii=False))
-            for p, n in groups[:limit]
-        ]
+        # written by hand, not by json.dumps, so the ratio is printed as Java prints a double
+        items = [f'{{"count":{n},"ratio":{spark_format.java_double(n / rows)},'
+                 f'"pattern":{json.dumps(p[:cut], ensure_ascii=False)},'
+                 f'"alternativePattern":{json.dumps(alternative_pattern(p), ensure_ascii=False)}}}'
+                 for p, n in groups[:limit]]
         names.append(field.name)
         texts.append(json.dumps({"colPatternDistribution": "[" + ",".join(items) + "]", "totalCount": str(len(groups)),
                                  "limit": str(limit)}, ensure_ascii=False, separators=(",", ":")))

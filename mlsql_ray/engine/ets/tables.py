@@ -45,7 +45,7 @@ def _cache(session, call: Call) -> None:
     action = call.option("execute", "cache").strip().lower()
     if action == "uncache":
         session.catalog.uncache(call.table)
-        return None
+        return
     if action != "cache":
         raise MLSQLError(f"CacheExt: execute must be cache or uncache, not {action!r}")
     lifetime = call.option("lifeTime", "script").strip().lower()
@@ -53,7 +53,7 @@ def _cache(session, call: Call) -> None:
         raise MLSQLError(f"CacheExt: lifeTime must be script, session or application, not {lifetime!r}")
     call.flag("isEager", False)
     session.catalog.cache(call.table, _LIFETIMES[lifetime])
-    return None
+    return
 
 
 def _empty(session, call: Call) -> pa.Table:
