@@ -322,6 +322,8 @@ def test_table_repartition_by_range_gives_the_docs_partitions(session):
     assert partitions == [(0, 2, 3), (3, 199, 3), (200, 201, 2)]  # the doc's table for partitionType="range"
     run(session, "run data as TableRepartition.`` where partitionNum=2 \nas newdata;")
     assert session.table("newdata").num_rows == 8 and len(session.table("newdata").to_batches()) == 2
+    run(session, "!tableRepartition _ -i data -num 3 -o newcc;")  # the command runs the ET
+    assert [b.num_rows for b in session.table("newcc").to_batches()] == [3, 3, 2]
     with pytest.raises(MLSQLError, match="needs partitionNum"):
         run(session, "run data as TableRepartition.`` as x;")
     with pytest.raises(MLSQLError, match="partitionCols"):

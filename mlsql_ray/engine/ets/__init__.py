@@ -58,7 +58,7 @@ def run(session, s: ast.Train) -> Result:
     unknown = sorted(k for k in s.options if k.lower() not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, s.path, dict(s.options), s.output))
+    table = et.run(session, Call(s.table, dict(s.options)))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     if s.output:

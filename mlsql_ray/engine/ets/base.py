@@ -25,12 +25,11 @@ class ET:
 
 @dataclass(frozen=True)
 class Call:
-    """One ``run|train T as NAME.`PATH` where ... [as OUT]``, as an ET sees it."""
+    """One ``run|train T as NAME.`PATH` where ... [as OUT]``, as an ET sees it: PATH (where Byzer's
+    estimators save a model) names nothing the ETs here keep, and OUT is named by the registry."""
 
     table: str  # T ("command" when the ET reads no table)
-    path: str
     options: dict[str, str]
-    output: str | None
 
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)

@@ -63,7 +63,8 @@ def alternative_pattern(pattern: str) -> str:
 def _patterns(session, call: Call) -> pa.Table:
     """Per string column: its text patterns (``alternative_pattern``), most frequent first, as the
     JSON Byzer writes: ``{"colPatternDistribution": "[{count, ratio, pattern, alternativePattern},
-    ...]", "totalCount": "N", "limit": "L"}``. Patterns longer than ``patternLimit`` are cut."""
+    ...]", "totalCount": "N", "limit": "L"}``. Patterns longer than ``patternLimit`` are cut; nulls are
+    always left out, empty strings unless ``excludeEmptyVal="false"``."""
     limit = call.integer("limit", 100, minimum=1)
     exclude_empty = call.flag("excludeEmptyVal", True)
     cut = call.integer("patternLimit", 1000, minimum=1)

@@ -53,7 +53,6 @@ def _cache(session, call: Call) -> None:
         raise MLSQLError(f"CacheExt: lifeTime must be script, session or application, not {lifetime!r}")
     call.flag("isEager", False)
     session.catalog.cache(call.table, _LIFETIMES[lifetime])
-    return
 
 
 def _empty(session, call: Call) -> pa.Table:
