@@ -1,4 +1,5 @@
-"""Every MLSQL example of Byzer's docs ``grammar/`` and ``ml/eda/`` pages runs (issue 14, "Done means").
+"""Every MLSQL example of Byzer's docs ``grammar/`` and ``ml/eda/`` pages runs (issue 14, "Done means"),
+and so do those of the ET pages ``extension/et/`` (the ETs mlsql-ray has) and ``ml/feature/rate_sample.md``.
 
 The pages are copied, unchanged, under ``tests/fixtures/byzer-doc/`` (Apache-2.0, see its LICENSE
 and NOTICE.md). Each fenced block tagged ``sql`` is one test: it runs in a fresh Session, in its own
@@ -28,7 +29,8 @@ import pytest
 from mlsql_ray import MLSQLError, Session
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
-PAGES = sorted(DOCS.glob("grammar/*.md")) + sorted(DOCS.glob("ml/eda/*.md"))
+PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
+         DOCS / "ml" / "feature" / "rate_sample.md"]
 _FENCE = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
 
 
@@ -68,6 +70,17 @@ AFTER: dict[str, list[str]] = {
     "grammar/set.md#4": ["#3"],
     **{f"ml/eda/DataSummary.md#{i}": ["#0"] for i in (2, 3)},
     **{f"ml/eda/PatternDistribution.md#{i}": ["#0"] for i in (1, 2, 3)},
+    "extension/et/CacheExt.md#1": ["#0"],
+    "extension/et/CacheExt.md#2": ["#0", "#1"],
+    "extension/et/TableRepartition.md#2": ["#1"],
+    "extension/et/TableRepartition.md#4": ["#3", "#6"],
+    "extension/et/TableRepartition.md#5": ["#3"],
+    "extension/et/TableRepartition.md#6": ["#3"],
+    "extension/et/TreeBuildExt.md#1": ["#0"],
+    "extension/et/TreeBuildExt.md#3": ["#0", "#1"],
+    "extension/et/TreeBuildExt.md#5": ["#0", "#1"],
+    "ml/feature/rate_sample.md#1": ["#0"],
+    "ml/feature/rate_sample.md#2": ["#0", "#1"],
 }
 
 GIVEN: dict[str, str] = {
@@ -80,6 +93,7 @@ GIVEN: dict[str, str] = {
     "grammar/train.md#2": "select 1 as id union all select 2 as id as testData;",
     **{f"ml/eda/DataSummary.md#{i}": PEOPLE for i in (0, 2, 3)},
     "ml/eda/UniqueIdentifier.md#0": PEOPLE,
+    "extension/et/TableRepartition.md#8": "select 1 as id union all select 2 as id union all select 3 as id as table_cc;",
     # the table behind the doc's result: age 18 once and 21 seven times, 上海 once and 广州 seven times
     "ml/eda/DescriptiveMetrics.md#0": "select * from values (18, '上海'), " + ", ".join(["(21, '广州')"] * 7)
                                       + " as t(age, address) as table1;",
@@ -122,6 +136,15 @@ EXPECT: dict[str, tuple[str, list[dict]]] = {
     "ml/eda/DescriptiveMetrics.md#0": ("descriptiveMetrics", [
         {"columnName": "age", "descriptiveMetrics": '[{"18":1},{"21":7}]'},
         {"columnName": "address", "descriptiveMetrics": '[{"上海":1},{"广州":7}]'}]),
+    "extension/et/JsonExpandExt.md#1": ("table_2", [{"age": None, "name": "Michael"}, {"age": "30", "name": "Andy"}]),
+    "extension/et/JsonExpandExt.md#2": ("table_3", [{"name": "Michael", "city": "hangzhou", "district": "xihu"}]),
+    "extension/et/SyntaxAnalyzeExt.md#1": ("output", [{"tableName": "table1"}, {"tableName": "table2"}]),
+    "extension/et/TreeBuildExt.md#5": ("result", [  # (the doc's table leaves out 201, a child of 199)
+        {"children": [{"children": [], "id": 7, "parentID": 0}], "id": 0, "parentID": None, "level": 1},
+        {"children": [{"children": [], "id": 2, "parentID": 1},
+                      {"children": [{"children": [], "id": 200, "parentID": 199},
+                                    {"children": [], "id": 201, "parentID": 199}], "id": 199, "parentID": 1}],
+         "id": 1, "parentID": None, "level": 2}]),
     # the doc's result table shows a new Unique_ID column, but its call replaces income: 1, 2, ...
     "ml/eda/UniqueIdentifier.md#0": ("uniqueIdentifier", [
         {"age": a, "income": i + 1, "label": la, "name": n, "phone": p} for i, (a, la, n, p) in enumerate([
@@ -201,6 +224,8 @@ SKIP: dict[str, str] = {
     "grammar/train.md#1": _FRAGMENT + "trains on /tmp/train, which the doc never gives",
     "grammar/train.md#3": _FRAGMENT + "predicts with a model at /tmp/rf that the doc never trains",
     "ml/eda/DataSummary.md#1": _FRAGMENT + "the where clause of a call, without the ';' that ends a statement",
+    "extension/et/TableRepartition.md#0": _FRAGMENT + "the outline run [表名] as TableRepartition.`` ...",
+    "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
 }
 
 NOT_YET: dict[str, str] = {
@@ -213,6 +238,8 @@ NOT_YET: dict[str, str] = {
                            "DuckDB raises a conversion error instead",
     "grammar/select.md#4": "Velocity templates in SQL (#set/#foreach, grammar/template.md; issue 14 item 6)",
     "grammar/select.md#5": "${template.get(...)} in SQL (issue 14 item 6)",
+    "extension/et/JsonExpandExt.md#0": "load modelExample.`ET` (an ET's example code as a table)",
+    "extension/et/TableRepartition.md#4": "spark_partition_id() (Spark's partition of a row)",
 }
 
 
