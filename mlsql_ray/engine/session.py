@@ -290,8 +290,8 @@ class Session:
         ``run|train T as ET.`` ...``: an ET."""
         if s.verb == "predict":
             return self._predict(s)
-        if s.verb in ("run", "train") and s.format.lower() in ets.ETS or s.verb == "run" and s.format.lower() != "ray":
-            return ets.run(self, s)  # an ET (mlsql_ray.engine.ets); unknown names fail there, listing the known
+        if (s.verb in ("run", "train") and s.format.lower() in ets.ETS) or (s.verb == "run" and s.format.lower() != "ray"):
+            return ets.run(self, s)  # an ET (mlsql_ray.engine.ets); an unknown name fails there, listing the known
         if s.verb != "run" or s.format.lower() != "ray":
             raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
         if "code" not in s.options:
