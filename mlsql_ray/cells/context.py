@@ -54,6 +54,11 @@ class CellContext:
         state["make_servers"] = state["ensure_ray"] = None
         return state
 
+    def build_result(self, items) -> None:
+        """pyjava's ``context.build_result(rows)``, as Byzer's docs call it on the cell's global
+        ``context``: the same as ``RayContext.build_result``."""
+        self.result = to_table(items)
+
     def data_servers(self) -> list[DataServer]:
         if self.servers is None:
             if self.input_name is None:
@@ -149,7 +154,7 @@ class RayContext:
 
     def build_result(self, items) -> None:
         """Rows (dicts), a pandas DataFrame or an Arrow table become the cell's output table."""
-        self.context.result = to_table(items)
+        self.context.build_result(items)
 
     def build_result_from_dir(self, path: str) -> None:
         """A file or directory becomes ``schema=file`` rows (see ``streaming_tar``)."""

@@ -19,7 +19,7 @@ from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
 from ..storage import delta, rows as file_rows
-from . import datasources, spark_functions, udfs
+from . import datasources, ets, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
@@ -275,9 +275,12 @@ class Session:
                       num_rows=scored.num_rows, name=output)
 
     def _train(self, s: ast.Train) -> Result:
-        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
+        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement;
+        ``run|train T as ET.`` ...``: an ET."""
         if s.verb == "predict":
             return self._predict(s)
+        if (s.verb in ("run", "train") and s.format.lower() in ets.ETS) or (s.verb == "run" and s.format.lower() != "ray"):
+            return ets.run(self, s)  # an ET (mlsql_ray.engine.ets); an unknown name fails there, listing the known
         if s.verb != "run" or s.format.lower() != "ray":
             raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
         if "code" not in s.options:

@@ -118,7 +118,9 @@ class _Cursor:
             key = self.qualified_name("an option name")
             self.expect_symbol("=")
             value = self.next()
-            if value.type not in (T.STRING, T.BLOCK_STRING):
+            # a bare whole number (`partitionNum=2`) too: byzer-lang 2.x's DSLSQL.g4 takes
+            # expression : qualifiedName '=' (MUMERIC | STRING_TEXT | BLOCK_STRING_TEXT)
+            if value.type not in (T.STRING, T.BLOCK_STRING) and not (value.type is T.WORD and value.value.isdigit()):
                 raise self.error_at(value, f"option '{key}' needs a quoted value, like {key}=\"...\"")
             if key in opts:
                 raise self.error_at(key_tok, f"option '{key}' is given twice")
@@ -281,6 +283,8 @@ class Parser:
         output = None
         while c.accept_word("as"):  # DSLSQL.g4: asTableName* — Byzer keeps the last
             output = c.name("an output table name after 'as'")
+        if output is not None and not options:  # `run t as ET.`` as out where k="v"`, as the ET docs write it
+            options = c.options()
         c.finish(f"the {verb} statement")
         code = c.option_values.get("code")
         return ast.Train(verb=verb, table=table, format=fmt, path=path, options=options, output=output,

@@ -42,15 +42,17 @@ def _empty_table(session, s) -> Result:
 
 
 def _table_repartition(session, s) -> Result:
-    """``!tableRepartition _ -i T -num N -o OUT``: OUT has T's rows. Tables here are not split into
-    partitions (DuckDB parallelises scans itself), so only the arguments are checked."""
+    """``!tableRepartition _ -i T -num N -o OUT``: the TableRepartition ET (``run T as
+    TableRepartition.`` where partitionNum="N" as OUT``), as in Byzer, where both run the same code."""
+    from ..ets import Call, find
+
     usage = "!tableRepartition _ -i TABLE -num N -o OUTPUT;"
     options = named_arguments(s.args, usage)
     if not {"i", "num", "o"} <= options.keys():
         raise MLSQLError(f"usage: {usage}")
     if not options["num"].isdigit() or int(options["num"]) < 1:
         raise MLSQLError(f"-num must be a positive whole number, not {options['num']!r}")
-    table = session.catalog.arrow(options["i"])
+    table = find("TableRepartition").run(session, Call(options["i"], {"partitionNum": options["num"]}))
     session.catalog.add_arrow(options["o"], table, f"!tableRepartition {options['i']}")
     return Result(s, f"{options['o']}: {table.num_rows} rows", table=table,
                   num_rows=table.num_rows, name=options["o"])

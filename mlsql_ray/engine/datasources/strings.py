@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pyarrow as pa
 
@@ -13,9 +14,14 @@ from ..files import read_csv
 from .base import DataSource, variable_text
 from .file_formats import CSV_PARAMS
 
+_TRAILING_COMMA = re.compile(r"\}[ \t]*,[ \t]*$", re.MULTILINE)
+
 
 def _load_json(session, s) -> None:
     text = variable_text(session, s.path, "jsonStr")
+    # Spark reads each line's first JSON value and ignores what follows it, so Byzer's docs can end
+    # lines with a comma ({"a":1},); DuckDB wants bare lines
+    text = _TRAILING_COMMA.sub("}", text)
     table = session.con.read_json(io.StringIO(text), format="newline_delimited").to_arrow_table()
     # Spark infers a JSON schema with its fields sorted by name
     table = table.select(sorted(table.column_names))

@@ -1,31 +1,32 @@
 """ETs (Byzer's estimators/transformers): ``run T as NAME.`path` where ... as OUT;``, by name.
 
-Adding one is one small module in this package defining an ``ET`` and one entry in ``ETS``.
-``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
+Adding one is one small module in this package defining an ``ET`` (``base.ET``) and one entry in
+``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param, params_table
+from ...lang import ast
+from ..datasources.base import params_table
+from ..result import PREVIEW_ROWS, Result
+from . import (
+    data_summary,
+    distributions,
+    json_expand,
+    sampling,
+    syntax,
+    tables,
+    transpose,
+    tree,
+)
+from .base import ET, Call
 
+_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling)
 
-@dataclass(frozen=True)
-class ET:
-    name: str
-    description: str
-    #: (session, ast.Train) -> pa.Table: the output table of ``run T as NAME.`` ...``
-    run: Callable
-    params: tuple[Param, ...] = ()
-    kind: str = "transform"  # !show et's algType: algorithm, feature engineer, data process, ...
-
-
-ETS: dict[str, ET] = {}
+ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
 
 def find(name: str) -> ET:
@@ -46,3 +47,22 @@ def listing() -> pa.Table:
 def params(name: str) -> pa.Table:
     """``!show "et/params/NAME"``."""
     return params_table(find(name).params)
+
+
+def run(session, s: ast.Train) -> Result:
+    """``run|train T as NAME.`PATH` where ... [as OUT];``: the ET's output, named OUT when given.
+    Options the ET does not know are ignored, as Byzer does, with a warning (a typo such as
+    ``rountAt`` would otherwise go unnoticed)."""
+    et = find(s.format)
+    known = {p.name.lower() for p in et.params}
+    unknown = sorted(k for k in s.options if k.lower() not in known)
+    warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                 f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
+    table = et.run(session, Call(s.table, dict(s.options)))
+    if table is None:
+        return Result(s, f"{et.name} done", warnings=warnings)
+    if s.output:
+        session.catalog.add_arrow(s.output, table, f"{s.verb} {et.name}")
+    label = s.output or et.name
+    return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows,
+                  name=s.output, warnings=warnings)

@@ -1,0 +1,119 @@
+"""What an ET is, and the helpers every ET module shares: its options, its input table, the
+names Spark gives Arrow's types."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ...errors import MLSQLError
+from ..catalog import quoted
+from ..datasources.base import Param
+
+
+@dataclass(frozen=True)
+class ET:
+    name: str
+    description: str
+    #: (session, Call) -> pa.Table | None: the output table of ``run T as NAME.`` ...`` (None: nothing to name)
+    run: Callable
+    params: tuple[Param, ...] = ()
+    kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
+
+
+@dataclass(frozen=True)
+class Call:
+    """One ``run|train T as NAME.`PATH` where ... [as OUT]``, as an ET sees it: PATH (where Byzer's
+    estimators save a model) names nothing the ETs here keep, and OUT is named by the registry."""
+
+    table: str  # T ("command" when the ET reads no table)
+    options: dict[str, str]
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        return self.options.get(key, default)
+
+    def required(self, key: str, et: str) -> str:
+        value = self.options.get(key, "").strip()
+        if not value:
+            raise MLSQLError(f"{et} needs {key}=\"...\"")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.options.get(key)
+        if value is None:
+            return default
+        if value.strip().lower() not in ("true", "false"):
+            raise MLSQLError(f"{key} must be \"true\" or \"false\", not {value!r}")
+        return value.strip().lower() == "true"
+
+    def integer(self, key: str, default: int, minimum: int | None = None) -> int:
+        value = self.options.get(key)
+        if value is None:
+            return default
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise MLSQLError(f"{key} must be a whole number, not {value!r}") from None
+        if minimum is not None and number < minimum:
+            raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
+        return number
+
+    def columns(self, key: str, table_columns: list[str], et: str, required: bool = True) -> list[str]:
+        """A comma-separated list of column names, each checked against the table's."""
+        text = self.required(key, et) if required else self.options.get(key, "")
+        names = [c.strip() for c in text.split(",") if c.strip()]
+        for name in names:
+            if name not in table_columns:
+                raise MLSQLError(f"{et}: {key} names {name!r}, which {self.table} does not have "
+                                 f"(columns: {', '.join(table_columns)})")
+        return names
+
+
+def column_sql(name: str) -> str:
+    """A column name as DuckDB SQL (quoted)."""
+    return quoted(name)
+
+
+_SPARK_NAMES: list[tuple[Callable[[pa.DataType], bool], str]] = [
+    (pa.types.is_int8, "byte"), (pa.types.is_int16, "short"), (pa.types.is_uint8, "short"),
+    (pa.types.is_int32, "integer"), (pa.types.is_uint16, "integer"),
+    (pa.types.is_int64, "long"), (pa.types.is_uint32, "long"),
+    (pa.types.is_float16, "float"), (pa.types.is_float32, "float"), (pa.types.is_float64, "double"),
+    (pa.types.is_string, "string"), (pa.types.is_large_string, "string"), (pa.types.is_boolean, "boolean"),
+    (pa.types.is_date, "date"), (pa.types.is_timestamp, "timestamp"), (pa.types.is_binary, "binary"),
+    (pa.types.is_large_binary, "binary"), (pa.types.is_null, "void"), (pa.types.is_struct, "struct"),
+    (pa.types.is_map, "map"), (pa.types.is_list, "array"), (pa.types.is_large_list, "array"),
+    (pa.types.is_fixed_size_list, "array"),
+]
+
+
+def spark_type_name(arrow_type: pa.DataType) -> str:
+    """Spark's ``DataType.typeName`` of the type Spark would give this column (``integer``,
+    ``long``, ``decimal(38,18)``, ``void`` ...), as Byzer's ETs print it."""
+    if pa.types.is_decimal(arrow_type):
+        return f"decimal({arrow_type.precision},{arrow_type.scale})"
+    if pa.types.is_uint64(arrow_type):
+        return "decimal(20,0)"
+    return next((name for test, name in _SPARK_NAMES if test(arrow_type)), str(arrow_type))
+
+
+NUMERIC_SPARK_TYPES = ("short", "integer", "long", "float", "double")
+
+
+def is_numeric(arrow_type: pa.DataType) -> bool:
+    """Numeric as Byzer's EDA ETs count it: short, int, long, float, double and decimal (not byte)."""
+    name = spark_type_name(arrow_type)
+    return name in NUMERIC_SPARK_TYPES or name.startswith("decimal")
+
+
+def input_table(session, call: Call) -> pa.Table:
+    """The ET's input table T as Arrow."""
+    return session.catalog.arrow(call.table)
+
+
+def input_sql(session, call: Call) -> str:
+    """The ET's input table T as a name DuckDB SQL can read."""
+    session.catalog.relation(call.table)  # fails with the known names if T is not defined
+    return quoted(call.table)

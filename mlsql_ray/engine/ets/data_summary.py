@@ -1,0 +1,172 @@
+"""``DataSummary`` (``ml/eda/DataSummary.md``): one row per column of T, one string column per
+metric, as Byzer's ``SQLDataSummaryV2`` computes and prints them.
+
+All metrics but the mode come from one DuckDB aggregate over T; the modes from one more query.
+Definitions (Spark's): ``standardDeviation`` is the sample standard deviation (``stddev``),
+``standardError`` that over the square root of the count, ``skewness`` the population skewness
+(Spark's ``skewness``), ``%25``/``median``/``%75`` the exact percentiles with linear interpolation
+(Spark's ``percentile``, which Byzer uses up to ``approxThreshold`` rows; above it Byzer switches
+to ``percentile_approx`` and ``approx_count_distinct``, whose answers the exact ones here are within
+the error bounds of). Values are left out as Byzer leaves them out: nulls, NaN, and blank strings.
+Every number is printed as Byzer prints it: BigDecimal HALF_UP rounding to ``roundAt`` places
+(two more for ratios), then Java's ``Double.toString``; counts as whole numbers.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from . import spark_format
+from .base import ET, Call, column_sql, input_sql, is_numeric, spark_type_name
+
+METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
+           "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",
+           "uniqueValueRatio", "categoryCount", "primaryKeyCandidate", "mode")
+DEFAULT_METRICS = ("dataType", "dataLength", "max", "min", "maximumLength", "minimumLength", "mean", "standardDeviation",
+                   "standardError", "nullValueRatio", "blankValueRatio", "nonNullCount", "uniqueValueRatio",
+                   "primaryKeyCandidate", "median", "mode")
+_ALWAYS = ("columnName", "ordinalPosition")
+_WHOLE = {"ordinalPosition", "dataLength", "maximumLength", "minimumLength", "nonNullCount", "categoryCount",
+          "primaryKeyCandidate"}
+_AS_IS = {"columnName", "dataType"}
+_SPELLINGS = {m.lower(): m for m in METRICS + _ALWAYS} | {"25%": "%25", "75%": "%75", "50%": "median", "%50": "median"}
+_FIXED_LENGTH = {"byte": 1, "short": 2, "integer": 4, "long": 8, "float": 4, "double": 8, "date": 8, "timestamp": 8,
+                 "boolean": 1}
+
+
+def selected_metrics(text: str | None) -> list[str]:
+    """The metrics asked for, in Byzer's column order. Names are matched without regard to case or
+    surrounding spaces, and ``25%``/``75%`` (the doc's spelling) name ``%25``/``%75``."""
+    if text is None:
+        wanted = set(DEFAULT_METRICS)
+    else:
+        wanted = set()
+        for name in (n.strip() for n in text.split(",")):
+            if not name:
+                continue
+            metric = _SPELLINGS.get(name.lower())
+            if metric is None:
+                raise MLSQLError(f"DataSummary: unknown metric {name!r} (known: {', '.join(_ALWAYS + METRICS)})")
+            wanted.add(metric)
+    return [m for m in METRICS if m in wanted]
+
+
+def _kept(name: str, arrow_type: pa.DataType) -> str:
+    """The rows whose value counts: not null, not NaN, not a blank string."""
+    q = column_sql(name)
+    if pa.types.is_floating(arrow_type):
+        return f"{q} IS NOT NULL AND NOT isnan({q})"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return f"{q} IS NOT NULL AND trim({q}) <> ''"
+    return f"{q} IS NOT NULL"
+
+
+def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[str]:
+    """SQL aggregates for one column, named ``c{i}_...``."""
+    q = column_sql(name)
+    kept = f"(CASE WHEN {_kept(name, arrow_type)} THEN {q} END)"
+    number = f"CAST({kept} AS DOUBLE)"
+    is_string = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    missing = f"{q} IS NULL OR isnan({q})" if pa.types.is_floating(arrow_type) else f"{q} IS NULL"
+    out = [
+        f"count({kept}) AS c{i}_kept",
+        f"count(*) FILTER (WHERE {missing}) AS c{i}_nulls",
+        f"count(*) FILTER (WHERE trim({q}) = '') AS c{i}_blanks" if is_string else f"0 AS c{i}_blanks",
+        f"CAST(max({kept}) AS VARCHAR) AS c{i}_max",
+        f"CAST(min({kept}) AS VARCHAR) AS c{i}_min",
+        f"count(DISTINCT {kept}) AS c{i}_distinct",
+    ]
+    if is_string:
+        out += [f"max(length({q})) AS c{i}_maxlen", f"min(length({q})) AS c{i}_minlen"]
+    if is_numeric(arrow_type):
+        n = f"count({kept})"
+        out += [
+            f"avg({number}) AS c{i}_mean",
+            f"stddev_samp({number}) AS c{i}_std",
+            f"stddev_samp({number}) / sqrt({n}) AS c{i}_stderr",
+            # DuckDB's skewness is the sample-adjusted one; Spark's is the population skewness
+            (f"CASE WHEN {n} = 0 OR var_pop({number}) = 0 THEN NULL WHEN {n} = 2 THEN 0.0 "
+             f"ELSE skewness({number}) * ({n} - 2) / sqrt({n} * ({n} - 1)) END AS c{i}_skew"),
+            f"quantile_cont({number}, [0.25, 0.5, 0.75]) AS c{i}_quartiles",
+        ]
+    return out
+
+
+def _modes(session, table: str, schema: pa.Schema) -> list[str | None]:
+    """Each column's most frequent value as text (nulls and NaN left out, values compared as
+    text as Byzer groups them); None when the two most frequent tie."""
+    parts = []
+    for i, field in enumerate(schema):
+        q = column_sql(field.name)
+        where = f"{q} IS NOT NULL" + (f" AND NOT isnan({q})" if pa.types.is_floating(field.type) else "")
+        parts.append(f"(SELECT {i} AS i, CAST({q} AS VARCHAR) AS v, count(*) AS n FROM {table} WHERE {where} "
+                     f"GROUP BY v ORDER BY n DESC, v LIMIT 2)")
+    top: dict[int, list[tuple[str, int]]] = {}
+    for i, value, count in session.con.sql(" UNION ALL ".join(parts)).fetchall():
+        top.setdefault(i, []).append((value, count))
+    top = {i: sorted(values, key=lambda vc: -vc[1]) for i, values in top.items()}
+    return [None if i not in top or (len(top[i]) == 2 and top[i][0][1] == top[i][1][1]) else top[i][0][0]
+            for i in range(len(schema))]
+
+
+def _summarize(session, call: Call) -> pa.Table:
+    metrics = selected_metrics(call.option("metrics"))
+    places = call.integer("roundAt", 2, minimum=0)
+    table = input_sql(session, call)
+    schema = session.catalog.schema(call.table)
+    columns = list(_ALWAYS) + metrics
+    if len(schema) == 0:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    select = ["count(*) AS total"] + [a for i, f in enumerate(schema) for a in _aggregates(i, f.name, f.type)]
+    stats = session.con.sql(f"SELECT {', '.join(select)} FROM {table}").fetchall()[0]
+    got = dict(zip((a.rsplit(" AS ", 1)[1] for a in select), stats))
+    total = got["total"]
+    if total == 0:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    modes = _modes(session, table, schema) if "mode" in metrics else [None] * len(schema)
+    rows = []
+    for i, field in enumerate(schema):
+        type_name = spark_type_name(field.type)
+        kept, distinct = got[f"c{i}_kept"], got[f"c{i}_distinct"]
+        ratio = distinct / kept if kept else 0.0
+        quartiles = got.get(f"c{i}_quartiles") or [None, None, None]
+        values = {
+            "columnName": field.name, "ordinalPosition": i + 1,
+            "%25": quartiles[0], "median": quartiles[1], "%75": quartiles[2],
+            "blankValueRatio": got[f"c{i}_blanks"] / total,
+            "dataLength": got.get(f"c{i}_maxlen") if type_name == "string"
+            else 16 if type_name.startswith("decimal") else _FIXED_LENGTH.get(type_name),
+            "dataType": type_name, "max": got[f"c{i}_max"], "min": got[f"c{i}_min"],
+            "maximumLength": got.get(f"c{i}_maxlen"), "minimumLength": got.get(f"c{i}_minlen"),
+            "mean": got.get(f"c{i}_mean"), "nonNullCount": kept, "nullValueRatio": got[f"c{i}_nulls"] / total,
+            "skewness": got.get(f"c{i}_skew"), "standardDeviation": got.get(f"c{i}_std"),
+            "standardError": got.get(f"c{i}_stderr"), "uniqueValueRatio": ratio,
+            "categoryCount": 0 if is_numeric(field.type) else distinct,
+            "primaryKeyCandidate": 1 if ratio >= 1 else 0, "mode": modes[i],
+        }
+        rows.append([_printed(m, values[m], places) for m in columns])
+    return pa.table({c: pa.array([r[k] for r in rows], pa.string()) for k, c in enumerate(columns)})
+
+
+def _printed(metric: str, value, places: int) -> str:
+    text = spark_format.text(value)
+    if metric in _AS_IS:
+        return text
+    if metric in _WHOLE:
+        return spark_format.whole(text)
+    return spark_format.rounded(text, places + 2 if metric.endswith("Ratio") else places)
+
+
+ETS = (
+    ET("DataSummary", "one row per column: type, lengths, extremes, mean, spread, quartiles, ratios, mode", _summarize, (
+        Param("metrics", ",".join(DEFAULT_METRICS), "the metrics to show, comma-separated, from: " + ", ".join(METRICS)),
+        Param("roundAt", "2", "decimal places of the numbers (ratios get two more)"),
+        Param("approxSwitch", "false", "accepted (Byzer 1.x); the numbers here are always exact"),
+        Param("approxThreshold", "100000", "accepted; the numbers here are always exact"),
+        Param("relativeError", "0.01", "accepted; the numbers here are always exact"),
+        Param("approxCountDistinct", "true", "accepted; the numbers here are always exact"),
+        Param("threshold", "0.9", "accepted; the numbers here are always exact"),
+    ), kind="data analysis"),
+)

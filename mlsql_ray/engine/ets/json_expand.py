@@ -1,0 +1,41 @@
+"""``JsonExpandExt`` (``extension/et/JsonExpandExt.md``): a JSON text column as one column per key."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from .base import ET, Call, column_sql, input_sql
+
+
+def _expand(session, call: Call) -> pa.Table:
+    """As Byzer does it with Spark's ``json_tuple``: T's other columns, then one string column per
+    key found, sorted by name as Spark's schema inference sorts them; a nested object stays JSON
+    text (run the ET again on it), a missing key is null. The keys are read from every row
+    (``samplingRatio`` only made Spark's inference cheaper; reading all rows finds the same keys
+    or more)."""
+    column = call.required("inputCol", "JsonExpandExt")
+    table = input_sql(session, call)
+    names = session.catalog.schema(call.table).names
+    if column not in names:
+        raise MLSQLError(f"JsonExpandExt: {call.table} has no column {column!r} (columns: {', '.join(names)})")
+    source = column_sql(column)
+    bad = session.con.sql(f"SELECT count(*) FROM {table} WHERE {source} IS NOT NULL AND "
+                          f"CASE WHEN json_valid({source}) THEN json_type({source}::JSON) <> 'OBJECT' ELSE true END").fetchall()[0][0]
+    if bad:
+        raise MLSQLError(f"Corrupted JSON in column {column}: {bad} rows are not JSON objects")
+    keys = [row[0] for row in session.con.sql(
+        f"SELECT DISTINCT unnest(json_keys({source})) AS k FROM {table} WHERE {source} IS NOT NULL ORDER BY k").fetchall()]
+    kept = [column_sql(n) for n in names if n != column and n not in keys]
+    expanded = [f"json_extract_string({source}, ?) AS {column_sql(k)}" for k in keys]
+    paths = ["$." + '"' + k.replace('"', '\\"') + '"' for k in keys]  # the key as one JSON path step, whatever it holds
+    return session.con.sql(f"SELECT {', '.join(kept + expanded)} FROM {table}", params=paths).to_arrow_table()
+
+
+ETS = (
+    ET("JsonExpandExt", "a JSON column expanded into one string column per key", _expand, (
+        Param("inputCol", "", "the column holding JSON objects as text (required)"),
+        Param("samplingRatio", "1.0", "accepted; the keys are read from every row"),
+    )),
+)

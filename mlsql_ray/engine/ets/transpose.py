@@ -1,0 +1,73 @@
+"""``DataTranspose`` (``ml/eda/DataTranspose.md``; the doc page is empty, Byzer's code example is
+the reference): ``method="pivot"`` turns a column's values into columns, ``"unpivot"`` back."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from . import spark_format
+from .base import ET, Call, column_sql, input_sql
+
+
+def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
+    """Spark's ``groupBy(indexCols).pivot(inputCol).sum(aggCol)``: one column per value of
+    inputCol (in value order), holding the sum of aggCol (a whole-number sum stays ``bigint``)."""
+    index = call.columns("indexCols", names, "DataTranspose")
+    source = call.columns("inputCol", names, "DataTranspose")
+    value = call.columns("aggCol", names, "DataTranspose")
+    if len(source) != 1 or len(value) != 1:
+        raise MLSQLError("DataTranspose: inputCol and aggCol name one column each")
+    source_sql, value_sql = column_sql(source[0]), column_sql(value[0])
+    keys = [row[0] for row in session.con.sql(
+        f"SELECT DISTINCT {source_sql} FROM {table} ORDER BY 1 NULLS FIRST").fetchall()]
+    value_type = session.catalog.schema(call.table).field(value[0]).type
+    total = "CAST({} AS BIGINT)" if pa.types.is_integer(value_type) else "{}"
+    params, columns = [], []
+    for key in keys:
+        label = "null" if key is None else spark_format.text(key)
+        condition = f"{source_sql} IS NULL" if key is None else f"{source_sql} = ?"
+        columns.append(f"{total.format(f'sum({value_sql}) FILTER (WHERE {condition})')} AS {column_sql(label)}")
+        params += [] if key is None else [key]
+    group = ", ".join(column_sql(c) for c in index)
+    return session.con.sql(f"SELECT {group}, {', '.join(columns)} FROM {table} GROUP BY {group} ORDER BY {group}", params=params).to_arrow_table()
+
+
+def _unpivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
+    """Spark's ``stack``: per row, one row per unPivotCols column: the index columns, the column's
+    name in mergedCol, its value in aggCol (nulls kept)."""
+    index = call.columns("indexCols", names, "DataTranspose")
+    spread = call.columns("unPivotCols", names, "DataTranspose")
+    merged, value = call.required("mergedCol", "DataTranspose"), call.required("aggCol", "DataTranspose")
+    keep = ", ".join(column_sql(c) for c in index)
+    parts = [f"SELECT {keep}, {column_sql(c)} AS {column_sql(value)}, seen, {k} AS k FROM numbered"
+             for k, c in enumerate(spread)]
+    labels = ", ".join(f"({k}, ?)" for k in range(len(spread)))
+    sql = (f"WITH numbered AS (SELECT *, row_number() OVER () AS seen FROM {table}), labels(k, label) AS (VALUES {labels}) "
+           f"SELECT {', '.join('u.' + column_sql(c) for c in index)}, labels.label AS {column_sql(merged)}, "
+           f"u.{column_sql(value)} FROM ({' UNION ALL '.join(parts)}) AS u JOIN labels ON u.k = labels.k ORDER BY u.seen, u.k")
+    return session.con.sql(sql, params=spread).to_arrow_table()
+
+
+_METHODS = {"pivot": _pivot, "unpivot": _unpivot}
+
+
+def _transpose(session, call: Call) -> pa.Table:
+    method = call.required("method", "DataTranspose").lower()
+    if method not in _METHODS:
+        raise MLSQLError(f"DataTranspose: method must be pivot or unpivot, not {method!r}")
+    table = input_sql(session, call)
+    return _METHODS[method](session, call, table, session.catalog.schema(call.table).names)
+
+
+ETS = (
+    ET("DataTranspose", "pivot a column's values into columns (with a sum), or unpivot columns into rows", _transpose, (
+        Param("method", "", "pivot or unpivot (required)"),
+        Param("indexCols", "", "the columns that identify a row, comma-separated"),
+        Param("inputCol", "", "pivot: the column whose values become columns"),
+        Param("aggCol", "", "pivot: the column summed; unpivot: the name of the value column"),
+        Param("unPivotCols", "", "unpivot: the columns turned into rows, comma-separated"),
+        Param("mergedCol", "", "unpivot: the name of the column holding the former column names"),
+    ), kind="data analysis"),
+)

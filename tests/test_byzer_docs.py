@@ -1,0 +1,288 @@
+"""Every MLSQL example of Byzer's docs ``grammar/`` and ``ml/eda/`` pages runs (issue 14, "Done means"),
+and so do those of the ET pages ``extension/et/`` (the ETs mlsql-ray has) and ``ml/feature/rate_sample.md``.
+
+The pages are copied, unchanged, under ``tests/fixtures/byzer-doc/`` (Apache-2.0, see its LICENSE
+and NOTICE.md). Each fenced block tagged ``sql`` is one test: it runs in a fresh Session, in its own
+temporary folder (the current directory, and where the docs' ``/tmp/`` paths lead), and must
+finish without error; where the doc shows the result, the result is checked. Around the block:
+
+- ``AFTER``: earlier blocks of the same page it builds on, run first in the same session, each as its
+  own request (as a notebook runs cells);
+- ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first;
+- ``EXPECT`` / ``EXPECT_ERROR``: the result table, or the error, the doc shows;
+- ``SKIP``: blocks that cannot run here, with the reason — a service (a MySQL server, the internet,
+  Byzer's JVM or notebook server) or not a whole script (an outline with placeholders, a piece of
+  a larger example);
+- ``NOT_YET``: blocks that fail because mlsql-ray lacks something, with what. They run as strict
+  xfails: once the piece exists the test fails until the entry is removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from mlsql_ray import MLSQLError, Session
+
+DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
+PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
+         DOCS / "ml" / "feature" / "rate_sample.md"]
+_FENCE = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
+
+
+def _blocks() -> dict[str, str]:
+    """``page#index`` → text of each fenced block tagged sql (the index counts every block of the page)."""
+    found = {}
+    for page in PAGES:
+        for index, match in enumerate(_FENCE.finditer(page.read_text(encoding="utf-8"))):
+            if match.group(1).replace("\u200b", "").strip().lower() == "sql":
+                found[f"{page.relative_to(DOCS).as_posix()}#{index}"] = match.group(2)
+    return found
+
+
+BLOCKS = _blocks()
+
+PEOPLE = """set abc='''
+{"name": "elena", "age": 57, "phone": 15552231521, "income": 433000, "label": 0}
+{"name": "candy", "age": 67, "phone": 15552231521, "income": 1200, "label": 0}
+{"name": "bob", "age": 57, "phone": 15252211521, "income": 89000, "label": 0}
+{"name": "candy", "age": 25, "phone": 15552211522, "income": 36000, "label": 1}
+{"name": "candy", "age": 31, "phone": 15552211521, "income": 300000, "label": 1}
+{"name": "finn", "age": 23, "phone": 15552211521, "income": 238000, "label": 1}
+''';
+load jsonStr.`abc` as table1;"""  # the data of the EDA pages' own examples (PatternDistribution.md)
+
+HELLO_XLSX = ("select 'hello world' as hello as hello_sheet;\n"
+              "save overwrite hello_sheet as excel.`./example-data/excel/hello_world.xlsx` where header=\"true\";")
+VEGA_CSV = ("select 2001 as Year, 15 as Miles as vega;\n"
+            "save overwrite vega as csv.`/tmp/upload/visual_data_0.csv` where header=\"true\";")
+
+AFTER: dict[str, list[str]] = {
+    **{f"grammar/assert.md#{i}": ["#0"] for i in range(1, 9)},
+    "grammar/branch_statement.md#4": ["#3"],
+    "grammar/load.md#1": ["#0"],
+    "grammar/outline.md#11": ["#10"],
+    "grammar/select.md#5": ["#3"],
+    **{f"grammar/save.md#{i}": ["#0"] for i in range(1, 6)},
+    "grammar/set.md#4": ["#3"],
+    **{f"ml/eda/DataSummary.md#{i}": ["#0"] for i in (2, 3)},
+    **{f"ml/eda/PatternDistribution.md#{i}": ["#0"] for i in (1, 2, 3)},
+    "extension/et/CacheExt.md#1": ["#0"],
+    "extension/et/CacheExt.md#2": ["#0", "#1"],
+    "extension/et/TableRepartition.md#2": ["#1"],
+    "extension/et/TableRepartition.md#4": ["#3", "#6"],
+    "extension/et/TableRepartition.md#5": ["#3"],
+    "extension/et/TableRepartition.md#6": ["#3"],
+    "extension/et/TreeBuildExt.md#1": ["#0"],
+    "extension/et/TreeBuildExt.md#3": ["#0", "#1"],
+    "extension/et/TreeBuildExt.md#5": ["#0", "#1"],
+    "ml/feature/rate_sample.md#1": ["#0"],
+    "ml/feature/rate_sample.md#2": ["#0", "#1"],
+}
+
+GIVEN: dict[str, str] = {
+    "grammar/assert.md#10": VEGA_CSV, "grammar/assert.md#11": VEGA_CSV,
+    **{key: HELLO_XLSX for key in ("grammar/macro.md#0", "grammar/macro.md#1", "grammar/macro.md#2", "grammar/macro.md#3",
+                                   "grammar/outline.md#0", "grammar/outline.md#1", "grammar/outline.md#2",
+                                   "grammar/outline.md#7", "grammar/outline.md#8")},
+    "grammar/select.md#2": "select 1 as id, '12345678' as study_id, 1 as status as table_a;\n"
+                           "select 1 as id, 0 as use_status, 'x' as name as table_b;",
+    "grammar/train.md#2": "select 1 as id union all select 2 as id as testData;",
+    **{f"ml/eda/DataSummary.md#{i}": PEOPLE for i in (0, 2, 3)},
+    "ml/eda/UniqueIdentifier.md#0": PEOPLE,
+    "extension/et/TableRepartition.md#8": "select 1 as id union all select 2 as id union all select 3 as id as table_cc;",
+    # the table behind the doc's result: age 18 once and 21 seven times, 上海 once and 广州 seven times
+    "ml/eda/DescriptiveMetrics.md#0": "select * from values (18, '上海'), " + ", ".join(["(21, '广州')"] * 7)
+                                      + " as t(age, address) as table1;",
+}
+
+_YESTERDAY = (dt.date.today() - dt.timedelta(days=1)).isoformat()
+
+EXPECT: dict[str, tuple[str, list[dict]]] = {
+    "grammar/branch_statement.md#0": ("output", [{"a": 2}]),
+    "grammar/branch_statement.md#4": ("output", [{"a": 2}]),
+    "grammar/branch_statement.md#5": ("output", [{"a": Decimal("1.2")}]),
+    "grammar/branch_statement.md#10": ("output", [{"a": "jackdj"}]),
+    "grammar/branch_statement.md#11": ("output", [{"a": 2}]),
+    "grammar/branch_statement.md#12": ("output", [{"a": 1}]),
+    "grammar/load.md#3": ("output", [{"dataType": "A group", "x": 100, "y": 200, "z": 200},
+                                     {"dataType": "B group", "x": 120, "y": 100, "z": 260}]),
+    "grammar/macro.md#0": ("output", [{"hello": "hello world"}]),
+    "grammar/outline.md#0": ("hello_world", [{"hello": "hello world"}]),
+    "grammar/outline.md#11": ("output", [{"a": "b"}]),
+    "grammar/outline.md#12": ("output", [{"a": 1}]),
+    "grammar/outline.md#13": ("output", [{"a": 1}]),
+    "grammar/outline.md#17": ("output", [{"a": 2}]),
+    "grammar/select.md#0": ("table1", [{"col1": 1}]),
+    "grammar/select.md#2": ("traindata", [{"id": 1, "use_status": 0, "name": "x"}]),
+    "grammar/set.md#1": ("output", [{"title": "hello world"}]),
+    "grammar/set.md#2": ("output", [{"title": "hello William"}]),
+    "grammar/set.md#10": ("output", [{"dt": _YESTERDAY}]),
+    "grammar/set.md#11": ("output", [{"name": "bar"}]),
+    "grammar/set.md#12": ("output", [{"name": "foo"}]),
+    "grammar/set.md#13": ("output", [{"name": "bar"}]),
+    "grammar/set.md#14": ("output", [{"name": "foo"}]),
+    "grammar/train.md#2": ("newdata", [{"id": 1}, {"id": 2}]),
+    "ml/eda/DataSummary.md#0": ("summaryTable", [
+        {"columnName": "age", "ordinalPosition": "1", "median": "44.0", "%75": "57.0", "mean": "43.33"},
+        {"columnName": "income", "ordinalPosition": "2", "median": "163500.0", "%75": "284500.0", "mean": "182866.67"},
+        {"columnName": "label", "ordinalPosition": "3", "median": "0.5", "%75": "1.0", "mean": "0.5"},
+        {"columnName": "name", "ordinalPosition": "4", "median": "", "%75": "", "mean": ""},
+        {"columnName": "phone", "ordinalPosition": "5", "median": "1.55522115215E10", "%75": "1.555222652125E10",
+         "mean": "1.550221818783E10"}]),
+    "ml/eda/DescriptiveMetrics.md#0": ("descriptiveMetrics", [
+        {"columnName": "age", "descriptiveMetrics": '[{"18":1},{"21":7}]'},
+        {"columnName": "address", "descriptiveMetrics": '[{"上海":1},{"广州":7}]'}]),
+    "extension/et/JsonExpandExt.md#1": ("table_2", [{"age": None, "name": "Michael"}, {"age": "30", "name": "Andy"}]),
+    "extension/et/JsonExpandExt.md#2": ("table_3", [{"name": "Michael", "city": "hangzhou", "district": "xihu"}]),
+    "extension/et/SyntaxAnalyzeExt.md#1": ("output", [{"tableName": "table1"}, {"tableName": "table2"}]),
+    "extension/et/TreeBuildExt.md#5": ("result", [  # (the doc's table leaves out 201, a child of 199)
+        {"children": [{"children": [], "id": 7, "parentID": 0}], "id": 0, "parentID": None, "level": 1},
+        {"children": [{"children": [], "id": 2, "parentID": 1},
+                      {"children": [{"children": [], "id": 200, "parentID": 199},
+                                    {"children": [], "id": 201, "parentID": 199}], "id": 199, "parentID": 1}],
+         "id": 1, "parentID": None, "level": 2}]),
+    # the doc's result table shows a new Unique_ID column, but its call replaces income: 1, 2, ...
+    "ml/eda/UniqueIdentifier.md#0": ("uniqueIdentifier", [
+        {"age": a, "income": i + 1, "label": la, "name": n, "phone": p} for i, (a, la, n, p) in enumerate([
+            (57, 0, "elena", 15552231521), (67, 0, "candy", 15552231521), (57, 0, "bob", 15252211521),
+            (25, 1, "candy", 15552211522), (31, 1, "candy", 15552211521), (23, 1, "finn", 15552211521)])]),
+}
+
+# blocks with Python cells: they share the test run's one local Ray
+NEEDS_RAY = {"grammar/outline.md#17"}
+
+EXPECT_ERROR: dict[str, str] = {
+    # the Throw variants stop the script: z has nulls, z and (z, y) repeat
+    "grammar/assert.md#2": "Assert Failed: 'table1' dirty count: 3",
+    "grammar/assert.md#4": "Assert Failed: conflict key: z",
+    "grammar/assert.md#6": r"Assert Failed: conflict key: z,y",
+    # errorIfExists after the first block saved to the same path
+    "grammar/save.md#5": "already exists",
+    # the doc's second request: the variable of the first is gone (NOT_YET here)
+    "grammar/set.md#4": r"hello",
+    # the module checks its parameters: run on its own, inputTable is not set
+    "grammar/assert.md#12": "inputTable is missing",
+    # the doc's point: without the taken branch, b was never made
+    "grammar/branch_statement.md#14": "table b is not defined",
+    "grammar/branch_statement.md#15": "table b is not defined",
+}
+
+_FRAGMENT = "not a whole script: "
+_INTERNET = "needs the internet: "
+SKIP: dict[str, str] = {
+    "grammar/assert.md#9": _FRAGMENT + "the syntax outline !assert <tableName> <expr> <message>",
+    "grammar/assert.md#13": _INTERNET + "include lib. downloads lib-core from gitee",
+    "grammar/branch_statement.md#1": _FRAGMENT + "a condition expression",
+    "grammar/branch_statement.md#6": _FRAGMENT + "the !if line of the nested example, without its branches",
+    "grammar/branch_statement.md#7": _FRAGMENT + "the select inside a condition",
+    "grammar/branch_statement.md#8": _FRAGMENT + "a condition expression",
+    "grammar/branch_statement.md#13": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\"",
+    "grammar/include.md#0": _INTERNET + "include lib. downloads lib-core from github",
+    "grammar/include.md#1": _INTERNET + "includes a module of the lib-core that include lib. downloads",
+    "grammar/include.md#2": _INTERNET + "calls hello() from the downloaded lib-core",
+    "grammar/include.md#3": _FRAGMENT + "the outline include local.`[PATH]`",
+    "grammar/include.md#4": _INTERNET + "includes a module of the downloaded lib-core",
+    "grammar/include.md#5": _FRAGMENT + "includes src/algs/b.byzer of a project the doc does not give",
+    "grammar/include.md#6": _INTERNET + "!pyInclude of a file of the downloaded lib-core",
+    "grammar/include.md#7": _FRAGMENT + "!pyInclude of src/algs/xgboost.py of a project the doc does not give",
+    "grammar/include.md#8": _FRAGMENT + "a module's body, run by the include that sets inputTable and outputTable",
+    "grammar/include.md#9": _INTERNET + "a module of the downloaded lib-core (!pyInclude local 'github.com/...')",
+    "grammar/load.md#7": "needs a MySQL server (connect jdbc to jdbc:mysql://127.0.0.1:3306)",
+    "grammar/load.md#8": "needs a MySQL server (connect jdbc to jdbc:mysql://127.0.0.1:3306)",
+    "grammar/module.md#0": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\"",
+    "grammar/module.md#1": "needs a Byzer notebook server: include http.`project.demo.udfs`",
+    "grammar/module.md#2": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\"",
+    "grammar/module.md#3": "needs a Byzer notebook server: include http.`project.demo.udfs#1`",
+    "grammar/module.md#5": "needs a Byzer notebook server: include http.`project.demo.casewhen`",
+    "grammar/module.md#7": "needs a Byzer notebook server: include http.`project.demo.casewhen`",
+    "grammar/module.md#9": "needs a Byzer notebook server: include http.`project.demo.casewhen#3`",
+    "grammar/module.md#10": _INTERNET + "include lib. downloads lib-core from gitee",
+    "grammar/module.md#11": _INTERNET + "includes a module of the downloaded lib-core",
+    "grammar/module.md#12": _INTERNET + "includes a module of the downloaded lib-core",
+    "grammar/module.md#13": _FRAGMENT + "includes ./udf.hello of a project the doc does not give",
+    "grammar/outline.md#3": _FRAGMENT + "includes src/common/PyHeader.mlsql of a project the doc does not give",
+    "grammar/outline.md#5": _INTERNET + "include lib. downloads lib-core from github",
+    "grammar/outline.md#6": _INTERNET + "includes a module of the downloaded lib-core",
+    "grammar/outline.md#14": _FRAGMENT + "trains on mock_data, which the doc never defines",
+    "grammar/outline.md#15": _FRAGMENT + "registers the model the previous fragment would have trained",
+    "grammar/outline.md#16": _FRAGMENT + "predicts on testData with a model the doc never trains",
+    "grammar/outline.md#18": _INTERNET + "!plugin installs from Byzer's plugin store",
+    "grammar/register.md#0": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\"",
+    "grammar/register.md#1": _FRAGMENT + "calls plusFun, the Scala UDF of the previous block",
+    **{f"grammar/register.md#{i}": "needs Byzer's JVM engine: register ScriptUDF from Scala or Java code"
+       for i in (2, 3, 4, 5, 6)},
+    "grammar/register.md#7": _FRAGMENT + "registers a model at /tmp/rf that the doc never trains",
+    "grammar/register.md#8": _FRAGMENT + "registers a model at /tmp/rf that the doc never trains",
+    "grammar/register.md#9": "needs Spark Structured Streaming: register WaterMarkInPlace on a stream",
+    "grammar/save.md#6": "needs a MySQL server (connect jdbc to jdbc:mysql://127.0.0.1:3306)",
+    "grammar/select.md#1": _FRAGMENT + "plain Spark SQL without 'as TABLE', ending in a full-width ；",
+    "grammar/train.md#0": _FRAGMENT + "trains on /tmp/train, which the doc never gives",
+    "grammar/train.md#1": _FRAGMENT + "trains on /tmp/train, which the doc never gives",
+    "grammar/train.md#3": _FRAGMENT + "predicts with a model at /tmp/rf that the doc never trains",
+    "ml/eda/DataSummary.md#1": _FRAGMENT + "the where clause of a call, without the ';' that ends a statement",
+    "extension/et/TableRepartition.md#0": _FRAGMENT + "the outline run [表名] as TableRepartition.`` ...",
+    "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
+}
+
+NOT_YET: dict[str, str] = {
+    "grammar/set.md#4": "a variable's default lifetime: Byzer forgets it when the request (a notebook cell) ends, "
+                        "so the doc's second request fails; mlsql-ray keeps it for the session",
+    "grammar/macro.md#4": "a macro whose body runs a command (!hdfs -ls /): macros here may only hold statements",
+    "extension/et/JsonExpandExt.md#0": "load modelExample.`ET` (an ET's example code as a table)",
+    "extension/et/TableRepartition.md#4": "spark_partition_id() (Spark's partition of a row)",
+}
+
+
+def _run_block(session: Session, key: str, tmp_path: Path):
+    page = key.split("#")[0]
+    if key in GIVEN:
+        session.execute(_local(GIVEN[key], tmp_path))
+    for earlier in AFTER.get(key, []):
+        session.execute(_local(BLOCKS[page + earlier], tmp_path))
+    return session.execute(_local(BLOCKS[key], tmp_path))
+
+
+def _local(text: str, tmp_path: Path) -> str:
+    """The docs' /tmp/ paths, inside this test's own folder."""
+    return text.replace("/tmp/", f"{tmp_path}/tmp/")
+
+
+def _cases():
+    for key in BLOCKS:
+        marks = []
+        if key in SKIP:
+            marks.append(pytest.mark.skip(reason=SKIP[key]))
+        elif key in NOT_YET:
+            marks.append(pytest.mark.xfail(reason="not yet: " + NOT_YET[key], strict=True))
+        yield pytest.param(key, id=key, marks=marks)
+
+
+@pytest.mark.parametrize("key", _cases())
+def test_doc_example(key, tmp_path, monkeypatch, request):
+    monkeypatch.chdir(tmp_path)
+    if key in NEEDS_RAY:
+        request.getfixturevalue("ray_runtime")
+    with Session(warehouse=tmp_path / "warehouse") as session:
+        if key in EXPECT_ERROR:
+            with pytest.raises(MLSQLError, match=EXPECT_ERROR[key]):
+                _run_block(session, key, tmp_path)
+            return
+        _run_block(session, key, tmp_path)
+        if key in EXPECT:
+            table, expected = EXPECT[key]
+            assert session.table(table).to_pylist() == expected
+
+
+def test_the_lists_name_real_blocks_and_agree():
+    """Every key names a block of the pages, and no block is both skipped and expected to run."""
+    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY):
+        assert set(listing) <= set(BLOCKS), set(listing) - set(BLOCKS)
+    assert not set(SKIP) & set(NOT_YET)
+    assert not set(SKIP) & (set(EXPECT) | set(EXPECT_ERROR))
+    assert not set(EXPECT) & set(EXPECT_ERROR)
+    assert len(BLOCKS) > 130  # every page was found and read
