@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from ..errors import MLSQLError
@@ -61,9 +60,9 @@ def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, options: dict[str
         return rel
     if fmt == "json":
         return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
-    if fmt == "text":
-        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
-        return con.from_arrow(table)
+    if fmt == "text":  # one row per file; DuckDB refuses a file that is not UTF-8, naming it
+        listed = ", ".join(exp.Literal.string(f).sql("duckdb") for f in files)
+        return con.sql(f"SELECT filename AS file, content AS value FROM read_text([{listed}])")
     raise MLSQLError(f"unknown format {fmt!r}")
 
 
