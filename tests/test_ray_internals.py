@@ -37,7 +37,7 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     from ray._private import ray_constants, services, state
     from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
     from ray._private.internal_api import get_memory_info_reply, get_state_from_address
-    from ray._raylet import Config, CoreWorker, GcsClient  # noqa: F401 - GcsClient's methods: see the last test
+    from ray._raylet import Config, CoreWorker
 
     assert isinstance(ray_constants.ENABLE_RAY_CLUSTER, bool)
     init = inspect.getsource(ray.init)  # _node_ip_address is a private keyword, taken from **kwargs
