@@ -16,6 +16,7 @@ import socket
 import sys
 import time
 
+from . import ray_internals
 from .errors import MLSQLError
 
 CONNECT_TIMEOUT_S = 10
@@ -70,10 +71,7 @@ def use_local_token(address: str) -> None:
     target = _host_port(address)
     if os.environ.get("RAY_AUTH_MODE") is not None or target is None or not _on_this_machine(target[0]):
         return
-    from ray._private.authentication.authentication_token_setup import (
-        maybe_enable_token_auth_if_token_available)
-
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    ray_internals.send_local_token()
 
 
 def _auth_refused(exc: BaseException) -> bool:
@@ -105,26 +103,17 @@ def start_local_ray(attempts: int = 3, **options):
 LOOPBACK = "127.0.0.1"
 
 
-@contextlib.contextmanager
 def _loopback_only():
     """Make the Ray started inside bind to 127.0.0.1 only.
 
     Ray's processes listen on every interface unless the node's address is the loopback one
     (GCS, raylet, workers and agents all check for it), and ``ray.init(_node_ip_address=
     "127.0.0.1")`` alone does not get there in Ray 2.60: it swaps a loopback address for the
-    machine's outward one (``services.resolve_ip_for_localhost``). What it swaps it with is the
-    loopback address itself when Ray runs in its single-machine mode (``ENABLE_RAY_CLUSTER``
-    false, Ray's default on macOS and Windows), so that mode is switched on while the instance
-    starts; nodes of other machines could never join an embedded instance anyway.
+    machine's outward one, except in Ray's single-machine mode, which is therefore on while the
+    instance starts (``ray_internals.single_machine_mode``); nodes of other machines could never
+    join an embedded instance anyway.
     """
-    from ray._private import ray_constants
-
-    saved = ray_constants.ENABLE_RAY_CLUSTER
-    ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved
+    return ray_internals.single_machine_mode()
 
 
 def _loopback_cluster(address: str) -> bool:
@@ -135,17 +124,13 @@ def _loopback_cluster(address: str) -> bool:
     A ``ray start`` head listens on every interface and is connected to the usual way."""
     if address == "auto":
         try:
-            from ray._private.services import get_ray_address_from_environment
-
-            address = get_ray_address_from_environment("auto", None) or ""
+            address = ray_internals.address_from_environment("auto")
         except Exception:  # noqa: BLE001 - no cluster to find: ray.init says so itself
             return False
     target = _host_port(address)
     if address.startswith("ray://") or target is None or not _is_loopback(target[0]):
         return False
-    from ray._private.services import get_node_ip_address
-
-    outward = get_node_ip_address()
+    outward = ray_internals.outward_ip()
     if _is_loopback(outward):
         return False  # a machine without a network: both ways are the same
     try:
@@ -171,9 +156,7 @@ def _token_auth_on() -> None:
         return
     os.environ["RAY_AUTH_MODE"] = "token"
     try:
-        from ray._raylet import Config
-
-        Config.initialize("")  # a cached RayConfig would still hold the old mode
+        ray_internals.reload_config()  # a cached RayConfig would still hold the old mode
     except ImportError:  # an older Ray without token authentication
         pass
 

@@ -20,6 +20,7 @@ import pytest
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.arrays import column_to_numpy
 from mlsql_ray.cells.context import RayContext
+from mlsql_ray.cells.schema import parse_schema
 from mlsql_ray.storage import streaming_tar
 
 TEST_PARQUET = Path(__file__).resolve().parent.parent / "sample_data" / "mnist" / "test.parquet"
@@ -448,6 +449,28 @@ def test_schema_mismatch_names_the_column(ray_session: Session, rows: str, schem
         """, output="mismatch", schema=schema)
     assert f"'{column}'" in info.value.message and what in info.value.message
     assert "mismatch" not in ray_session.catalog
+
+
+def test_spark_ddl_schema_reads_what_spark_accepts():
+    """Spark DDL goes through sqlglot's Spark dialect: nested structs with or without ':',
+    TIMESTAMP_NTZ, constraints and comments, back-quoted names."""
+    schema = parse_schema("`a b`: long, m map<string, array<int>> NOT NULL, d decimal(12, 3), "
+                          "s struct<x: int, y string>, t timestamp_ntz COMMENT 'when'")
+    assert schema == pa.schema([("a b", pa.int64()), ("m", pa.map_(pa.string(), pa.list_(pa.int32()))),
+                                ("d", pa.decimal128(12, 3)), ("s", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+                                ("t", pa.timestamp("us"))])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("abc bigint bcd", "stuck at 'bcd' at character 12"),
+    ("a int, b interval", "column 'b' has the type INTERVAL, which has no Arrow counterpart here"),
+    ("a ARRAY<STRING", "it ends too early"),
+    ("st(field(a,long)", "expected ) at the end"),
+])
+def test_bad_schema_text_says_where(text: str, message: str):
+    with pytest.raises(MLSQLError) as info:
+        parse_schema(text)
+    assert message in info.value.message and repr(text) in info.value.message
 
 
 def test_bad_schema_text_is_a_clear_error(ray_session: Session):

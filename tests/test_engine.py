@@ -202,6 +202,16 @@ def test_text_load_gives_file_and_value(session, tmp_path):
     ]
 
 
+def test_text_that_is_not_utf8_is_an_error_naming_the_file(session, tmp_path):
+    """DuckDB's read_text refuses it: no replacement characters standing in for the bytes."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("café".encode("latin-1"))
+    run(session, f"load text.`{latin1}` as t;")  # lazy: nothing is read yet
+    with pytest.raises(MLSQLError, match="latin1.txt"):
+        run(session, "select value from t as seen;")
+    assert "seen" not in session.catalog
+
+
 def test_text_save_is_an_error_and_writes_nothing(session, people, tmp_path):
     out = tmp_path / "as_text"
     with pytest.raises(MLSQLError, match="text"):

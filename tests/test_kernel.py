@@ -460,6 +460,9 @@ def test_complete_over_the_protocol(kernel):
     assert reply["matches"] == ["label"] and reply["cursor_start"] == 7 and reply["cursor_end"] == 9
     reply = kernel.request("complete", "mnist.im", 8)
     assert reply["matches"] == ["image"] and reply["cursor_start"] == 6
+    code = "--%python\nx = p"  # Python inside a Python cell, not MLSQL's partitionBy
+    reply = kernel.request("complete", code, len(code))
+    assert "print" in reply["matches"] and "partitionBy" not in reply["matches"] and reply["cursor_start"] == len(code) - 1
 
 
 def test_inspect_over_the_protocol(kernel):
@@ -552,6 +555,24 @@ def test_completion_of_paths_in_backquotes(tmp_path, monkeypatch):
     assert assist.complete(code, len(code), None) == (len(code) - 1, ["test.parquet", "train.parquet"])
     code = f"load csv.`{tmp_path}/data/tr"
     assert assist.complete(code, len(code), None)[1] == ["train.parquet"]
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("--%python\nx = p", "print"),  # not MLSQL's partitionBy
+    ("\n--%python\n--%input=digits\nfrom pyjava.api.mlsql import RayContext\nRayContext.conn", "connect"),
+    ("--%python\nray_context = RayContext.connect(globals(), None)\nray_context.data_se", "data_servers"),
+    ("--%python\ncontext.co", "conf"),  # the globals a cell starts with
+    ("--%python\ntext = 'a'\ntext.upp", "upper"),
+])
+def test_completion_inside_a_python_cell_is_jedis(code, expected):
+    start, matches = assist.complete(code, len(code), None)
+    assert expected in matches and "partitionBy" not in matches
+    assert start == len(code) - len(re.search(r"\w*$", code).group(0))
+
+
+def test_completion_outside_a_python_cell_stays_mlsql():
+    code = "save overwrite t as parquet.`/tmp/t` p"
+    assert "partitionBy" in assist.complete(code, len(code), None)[1]
 
 
 def test_completion_without_a_session_offers_language_words_only():

@@ -139,6 +139,11 @@ HOSTILE = {
         _link("victim_link", "../victim.txt", tarfile.SYMTYPE), _file("victim_link")],
     "hardlink to an outside file": lambda parent: [
         _link("hard", "../victim.txt", tarfile.LNKTYPE)],
+    "symlink named with a slash (escape/ -> ..)": lambda parent: [
+        _link("escape/", "..", tarfile.SYMTYPE), _file("escape/slash_pwned.txt")],
+    "symlink in place of an extracted file": lambda parent: [
+        _file("again"), _link("again", "fine.txt", tarfile.SYMTYPE)],
+    "hardlink to a member not extracted": lambda parent: [_link("hard", "later.txt", tarfile.LNKTYPE)],
     "hardlink to an absolute path": lambda parent: [
         _link("hard", str(parent / "victim.txt"), tarfile.LNKTYPE)],
 }

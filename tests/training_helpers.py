@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import ray.cloudpickle
 
+from mlsql_ray import ray_internals
 from mlsql_ray.cells.context import DataServer
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -65,9 +66,7 @@ def held_out_accuracy(result, test) -> float:
 
 
 def alive_actors(class_name: str = "") -> list[dict]:
-    from ray._private import state
-
-    return [a for a in state.actors().values() if a.get("State") != "DEAD" and class_name in a.get("ActorClassName", "")]
+    return [a for a in ray_internals.actor_states().values() if a.get("State") != "DEAD" and class_name in a.get("ActorClassName", "")]
 
 
 def eventually(check, seconds: float = 20) -> bool:

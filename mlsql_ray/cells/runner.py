@@ -180,14 +180,18 @@ def _last_line(exc: BaseException) -> str:
     return text[-1].strip() if text else type(exc).__name__
 
 
+def cell_globals(context: CellContext) -> dict:
+    """The globals a cell's code starts with (what the kernel's completion knows of, too)."""
+    return {"__name__": "__mlsql_cell__", "__builtins__": __builtins__, "context": context, "RayContext": RayContext}
+
+
 def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
     """Run the cell's code with ``context`` as a global; returns the context with its result.
 
     Runs in the session's process or inside a Ray task (then the context comes back pickled).
     """
     code = _compile(cell)
-    namespace = {"__name__": "__mlsql_cell__", "__builtins__": __builtins__, "context": context,
-                 "RayContext": RayContext}
+    namespace = cell_globals(context)
     limit = parse_limit(context.conf.get("memoryLimit"))
     with pyjava_alias():
         try:

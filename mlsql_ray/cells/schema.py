@@ -1,5 +1,8 @@
 """``--%schema`` for a cell's result: ``file``, Byzer's ``st(field(a,long),...)``, a Spark DDL
 string (``a BIGINT, b ARRAY<STRING>``) or Spark's StructType JSON; and checking a result against it.
+
+Spark DDL is read by sqlglot's Spark dialect and its types mapped to Arrow; Byzer's ``st()`` form,
+which sqlglot does not know, has a small parser of its own.
 """
 
 from __future__ import annotations
@@ -8,6 +11,8 @@ import json
 import re
 
 import pyarrow as pa
+import sqlglot
+from sqlglot import exp
 
 from ..errors import MLSQLError
 
@@ -20,11 +25,17 @@ _SIMPLE = {
     "float": pa.float32(), "real": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(),
     "bool": pa.bool_(), "binary": pa.binary(), "date": pa.date32(), "timestamp": pa.timestamp("us"),
 }
-_TOKEN = re.compile(r"\s*(?:([A-Za-z_][\w]*)|(`[^`]*`)|(\d+)|([(),<>:]))")
+_TOKEN = re.compile(r"\s*(?:([A-Za-z_][\w]*)|(`[^`]*`)|(\d+)|([(),]))")
+
+
+def _schema_error(text: str, message: str, pos: int | None = None) -> MLSQLError:
+    where = f" at character {pos + 1}" if pos is not None else ""
+    return MLSQLError(f"bad --%schema {text!r}: {message}{where}")
 
 
 class _TypeParser:
-    """One small recursive-descent parser for both Byzer's st()/field() and Spark DDL types."""
+    """A small recursive-descent parser for Byzer's ``st(field(name,type),...)`` and the type
+    names of Spark's StructType JSON (``long``, ``decimal(10,2)``)."""
 
     def __init__(self, text: str):
         self.text = text
@@ -41,8 +52,7 @@ class _TypeParser:
         self.i = 0
 
     def error(self, message: str, pos: int | None = None) -> MLSQLError:
-        where = f" at character {pos + 1}" if pos is not None else ""
-        return MLSQLError(f"bad --%schema {self.text!r}: {message}{where}")
+        return _schema_error(self.text, message, pos)
 
     def peek(self) -> str | None:
         return self.tokens[self.i][0] if self.i < len(self.tokens) else None
@@ -73,19 +83,19 @@ class _TypeParser:
 
     def type(self) -> pa.DataType:
         word = self.take().lower()
-        if word == "st" or word == "struct":
-            return pa.struct(self.struct_fields(word))
+        if word == "st":
+            return pa.struct(self.struct_fields())
         if word == "array":
-            open_ = self.take()
+            self.take("(")
             inner = self.type()
-            self.take(")" if open_ == "(" else ">")
+            self.take(")")
             return pa.list_(inner)
         if word == "map":
-            open_ = self.take()
+            self.take("(")
             key = self.type()
             self.take(",")
             value = self.type()
-            self.take(")" if open_ == "(" else ">")
+            self.take(")")
             return pa.map_(key, value)
         if word == "decimal":
             precision, scale = 10, 0
@@ -103,44 +113,72 @@ class _TypeParser:
             return _SIMPLE[word]
         raise self.error(f"unknown type {word!r}")
 
-    def struct_fields(self, style: str) -> list[pa.Field]:
-        """st(field(a,long),...) or struct<a:long,...>."""
+    def struct_fields(self) -> list[pa.Field]:
+        """The ``(field(a,long),...)`` after ``st``."""
         fields = []
-        if style == "st":
+        self.take("(")
+        while True:
+            self.take("field")
             self.take("(")
-            while True:
-                self.take("field")
-                self.take("(")
-                name = self.name()
-                self.take(",")
-                fields.append(pa.field(name, self.type()))
-                self.take(")")
-                if self.peek() != ",":
-                    break
-                self.take(",")
+            name = self.name()
+            self.take(",")
+            fields.append(pa.field(name, self.type()))
             self.take(")")
-        else:
-            self.take("<")
-            while True:
-                name = self.name()
-                self.take(":")
-                fields.append(pa.field(name, self.type()))
-                if self.peek() != ",":
-                    break
-                self.take(",")
-            self.take(">")
+            if self.peek() != ",":
+                break
+            self.take(",")
+        self.take(")")
         return fields
 
-    def ddl(self) -> list[pa.Field]:
-        fields = []
-        while True:
-            name = self.name()
-            if self.peek() == ":":
-                self.take(":")
-            fields.append(pa.field(name, self.type()))
-            if self.peek() is None:
-                return fields
-            self.take(",")
+
+_DDL_PREFIX = "STRUCT<"
+_SCALARS = {
+    exp.DataType.Type.TEXT: pa.string(), exp.DataType.Type.VARCHAR: pa.string(), exp.DataType.Type.CHAR: pa.string(),
+    exp.DataType.Type.BIGINT: pa.int64(), exp.DataType.Type.INT: pa.int32(), exp.DataType.Type.SMALLINT: pa.int16(),
+    exp.DataType.Type.TINYINT: pa.int8(), exp.DataType.Type.FLOAT: pa.float32(), exp.DataType.Type.DOUBLE: pa.float64(),
+    exp.DataType.Type.BOOLEAN: pa.bool_(), exp.DataType.Type.BINARY: pa.binary(), exp.DataType.Type.DATE: pa.date32(),
+    # Spark's TIMESTAMP (sqlglot: TIMESTAMPTZ) and TIMESTAMP_NTZ: microseconds, as in the st() form
+    exp.DataType.Type.TIMESTAMPTZ: pa.timestamp("us"), exp.DataType.Type.TIMESTAMPNTZ: pa.timestamp("us"),
+    exp.DataType.Type.TIMESTAMP: pa.timestamp("us"),
+}
+
+
+def _ddl_fields(text: str) -> list[pa.Field]:
+    """Spark DDL (``a BIGINT, b ARRAY<STRING>``, also ``a: long``) as Arrow fields, read by
+    sqlglot's Spark dialect as the fields of a ``STRUCT<...>``."""
+    try:
+        struct = sqlglot.parse_one(_DDL_PREFIX + text + ">", read="spark", into=exp.DataType)
+    except sqlglot.errors.ParseError as exc:
+        error = exc.errors[0] if exc.errors else {}
+        pos = error.get("col", 0) - len(error.get("highlight", "")) - len(_DDL_PREFIX) if error.get("line") == 1 else None
+        if pos is None or not 0 <= pos < len(text):
+            raise _schema_error(text, "not Spark DDL (name TYPE, ...): it ends too early") from None
+        raise _schema_error(text, f"not Spark DDL (name TYPE, ...): stuck at {text[pos:pos + 20]!r}", pos) from None
+    return [_ddl_field(text, column) for column in struct.expressions]
+
+
+def _ddl_field(text: str, column: exp.ColumnDef) -> pa.Field:
+    pos = column.this.meta.get("start", len(_DDL_PREFIX)) - len(_DDL_PREFIX)
+    return pa.field(column.name, _arrow_type(text, column.args["kind"], column.name, pos))
+
+
+def _arrow_type(text: str, kind: exp.DataType, column: str, pos: int) -> pa.DataType:
+    """The Arrow type of a sqlglot type; ``pos`` (the column's name) places errors."""
+    if kind.this in _SCALARS:
+        return _SCALARS[kind.this]
+    inner = [_arrow_type(text, e, column, pos) for e in kind.expressions if isinstance(e, exp.DataType)]
+    if kind.this == exp.DataType.Type.ARRAY and len(inner) == 1:
+        return pa.list_(inner[0])
+    if kind.this == exp.DataType.Type.MAP and len(inner) == 2:
+        return pa.map_(*inner)
+    if kind.this == exp.DataType.Type.STRUCT:
+        return pa.struct([_ddl_field(text, e) for e in kind.expressions])
+    if kind.this == exp.DataType.Type.DECIMAL:
+        precision, scale = ([int(p.name) for p in kind.expressions] + [10, 0][len(kind.expressions):])[:2]
+        return pa.decimal128(precision, scale)
+    raise _schema_error(text, f"column {column!r} has the type {kind.sql('spark')}, which has no Arrow counterpart here "
+                              "(use a string, number, boolean, binary, date, timestamp, decimal, array, map or struct type)",
+                        pos)
 
 
 def _from_spark_json(spec) -> pa.DataType:
@@ -191,11 +229,11 @@ def parse_schema(text: str) -> pa.Schema:
         if not pa.types.is_struct(struct):
             raise MLSQLError(f"bad --%schema JSON: a result schema is a struct (\"type\": \"struct\"), not {struct}")
         return pa.schema(list(struct))
+    if not re.match(r"st\s*\(", text, re.IGNORECASE):
+        return pa.schema(_ddl_fields(text))
     parser = _TypeParser(text)
-    if text.lower().startswith("st("):
-        fields = parser.struct_fields(parser.take().lower())
-    else:
-        fields = parser.ddl()
+    parser.take("st")
+    fields = parser.struct_fields()
     parser.done()
     return pa.schema(fields)
 

@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 from sqlglot import exp
 
 from ..errors import MLSQLError
@@ -61,11 +60,9 @@ def read_json(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[st
 
 
 def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
-    try:
-        table = pa.table({"file": files, "value": [Path(f).read_text(errors="replace") for f in files]})
-    except OSError as exc:
-        raise MLSQLError(f"cannot load text from {exc.filename}: {exc.strerror}") from exc
-    return con.from_arrow(table)
+    """One row per file; DuckDB refuses a file that is not UTF-8, naming it."""
+    listed = ", ".join(exp.Literal.string(f).sql("duckdb") for f in files)
+    return con.sql(f"SELECT filename AS file, content AS value FROM read_text([{listed}])")
 
 
 def read_csv(con: duckdb.DuckDBPyConnection, source, options: dict[str, str], hive: bool = False) -> duckdb.DuckDBPyRelation:

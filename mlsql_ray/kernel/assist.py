@@ -1,7 +1,8 @@
 """Completion, inspection and "is this cell complete?" for the kernel.
 
-Plain functions of (cell text, cursor, session or None) so they are easy to test. The words they
-offer come from the library itself (the parser's statement table, the engine's formats and
+Plain functions of (cell text, cursor, session or None) so they are easy to test. Inside a
+``--%python`` cell, completion is jedi's over the cell's code. Elsewhere the words offered come
+from the library itself (the parser's statement table, the engine's formats and
 commands, the Python cell settings) and from the session's catalog: nothing is listed twice.
 A kernel whose first cell has not run yet has no session; completion then offers language words
 only and never starts one.
@@ -77,6 +78,9 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
         prefix = annotation.group(1)
         names = [n if n == "python" else f"{n}=" for n in annotations()]
         return cursor - len(prefix), _starting(names, prefix)
+    cell = lang.python_cell(code)
+    if cell is not None and not line_before.lstrip().startswith("--%"):
+        return _complete_python(cell, before, cursor)
     if "--" in _outside_strings(line_before):
         return cursor, []  # in a comment
 
@@ -132,6 +136,26 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
     else:
         candidates += tables + _cased(CLAUSE_WORDS, prefix) + formats()
     return start, _unique(_starting(candidates, prefix))
+
+
+def _complete_python(cell, before: str, cursor: int) -> tuple[int, list[str]]:
+    """jedi's completions at the cursor, over the cell's code with the globals a cell starts
+    with (``RayContext``, ``context``)."""
+    import jedi
+
+    from ..cells.context import CellContext
+    from ..cells.runner import cell_globals
+
+    line = before.count("\n") - (cell.line - 1) + 1  # the cell's code starts at its first annotation
+    column = len(before) - (before.rfind("\n") + 1)
+    try:
+        found = jedi.Interpreter(cell.code, [cell_globals(CellContext(conf={}))]).complete(line, column)
+    except Exception:  # noqa: BLE001 - completion never fails
+        return cursor, []
+    if not found:
+        return cursor, []
+    typed = len(found[0].name_with_symbols) - len(found[0].complete)
+    return cursor - typed, [c.name_with_symbols for c in found]
 
 
 def _command_args(name: str, args: list[str], tables: list[str], session) -> list[str]:

@@ -3,7 +3,8 @@
 The path is packed into an uncompressed tar stream cut into 64 KiB chunks; each chunk is a row
 ``{start: int64, offset: int64, value: binary}`` where ``start`` is its byte position in the
 stream and ``offset`` its length. Any table reader can rebuild the archive by sorting on
-``start``. Extraction refuses members that would land outside the target directory.
+``start``. Extraction (tarfile's ``data`` filter, with extra checks) refuses members that would
+land outside the target directory.
 """
 
 from __future__ import annotations
@@ -96,32 +97,47 @@ def save_rows_as_file(rows: Iterable[Mapping], target_dir: str | os.PathLike) ->
     """Extract rows made by ``build_rows_from_file`` into ``target_dir``; returns the path of the
     top entry (the original file or directory's name under ``target_dir``).
 
-    Members with absolute paths, ``..``, or links or devices that could point outside the
-    target are refused before anything of them is written.
+    Each member goes through ``_safe_member`` (tarfile's ``data`` filter and our checks on top)
+    before anything of it is written; a refused member raises ValueError.
     """
     target = Path(target_dir).resolve()
     target.mkdir(parents=True, exist_ok=True)
     top: Path | None = None
     with tarfile.open(fileobj=io.BufferedReader(_RowReader(rows)), mode="r|") as archive:
         for member in archive:
-            destination = _checked_destination(target, member)
             top = top or _top_entry(target, member.name)
-            if member.isdir():
-                destination.mkdir(parents=True, exist_ok=True)
-            elif member.isfile():
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                source = archive.extractfile(member)
-                with open(destination, "wb") as out:
-                    while block := source.read(1 << 20):
-                        out.write(block)
-                os.chmod(destination, member.mode & 0o755 | 0o600)
-            elif member.issym() or member.islnk():
-                _link(target, member, destination)
-            else:
-                raise ValueError(f"refusing archive member {member.name!r}: devices and pipes are not extracted")
+            archive.extract(member, target, filter=_safe_member)
     if top is None:
         raise ValueError("the rows hold an empty archive")
     return top
+
+
+def _safe_member(member: tarfile.TarInfo, target: str) -> tarfile.TarInfo:
+    """tarfile's ``data`` filter (nothing outside ``target``, links only to inside, no devices,
+    no set-id bits, no owners), with what it lets through refused on top: absolute names and
+    ``..`` parts (the filter would silently strip or resolve them), names through a symlink loop
+    (the filter's ``realpath`` does not notice them and writing then fails obscurely), links in
+    place of an extracted entry or hard links to anything but an extracted file (where a link
+    cannot be made tarfile extracts the pointee again from the archive, which a stream cannot
+    rewind to, and may recurse forever), and symlinks spelled ``x/..`` (inside by their
+    spelling, elsewhere once x is a link)."""
+    _refuse_bad_name(Path(target), member)
+    if member.name.endswith("/"):  # extracted without it, but the filter would judge a symlink "a/" -> ".."
+        member = member.replace(name=member.name.rstrip("/"), deep=False)  # as if it were inside a
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        raise ValueError(f"refusing archive member {member.name!r}: devices and pipes are not extracted")
+    if (member.issym() or member.islnk()) and os.path.lexists(os.path.join(target, member.name)):
+        raise ValueError(f"refusing archive member {member.name!r}: a link in place of something extracted before it")
+    if member.islnk() and not os.path.isfile(os.path.join(target, member.linkname)):
+        raise ValueError(f"refusing archive member {member.name!r}: its hard link to {member.linkname!r} names no file "
+                         "extracted before it")  # tarfile would look further back in a stream it cannot rewind
+    if member.issym() and _climbs_back(member.linkname):
+        raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} goes into a "
+                         "folder and back out ('x/..'), which means something else if x is a link")
+    try:
+        return tarfile.data_filter(member, target)
+    except tarfile.FilterError as exc:
+        raise ValueError(f"refusing archive member {member.name!r}: {exc}") from None
 
 
 def _top_entry(target: Path, name: str) -> Path:
@@ -131,24 +147,6 @@ def _top_entry(target: Path, name: str) -> Path:
     return target / parts[0] if parts else target
 
 
-def _link(target: Path, member: tarfile.TarInfo, destination: Path) -> None:
-    """Recreate a link only if what it points at is inside the target too."""
-    if member.issym():
-        pointee = _resolve(destination.parent / member.linkname, member)
-    else:  # a hard link names another member of the archive
-        pointee = _checked_destination(target, tarfile.TarInfo(member.linkname))
-    if Path(member.linkname).is_absolute() or (pointee != target and target not in pointee.parents):
-        raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} leaves {target}")
-    if member.issym() and _climbs_back(member.linkname):
-        raise ValueError(f"refusing archive member {member.name!r}: its link to {member.linkname!r} goes into a "
-                         "folder and back out ('x/..'), which means something else if x is a link")
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if member.issym():
-        os.symlink(member.linkname, destination)
-    else:
-        os.link(pointee, destination)
-
-
 def _climbs_back(link: str) -> bool:
     """True for link targets like ``x/..`` or ``a//..``: checked by their spelling they stay
     inside, but on disk ``x/..`` is the parent of wherever x leads (or a loop, if x is the link)."""
@@ -156,20 +154,13 @@ def _climbs_back(link: str) -> bool:
     return any(part == ".." for part in parts[next((i for i, p in enumerate(parts) if p != ".."), len(parts)):])
 
 
-def _checked_destination(target: Path, member: tarfile.TarInfo) -> Path:
+def _refuse_bad_name(target: Path, member: tarfile.TarInfo) -> None:
+    """Refuse absolute names, ``..`` parts, and names through a symlink loop (an earlier member
+    linked to itself: ``Path.resolve`` raises where ``realpath`` just gives up)."""
     name = member.name
     if name.startswith(("/", "\\")) or Path(name).is_absolute() or ".." in Path(name).parts:
         raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
-    destination = _resolve(target / name, member)
-    if destination != target and target not in destination.parents:
-        raise ValueError(f"refusing archive member {name!r}: it would be written outside {target}")
-    return destination
-
-
-def _resolve(path: Path, member: tarfile.TarInfo) -> Path:
-    """``path.resolve()``, with a symlink loop (an earlier member linked to itself) refused like
-    any other bad member instead of surfacing as Python's RuntimeError."""
     try:
-        return path.resolve()
+        (target / name).resolve()
     except (RuntimeError, OSError) as exc:
-        raise ValueError(f"refusing archive member {member.name!r}: {path.name} is a symlink loop ({exc})") from None
+        raise ValueError(f"refusing archive member {name!r}: {Path(name).name} is a symlink loop ({exc})") from None

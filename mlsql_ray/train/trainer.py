@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import progress
+from .. import progress, ray_internals
 from ..errors import MLSQLError
 from ..raycluster import remote_error_line
 from .averaging import average
@@ -311,12 +311,10 @@ def _stop(ray, actors: list) -> None:
             ray.kill(actor, no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
-    from ray._private import state
-
-    ids = {a._actor_id.hex() for a in actors}
+    ids = {ray_internals.actor_id(a) for a in actors}
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
-        alive = [i for i in ids if (state.actors(actor_id=i) or {}).get("State") != "DEAD"]
+        alive = [i for i in ids if ray_internals.actor_states(i).get("State") != "DEAD"]
         if not alive:
             return
         time.sleep(0.1)

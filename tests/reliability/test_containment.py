@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlsql_ray import MLSQLError, Session
+from mlsql_ray import MLSQLError, Session, ray_internals
 from mlsql_ray.storage.streaming_tar import save_rows_as_file
 from tar_helpers import rows_of
 
@@ -259,9 +259,9 @@ def test_include_inside_the_folder_tree_just_works(session, scripts: Path, run_c
 
 CLIENT = r"""
 import sys
-from ray._raylet import GcsClient
+from mlsql_ray import ray_internals
 try:
-    GcsClient(address=sys.argv[1]).internal_kv_keys(b"", None, timeout=5)
+    ray_internals.gcs_answers(sys.argv[1])
     print("ANSWERED")
 except Exception as error:
     print("REFUSED", type(error).__name__, str(error).splitlines()[0][:200])
@@ -269,12 +269,12 @@ except Exception as error:
 
 HOLDER = r"""
 import json, sys
-from mlsql_ray import Session
+from mlsql_ray import Session, ray_internals
 with Session(warehouse=sys.argv[1]) as session:
     ray = session.ray_link.ensure()
-    node = ray._private.worker.global_worker.node
+    gcs, node_ip = ray_internals.node_addresses()
     import os
-    print(json.dumps({"gcs": node.gcs_address, "node_ip": node.node_ip_address, "auth": os.environ.get("RAY_AUTH_MODE")}), flush=True)
+    print(json.dumps({"gcs": gcs, "node_ip": node_ip, "auth": os.environ.get("RAY_AUTH_MODE")}), flush=True)
     sys.stdin.read()
 """
 
@@ -304,12 +304,6 @@ def is_loopback(ip: str) -> bool:
     return address.is_loopback or (address.version == 6 and address.ipv4_mapped is not None and address.ipv4_mapped.is_loopback)
 
 
-def outward_ip() -> str:
-    from ray._private.services import node_ip_address_from_perspective
-
-    return node_ip_address_from_perspective()
-
-
 def refused_on(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=3):
@@ -326,7 +320,7 @@ def check_ray(gcs: str, processes: psutil.Process, figures, label: str) -> None:
     assert any(s[2] == int(port) for s in ray_sockets), sockets  # the GCS itself is among them
     assert all(is_loopback(ip) for _, ip, _ in ray_sockets), [s for s in ray_sockets if not is_loopback(s[1])]
     assert not refused_on("127.0.0.1", int(port))
-    outward = outward_ip()
+    outward = ray_internals.outward_ip()
     if not is_loopback(outward):
         assert refused_on(outward, int(port)), f"the GCS answers on {outward}"
     assert ask_gcs(gcs, RAY_AUTH_MODE="token") == "ANSWERED"  # the user's own token (~/.ray/auth_token)

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from mlsql_ray import ray_internals
+
 from conftest import SAMPLE_MNIST
 from kernel_helpers import Kernel, checkout_kernelspec
 
@@ -67,18 +69,16 @@ servers = ray_context.data_servers()
 print(sum(RayContext.to_arrow([s]).num_rows for s in servers))
 """
 REFS_CELL = """--%python
-import gc, ray
+import gc
+from mlsql_ray import ray_internals
 gc.collect()
-print(len(ray._private.worker.global_worker.core_worker.get_all_reference_counts()))
+print(ray_internals.reference_count())
 """
 
 
 def object_store(ray) -> tuple[int, int]:
     """(bytes used, objects) in the test run's object store."""
-    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
-
-    stats = get_memory_info_reply(get_state_from_address(ray.get_runtime_context().gcs_address)).store_stats
-    return stats.object_store_bytes_used, stats.num_local_objects
+    return ray_internals.object_store_usage(ray.get_runtime_context().gcs_address)
 
 
 def test_200_cells_in_a_row_keep_the_kernel_right_and_its_memory_bounded(kernel, figures):

@@ -25,7 +25,7 @@ import pytest
 import ray.cloudpickle
 from deltalake import DeltaTable
 
-from mlsql_ray import MLSQLError, progress, train
+from mlsql_ray import MLSQLError, progress, ray_internals, train
 from mlsql_ray.models import load_model
 
 from conftest import SAMPLE_MNIST
@@ -51,9 +51,7 @@ def seeded_mnist_model():
 
 
 def worker_actors() -> dict[str, dict]:
-    from ray._private import state
-
-    return {actor_id: info for actor_id, info in state.actors().items() if "Worker" in info.get("ActorClassName", "")}
+    return {actor_id: info for actor_id, info in ray_internals.actor_states().items() if "Worker" in info.get("ActorClassName", "")}
 
 
 def running(pid: int) -> bool:

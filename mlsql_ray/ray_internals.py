@@ -1,0 +1,138 @@
+"""Every use of Ray's private API, in one place.
+
+Ray's public API does not cover a few things we need (loopback-only binding, token
+authentication towards a local ``ray start`` head, actor states without the dashboard), so we
+reach into ``ray._private`` and ``ray._raylet`` here and nowhere else. Each function says what it
+relies on and why no public API does it. ``tests/test_ray_internals.py`` checks that all of it
+still exists in the installed Ray with the shape we use, and ``tests/reliability/
+test_containment.py`` that the embedded Ray still listens on 127.0.0.1 only; run both before
+widening the Ray pin in ``pyproject.toml`` (see README, "Ray version").
+
+Ray is imported inside each function: importing this module must stay cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+
+@contextlib.contextmanager
+def single_machine_mode():
+    """Run the block with Ray's single-machine mode on (``ray._private.ray_constants.
+    ENABLE_RAY_CLUSTER = False``, Ray's default on macOS and Windows).
+
+    In that mode ``ray._private.services.get_node_ip_address`` answers 127.0.0.1, so
+    ``resolve_ip_for_localhost`` keeps a loopback node address instead of swapping it for the
+    machine's outward one, and every Ray process binds to loopback only. Ray reads the constant
+    at call time, so patching it around ``ray.init`` is enough. There is no public switch:
+    ``ray.init(_node_ip_address="127.0.0.1")`` alone is swapped for the outward address, and the
+    environment variable behind the constant is read once at import.
+    """
+    from ray._private import ray_constants
+
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def send_local_token() -> None:
+    """Turn token authentication on for this process when this user has a Ray token
+    (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is unset
+    (``ray._private.authentication.authentication_token_setup.
+    maybe_enable_token_auth_if_token_available``).
+
+    ``ray.init`` does that itself only for ``address="auto"``; there is no public way to ask
+    for it with an explicit address.
+    """
+    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+
+    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+
+
+def reload_config() -> None:
+    """Make Ray re-read its configuration from the environment (``ray._raylet.Config.
+    initialize("")``), e.g. after setting ``RAY_AUTH_MODE``: Ray caches it per process on first
+    use, and no public API resets the cache. Raises ImportError on a Ray without it."""
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
+def address_from_environment(address: str) -> str:
+    """The cluster address ``ray.init(address=address)`` would use (``RAY_ADDRESS``, then the
+    address file of a running ``ray start``), via ``ray._private.services.
+    get_ray_address_from_environment``; ``ray.init`` resolves it internally and exposes nothing.
+    Raises when there is none to find."""
+    from ray._private.services import get_ray_address_from_environment
+
+    return get_ray_address_from_environment(address, None) or ""
+
+
+def outward_ip() -> str:
+    """This machine's address as other machines see it (``ray._common.network_utils.
+    node_ip_address_from_perspective``): the address Ray would swap a loopback node address
+    for. Ray has no public accessor for it before ``ray.init``."""
+    from ray._common.network_utils import node_ip_address_from_perspective
+
+    return node_ip_address_from_perspective()
+
+
+def actor_id(actor) -> str:
+    """The hex id of an actor handle (``ActorHandle._actor_id``; the public
+    ``ray.get_runtime_context().get_actor_id()`` works only inside the actor itself)."""
+    return actor._actor_id.hex()
+
+
+def actor_states(actor_id: str | None = None) -> dict:
+    """{actor id: Ray's record of it (``State``, ``ActorClassName``, ``Pid``, ...)} from the GCS
+    (``ray._private.state.actors``). The public ``ray.util.state.list_actors`` goes through the
+    dashboard, which we do not start (``ray[default]`` triples start-up time). With ``actor_id``:
+    that one actor's record (empty when unknown)."""
+    from ray._private import state
+
+    if actor_id is not None:
+        return state.actors(actor_id=actor_id) or {}
+    return state.actors()
+
+
+def node_addresses() -> tuple[str, str]:
+    """(GCS address, node IP) of the Ray this process is connected to
+    (``ray._private.worker.global_worker.node``); for the containment tests, which check what
+    the embedded Ray binds to. ``ray.get_runtime_context().gcs_address`` gives only the first."""
+    import ray
+
+    node = ray._private.worker.global_worker.node
+    return node.gcs_address, node.node_ip_address
+
+
+def reference_count() -> int:
+    """How many object references this process holds
+    (``ray._private.worker.global_worker.core_worker.get_all_reference_counts``); for the
+    kernel stress test, which checks that no Ray object outlives its cell. No public API counts
+    them."""
+    import ray
+
+    return len(ray._private.worker.global_worker.core_worker.get_all_reference_counts())
+
+
+def object_store_usage(gcs_address: str) -> tuple[int, int]:
+    """(bytes used, objects) in the object store of the Ray at ``gcs_address``
+    (``ray._private.internal_api.get_memory_info_reply``, what ``ray memory`` prints); for the
+    kernel stress test. ``ray.available_resources`` reports capacity, not use."""
+    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+
+    stats = get_memory_info_reply(get_state_from_address(gcs_address)).store_stats
+    return stats.object_store_bytes_used, stats.num_local_objects
+
+
+def gcs_answers(gcs_address: str, timeout: float = 5) -> None:
+    """Ask the GCS at ``gcs_address`` a trivial question with a raw client
+    (``ray._raylet.GcsClient.internal_kv_keys``); raises if it refuses. For the containment
+    tests, which check that a client without the user's token is turned away: ``ray.init``
+    would start a driver and retry for 30 s instead of failing at once."""
+    from ray._raylet import GcsClient
+
+    GcsClient(address=gcs_address).internal_kv_keys(b"", None, timeout=timeout)

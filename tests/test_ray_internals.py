@@ -1,0 +1,110 @@
+"""The Ray internals ``mlsql_ray.ray_internals`` relies on still exist and still behave as we use
+them. Run this (and ``tests/reliability/test_containment.py``, which checks that the embedded Ray
+listens on 127.0.0.1 only and refuses clients without the user's token) before widening the Ray
+pin in pyproject.toml: a failure here names the internal that moved."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+from mlsql_ray import ray_internals
+
+from training_helpers import eventually
+
+SINGLE_MACHINE = r"""
+import json
+from ray._private import ray_constants, services
+from mlsql_ray import ray_internals
+
+before = ray_constants.ENABLE_RAY_CLUSTER
+with ray_internals.single_machine_mode():
+    inside = services.resolve_ip_for_localhost("127.0.0.1")
+print(json.dumps({"inside": inside, "outside": services.resolve_ip_for_localhost("127.0.0.1"),
+                  "restored": ray_constants.ENABLE_RAY_CLUSTER == before, "outward": ray_internals.outward_ip()}))
+"""
+
+
+def parameters(function) -> list[str]:
+    return list(inspect.signature(function).parameters)
+
+
+def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
+    import ray
+    from ray._common.network_utils import node_ip_address_from_perspective
+    from ray._private import ray_constants, services, state
+    from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
+    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+    from ray._raylet import Config, CoreWorker
+
+    assert isinstance(ray_constants.ENABLE_RAY_CLUSTER, bool)
+    init = inspect.getsource(ray.init)  # _node_ip_address is a private keyword, taken from **kwargs
+    assert 'kwargs.pop("_node_ip_address"' in init and "resolve_ip_for_localhost(_node_ip_address)" in init
+    assert "warn_if_disabled" in parameters(maybe_enable_token_auth_if_token_available)
+    assert parameters(services.get_ray_address_from_environment)[:2] == ["addr", "temp_dir"]
+    assert parameters(node_ip_address_from_perspective)[:1] == ["address"]
+    assert "actor_id" in parameters(state.actors)
+    assert parameters(get_state_from_address)[:1] == ["address"]
+    assert parameters(get_memory_info_reply)[:1] == ["state"]
+    assert callable(Config.initialize) and callable(CoreWorker.get_all_reference_counts)
+    # resolve_ip_for_localhost must still ask get_node_ip_address, which must still read the
+    # constant at call time: that is how single_machine_mode keeps the node on loopback
+    assert "get_node_ip_address()" in inspect.getsource(services.resolve_ip_for_localhost)
+    assert "ray_constants.ENABLE_RAY_CLUSTER" in inspect.getsource(services.get_node_ip_address)
+
+
+def test_single_machine_mode_keeps_a_loopback_node_address_and_restores_the_constant():
+    # a fresh process: once this one is connected to Ray, Ray answers with that node's address
+    done = subprocess.run([sys.executable, "-c", SINGLE_MACHINE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["inside"] == "127.0.0.1"
+    assert facts["restored"]
+    assert facts["outside"] == facts["outward"]  # without the mode Ray swaps loopback for the outward address
+
+
+def test_address_from_environment_reads_ray_address(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6390")
+    assert ray_internals.address_from_environment("auto") == "127.0.0.1:6390"
+
+
+def test_reload_config_and_send_local_token_run(monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # set: send_local_token must leave it alone
+    ray_internals.send_local_token()
+    ray_internals.reload_config()
+
+
+def test_actor_states_follow_an_actor_from_alive_to_dead(ray_runtime):
+    ray = ray_runtime
+
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def pid(self) -> int:
+            import os
+
+            return os.getpid()
+
+    probe = Probe.remote()
+    pid = ray.get(probe.pid.remote())
+    ident = ray_internals.actor_id(probe)
+    record = ray_internals.actor_states(ident)
+    assert record["State"] == "ALIVE" and "Probe" in record["ActorClassName"] and record["Pid"] == pid
+    assert ident in ray_internals.actor_states()
+    ray.kill(probe, no_restart=True)
+    assert eventually(lambda: ray_internals.actor_states(ident).get("State") == "DEAD")
+    assert ray_internals.actor_states("ff" * 16) == {}
+
+
+def test_node_reference_and_store_figures_of_the_running_ray(ray_runtime):
+    ray = ray_runtime
+    gcs, node_ip = ray_internals.node_addresses()
+    assert gcs == ray.get_runtime_context().gcs_address and node_ip == "127.0.0.1"
+    before = ray_internals.reference_count()
+    ref = ray.put(b"x" * 200_000)  # large enough for the shared object store
+    assert ray_internals.reference_count() == before + 1
+    used, objects = ray_internals.object_store_usage(gcs)
+    assert used >= 200_000 and objects >= 1
+    del ref
+    ray_internals.gcs_answers(gcs)  # this process holds the user's token (refusals: test_containment.py)
