@@ -159,8 +159,8 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
 
     started = time.monotonic()
     with Crew(ray, start, len(data), max_failures) as crew, _Shards(ray, num_shards) as shards:
-        counts, _ = crew.retrying("while starting", lambda: crew.call("ready"))
-        initial, _ = crew.retrying("while starting", lambda: crew.call_worker(0, "initial_state"))
+        (counts, initial), _ = crew.retrying(
+            "while starting", lambda: (crew.call("ready"), crew.call_worker(0, "initial_state")))
         shards.load(initial)
         startup_seconds = time.monotonic() - started
         pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
