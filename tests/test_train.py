@@ -219,7 +219,29 @@ def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_pa
                                                       r"actor is dead because its worker process has died\.\); 1 failures"):
             train.fit(model, tiny_partitions(), **options)
         assert all_dead(before) == 2
-    assert not [a for a in alive_actors("ParameterShard")]
+    assert alive_actors("ParameterShard") == []
+
+
+def test_a_dead_parameter_shard_ends_async_training_with_its_name(ray_runtime):
+    """A shard holds its part of the weights alone: SIGKILLed as training starts, it cannot be
+    replaced, and the error says which shard and why."""
+    import signal
+
+    before = set(workers_started_since(set()))
+
+    def kill_the_shards(kind, event):
+        if kind == "train_start":
+            shards = alive_actors("ParameterShard")
+            for shard in shards:
+                os.kill(shard["Pid"], signal.SIGKILL)
+            assert shards and eventually(lambda: not alive_actors("ParameterShard"))
+
+    with progress.reporting_to(kill_the_shards), pytest.raises(train.TrainingError) as caught:
+        train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, mode="async", steps_per_push=2)
+    assert re.fullmatch(r"parameter shard 0 died in round 1 \(ActorDiedError: The actor is dead because its worker "
+                        r"process has died\.\); the weights it held are lost, so asynchronous training cannot go on",
+                        caught.value.message), caught.value.message
+    assert all_dead(before) == 2
 
 
 def test_past_max_failures_training_stops_with_a_clear_error_and_nothing_is_saved(ray_session, mnist_servers):

@@ -167,7 +167,8 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
         progress.report("train_start", total_rounds=rounds, workers=len(data), actors=list(crew.workers), first_round=1)
         history = _History(rounds, pushes_per_round, started, on_round)
         budget = int(np.ceil(rounds * pushes_per_round))
-        _supervise(crew, shards, history, (shards.actors, shards.layout, budget, batch_size, steps_per_push, max_staleness))
+        run_args = (shards.actors, shards.layout, budget, batch_size, steps_per_push, max_staleness)
+        _supervise(crew, shards, history, run_args)
         final = shards.weights()
         model_file, _ = crew.retrying("while saving the model", lambda: crew.call_worker(0, "model_file", final))
         stats = shards.call(0, "stats", "while saving the model")
@@ -189,8 +190,7 @@ def _supervise(crew: Crew, shards: _Shards, history: _History, run_args: tuple) 
     while running:
         done, _ = ray.wait(list(running.values()), num_returns=len(running), timeout=0.5)
         crew.when = f"in round {history.current}"
-        history.add(shards.call(0, "take", crew.when))
-        for index in [i for i, ref in running.items() if ref in done]:
+        for index in [i for i, ref in running.items() if ref in done]:  # deaths first: they belong to this round
             try:
                 crew.gather({index: running.pop(index)})
             except WorkersDied as died:
@@ -200,6 +200,7 @@ def _supervise(crew: Crew, shards: _Shards, history: _History, run_args: tuple) 
             except TrainingError:
                 shards.check(crew.when)  # a worker fails when a shard it pulls from has died: say so
                 raise
+        history.add(shards.call(0, "take", crew.when))
     history.add(shards.call(0, "take", crew.when), finished=True)
 
 
@@ -215,12 +216,13 @@ class _History:
 
     @property
     def current(self) -> int:
-        return len(self.entries) + 1
+        """The round being trained (the last one once all have been reported)."""
+        return min(len(self.entries) + 1, self.rounds)
 
     def add(self, pushes: list, finished: bool = False) -> None:
         self.received += pushes
-        while self.current <= self.rounds and (finished or len(self.received) >= self.current * self.pushes_per_round):
-            number = self.current
+        while (number := len(self.entries) + 1) <= self.rounds and (
+                finished or len(self.received) >= number * self.pushes_per_round):
             end = len(self.received) if number == self.rounds else int(number * self.pushes_per_round)
             window = self.received[int((number - 1) * self.pushes_per_round) : end]
             entry = _async_entry(number, window, time.monotonic() - self.started, self.retries.get(number, 0))
