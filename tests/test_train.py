@@ -16,7 +16,7 @@ from mlsql_ray import MLSQLError, progress, train
 
 from conftest import SAMPLE_MNIST
 
-from training_helpers import alive_actors, held_out_accuracy, mnist_model, tiny_model, tiny_partitions
+from training_helpers import Fate, alive_actors, eventually, fated_model, held_out_accuracy, mnist_model, tiny_model, tiny_partitions
 
 
 def alive_workers(ray) -> list[dict]:
@@ -116,15 +116,132 @@ def _kill_during_round(ray, target_round: int, worker: int, delay: float = 0.3):
     return sink, state
 
 
-def test_a_killed_worker_is_replaced_and_the_round_retried(ray_runtime, mnist_servers, mnist_test):
-    sink, state = _kill_during_round(ray_runtime, target_round=3, worker=1)
-    with progress.reporting_to(sink):
-        result = train.fit(mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
-    assert state["killed"] == 1
-    assert result.history[2]["retries"] >= 1, result.history[2]
-    assert len(result.history) == 5
-    assert held_out_accuracy(result, mnist_test) > 0.8
+# -- worker deaths: tiny models, real kills (SIGKILL of the actor's process, or ray.kill) ---------
+
+def workers_started_since(before: set[str]) -> dict[str, dict]:
+    from mlsql_ray import ray_internals
+
+    return {i: a for i, a in ray_internals.actor_states().items() if i not in before and "Worker" in a.get("ActorClassName", "")}
+
+
+def all_dead(before: set[str]) -> int:
+    """How many worker actors were started since ``before``; fails unless Ray reports every one dead."""
+    started = workers_started_since(before)
+    assert started and all(a["State"] == "DEAD" for a in started.values()), {i: a["State"] for i, a in started.items()}
+    return len(started)
+
+
+def kill_before_round(ray, target_round: int, worker: int):
+    """A progress sink that kills worker ``worker`` with ``ray.kill`` as round ``target_round - 1``
+    is reported and waits until Ray reports it dead, so round ``target_round`` is the one to lose it."""
+    from mlsql_ray import ray_internals
+
+    actors = []
+
+    def sink(kind, event):
+        if kind == "train_start":
+            actors[:] = event["actors"]
+        elif kind == "train_round" and event["round"] == target_round - 1:
+            victim = actors[worker]
+            ray.kill(victim, no_restart=True)
+            assert eventually(lambda: ray_internals.actor_states(ray_internals.actor_id(victim)).get("State") == "DEAD")
+
+    return sink
+
+
+@pytest.mark.parametrize("max_failures", [1, 0])
+def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
+    """The first model built kills its process (inside the actor's constructor): within
+    max_failures a replacement takes its place and training finishes; past it, a TrainingError."""
+    before = set(workers_started_since(set()))
+    model = fated_model(tiny_model(), Fate(tmp_path, {1}))
+    if max_failures:
+        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+        assert [h["round"] for h in result.history] == [1, 2]
+        assert all_dead(before) == 3  # two, and one replacement
+    else:
+        with pytest.raises(train.TrainingError) as caught:
+            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+        assert re.search(r"training worker [01] died while starting \(ActorDiedError: The actor is dead because its "
+                         r"worker process has died\.\); 1 failures is more than max_failures=0", caught.value.message), caught.value.message
+        assert all_dead(before) == 2
+
+
+@pytest.mark.parametrize("max_failures", [2, 1])
+def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path, max_failures):
+    """Worker 1 is killed before round 2, and its replacement (the third model built) dies in its
+    constructor: two deaths in one round. max_failures=2 retries the round twice and finishes;
+    max_failures=1 stops with the worker named."""
+    before = set(workers_started_since(set()))
+    model = fated_model(tiny_model(), Fate(tmp_path, {3}))
+    with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)):
+        if max_failures == 2:
+            result = train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=2)
+            assert [h["retries"] for h in result.history] == [0, 2, 0]
+            assert all_dead(before) == 4
+        else:
+            with pytest.raises(train.TrainingError, match=r"training worker 1 died in round 2 \(ActorDiedError: .*\); "
+                                                          r"2 failures is more than max_failures=1"):
+                train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=1)
+            assert all_dead(before) == 3
+
+
+def test_worker_zeros_own_calls_are_supervised_too(ray_runtime, tmp_path):
+    """Worker 0 alone evaluates: killed in its first evaluation, it is replaced and the evaluation
+    retried; a failing evaluation (features of the wrong width) is a TrainingError naming it."""
+    before = set(workers_started_since(set()))
+    x, y = tiny_partitions()[0]
+    model = fated_model(tiny_model(), Fate(tmp_path, {1}), at="evaluate")
+    result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, validation=(x, y), max_failures=1)
+    assert all("val_loss" in h for h in result.history)
+    assert all_dead(before) == 3
+    with pytest.raises(train.TrainingError, match=r"training worker 0 failed while evaluating round 1: ValueError"):
+        train.fit(tiny_model(), tiny_partitions(), rounds=2, batch_size=8, validation=(np.ones((8, 5), np.float32), y[:8]))
     assert alive_workers(ray_runtime) == []
+
+
+@pytest.mark.parametrize("max_failures", [1, 0])
+def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
+    """The fifth local step of the run kills its worker's process: within max_failures a
+    replacement joins in and every push is still counted; past it, a TrainingError."""
+    before = set(workers_started_since(set()))
+    model = fated_model(tiny_model(), Fate(tmp_path, {5}), at="train_on_batch")
+    options = dict(rounds=4, batch_size=8, mode="async", steps_per_push=2, max_failures=max_failures)
+    if max_failures:
+        result = train.fit(model, tiny_partitions(), **options)
+        assert [h["round"] for h in result.history] == [1, 2, 3, 4]
+        assert sum(h["retries"] for h in result.history) == 1
+        last = result.history[-1]
+        assert last["applied_pushes"] + last["dropped_pushes"] == sum(last["worker_steps"]) // 2 >= 20
+        assert all_dead(before) == 3
+    else:
+        with pytest.raises(train.TrainingError, match=r"training worker [01] died in round \d \(ActorDiedError: The "
+                                                      r"actor is dead because its worker process has died\.\); 1 failures"):
+            train.fit(model, tiny_partitions(), **options)
+        assert all_dead(before) == 2
+    assert alive_actors("ParameterShard") == []
+
+
+def test_a_dead_parameter_shard_ends_async_training_with_its_name(ray_runtime):
+    """A shard holds its part of the weights alone: SIGKILLed as training starts, it cannot be
+    replaced, and the error says which shard and why."""
+    import signal
+
+    before = set(workers_started_since(set()))
+
+    def kill_the_shards(kind, event):
+        if kind == "train_start":
+            shards = alive_actors("ParameterShard")
+            for shard in shards:
+                os.kill(shard["Pid"], signal.SIGKILL)
+            assert shards and eventually(lambda: not alive_actors("ParameterShard"))
+
+    with progress.reporting_to(kill_the_shards), pytest.raises(train.TrainingError) as caught:
+        train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, mode="async", steps_per_push=2)
+    assert re.fullmatch(r"parameter shard 0 died in round 1 \(ActorDiedError: The actor is dead because its worker "
+                        r"process has died\.\); the weights it held are lost, so asynchronous training cannot go on",
+                        caught.value.message), caught.value.message
+    assert all_dead(before) == 2
 
 
 def test_past_max_failures_training_stops_with_a_clear_error_and_nothing_is_saved(ray_session, mnist_servers):

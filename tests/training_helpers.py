@@ -76,3 +76,51 @@ def eventually(check, seconds: float = 20) -> bool:
             return True
         time.sleep(0.2)
     return check()
+
+
+class Fate:
+    """Numbers events across a run's worker processes (a file per event in ``folder``: every actor
+    is its own process) and kills with SIGKILL the process whose event number is in ``kill_at``:
+    a real death at an exact moment, e.g. in the constructor of the second replacement."""
+
+    def __init__(self, folder, kill_at: set[int]):
+        self.folder, self.kill_at = str(folder), set(kill_at)
+
+    def __call__(self) -> None:
+        import os
+        import signal
+
+        last = os.path.join(self.folder, str(max(self.kill_at)))
+        if os.path.exists(last):
+            return  # every death has happened: stop counting
+        number = 1
+        while True:
+            try:
+                os.close(os.open(os.path.join(self.folder, str(number)), os.O_CREAT | os.O_EXCL))
+                break
+            except FileExistsError:
+                number += 1
+        if number in self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fated_model(build, fate: Fate, at: str = "build"):
+    """``build``'s model whose process meets ``fate`` at each ``at`` event: "build" (the model
+    factory, inside the actor's constructor) or a method of the model ("train_on_batch",
+    "evaluate")."""
+
+    def create():
+        if at == "build":
+            fate()
+        network = build()
+        if at != "build":
+            method = getattr(network, at)
+
+            def fated(*args, **kwargs):
+                fate()
+                return method(*args, **kwargs)
+
+            object.__setattr__(network, at, fated)
+        return network
+
+    return create

@@ -6,10 +6,12 @@
     ray_context.build_result(result.model_rows())
 """
 
+from .actors import TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints
 from .data import Columns, matrix
+from .result import TrainResult
 from .search import SearchResult, search
-from .trainer import TrainingError, TrainResult, fit
+from .trainer import fit
 
 __all__ = ["Checkpoints", "Columns", "SearchResult", "TrainResult", "TrainingError", "average", "fit", "matrix", "search"]

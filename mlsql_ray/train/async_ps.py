@@ -11,6 +11,12 @@ Ray's round trips from costing more than the training. Training ends when the wo
 have taken as many steps as ``rounds`` epochs over all the data: a straggler simply contributes
 fewer steps, which is why this mode beats synchronous averaging when workers run at different
 speeds.
+
+A worker that dies is replaced and the replacement joins in where the run is, pulling the
+current weights (its lost pushes are made up by everyone, as a straggler's are); each death
+counts against ``max_failures`` as in synchronous mode. A parameter shard that dies cannot be
+replaced, since its part of the weights dies with it: that ends training with a
+``TrainingError`` naming the shard.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import time
 import numpy as np
 
 from .. import progress
+from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, stop
 from .data import load_xy
-from .worker import Straggler, configure_tensorflow
+from .result import TrainResult
+from .worker import Straggler, configure_tensorflow, straggler_factor
 
 
 class ParameterShard:
@@ -73,6 +81,7 @@ class AsyncWorker:
         if learning_rate is not None:
             self.model.optimizer.learning_rate.assign(learning_rate)
         self.x, self.y = load_xy(source, prepare)
+        self.index = index
         self.rng = np.random.default_rng(index)
         self.straggler = Straggler(slowdown)
 
@@ -84,17 +93,17 @@ class AsyncWorker:
         return [np.asarray(v) for v in self.model.trainable_variables]
 
     def run(self, shards, layout: list[list[int]], budget: int, batch_size: int, steps_per_push: int,
-            max_staleness: int) -> int:
-        """Train until the run has made ``budget`` pushes in all; returns the steps taken here."""
+            max_staleness: int) -> None:
+        """Train until the run has made ``budget`` pushes in all (this worker's included in the
+        metrics it sends with each push to the first shard)."""
         import ray
 
         variables = self.model.trainable_variables
-        steps = 0
         order, cursor = self.rng.permutation(len(self.x)), 0
         while True:
             pulled = ray.get([s.pull.remote() for s in shards])
             if pulled[0][1] >= budget:
-                return steps
+                return
             for (_, _, values), indexes in zip(pulled, layout):
                 for i, value in zip(indexes, values):
                     variables[i].assign(value)
@@ -108,11 +117,10 @@ class AsyncWorker:
                     cursor += len(batch)
                     measured.append(self.model.train_on_batch(self.x[batch], self.y[batch], return_dict=True))
                     sizes.append(len(batch))
-            metrics = (_weighted(measured, sizes), sum(sizes))
+            metrics = (_weighted(measured, sizes), sum(sizes), self.index)
             for number, (shard, (version, _, _), indexes) in enumerate(zip(shards, pulled, layout)):
                 shard.push.remote([np.asarray(variables[i]) - start[i] for i in indexes], version, max_staleness,
                                   metrics if number == 0 else None)
-            steps += steps_per_push
 
     def model_file(self, weights: list[np.ndarray]) -> bytes:
         import os
@@ -141,56 +149,137 @@ def shard_layout(sizes: list[int], num_shards: int) -> list[list[int]]:
 
 def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, threads: int, cpus_per_worker: float,
               learning_rate: float | None, max_staleness: int, num_shards: int, steps_per_push: int,
-              slowdown: dict[int, float] | None, on_round, stop_actors):
+              max_failures: int, on_round) -> TrainResult:
     """The asynchronous counterpart of ``trainer.fit`` (which checks arguments and resources)."""
-    from .trainer import TrainResult, _gather
-
-    slowdown = slowdown or {}
     worker_class = ray.remote(AsyncWorker).options(num_cpus=cpus_per_worker, max_restarts=0)
-    workers = [worker_class.remote(i, model_fn, data[i], prepare, threads, learning_rate, slowdown.get(i, 1.0))
-               for i in range(len(data))]
-    shards = [ray.remote(ParameterShard).options(num_cpus=0).remote() for _ in range(num_shards)]
-    actors = workers + shards
+
+    def start(index: int):
+        return worker_class.remote(index, model_fn, data[index], prepare, threads, learning_rate,
+                                   straggler_factor(index))
+
     started = time.monotonic()
-    try:
-        counts = _gather(ray, [w.ready.remote() for w in workers], "starting")
-        initial = ray.get(workers[0].initial_state.remote())
-        layout = shard_layout([w.size for w in initial], num_shards)
-        shards = shards[: len(layout)]
-        pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
-        ray.get([s.load.remote([initial[i] for i in indexes]) for s, indexes in zip(shards, layout)])
+    with Crew(ray, start, len(data), max_failures) as crew, _Shards(ray, num_shards) as shards:
+        (counts, initial), _ = crew.retrying(
+            "while starting", lambda: (crew.call("ready"), crew.call_worker(0, "initial_state")))
+        shards.load(initial)
         startup_seconds = time.monotonic() - started
-        progress.report("train_start", total_rounds=rounds, workers=len(workers), actors=list(workers), first_round=1)
-        running = [w.run.remote(shards, layout, int(np.ceil(rounds * pushes_per_round)), batch_size, steps_per_push,
-                               max_staleness) for w in workers]
-        history: list[dict] = []
-        received: list = []  # (metrics, rows) of every push so far: push k belongs to round k // pushes_per_round
-        pending = list(running)
-        while len(history) < rounds:
-            _, pending = ray.wait(pending, num_returns=len(pending), timeout=0.5)
-            received += ray.get(shards[0].take.remote())
-            while len(history) < rounds and (len(received) >= (len(history) + 1) * pushes_per_round or not pending):
-                number = len(history) + 1
-                end = len(received) if number == rounds else int(number * pushes_per_round)
-                entry = _async_entry(number, received[int((number - 1) * pushes_per_round) : end],
-                                     time.monotonic() - started)
-                history.append(entry)
-                progress.report("train_round", total_rounds=rounds, **entry)
-                if on_round is not None:
-                    on_round(entry)
-        steps_by_worker = _gather(ray, running, "training")
-        stats = ray.get(shards[0].stats.remote())
-        final: list = [None] * len(initial)
-        for indexes, (_, _, values) in zip(layout, ray.get([s.pull.remote() for s in shards])):
+        pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
+        progress.report("train_start", total_rounds=rounds, workers=len(data), actors=list(crew.workers), first_round=1)
+        history = _History(rounds, pushes_per_round, started, on_round)
+        budget = int(np.ceil(rounds * pushes_per_round))
+        run_args = (shards.actors, shards.layout, budget, batch_size, steps_per_push, max_staleness)
+        _supervise(crew, shards, history, run_args)
+        final = shards.weights()
+        model_file, _ = crew.retrying("while saving the model", lambda: crew.call_worker(0, "model_file", final))
+        stats = shards.call(0, "stats", "while saving the model")
+        pushes = [sum(1 for *_, worker in history.received if worker == i) for i in range(len(data))]
+        history.entries[-1].update(worker_steps=[p * steps_per_push for p in pushes], applied_pushes=stats["version"],
+                                   dropped_pushes=stats["dropped"])
+        elapsed = time.monotonic() - started
+        progress.report("train_end", history=history.entries, elapsed=elapsed)
+        return TrainResult(history.entries, final, model_file, len(data), elapsed, startup_seconds=startup_seconds)
+
+
+def _supervise(crew: Crew, shards: _Shards, history: _History, run_args: tuple) -> None:
+    """Run every worker until the push budget is spent, reporting rounds as their pushes arrive.
+    A worker that dies is replaced (counted against ``max_failures``, as in synchronous mode): the
+    replacement pulls the current weights and joins in; the dead worker's lost steps are simply
+    taken by the others, as a straggler's are."""
+    ray = crew.ray
+    running = {index: worker.run.remote(*run_args) for index, worker in enumerate(crew.workers)}
+    while running:
+        done, _ = ray.wait(list(running.values()), num_returns=len(running), timeout=0.5)
+        crew.when = f"in round {history.current}"
+        for index in [i for i, ref in running.items() if ref in done]:  # deaths first: they belong to this round
+            try:
+                crew.gather({index: running.pop(index)})
+            except WorkersDied as died:
+                crew.replace(died.causes)
+                history.retries[history.current] = history.retries.get(history.current, 0) + 1
+                running[index] = crew.workers[index].run.remote(*run_args)
+            except TrainingError:
+                shards.check(crew.when)  # a worker fails when a shard it pulls from has died: say so
+                raise
+        history.add(shards.call(0, "take", crew.when))
+    history.add(shards.call(0, "take", crew.when), finished=True)
+
+
+class _History:
+    """The rounds of an asynchronous run, reported as their pushes arrive: push k belongs to round
+    k // pushes_per_round, and the last round takes the rest."""
+
+    def __init__(self, rounds: int, pushes_per_round: float, started: float, on_round):
+        self.rounds, self.pushes_per_round, self.started, self.on_round = rounds, pushes_per_round, started, on_round
+        self.entries: list[dict] = []
+        self.received: list = []  # (metrics, rows, worker) of every push, in the order received
+        self.retries: dict[int, int] = {}  # round → workers replaced while it ran
+
+    @property
+    def current(self) -> int:
+        """The round being trained (the last one once all have been reported)."""
+        return min(len(self.entries) + 1, self.rounds)
+
+    def add(self, pushes: list, finished: bool = False) -> None:
+        self.received += pushes
+        while (number := len(self.entries) + 1) <= self.rounds and (
+                finished or len(self.received) >= number * self.pushes_per_round):
+            end = len(self.received) if number == self.rounds else int(number * self.pushes_per_round)
+            window = self.received[int((number - 1) * self.pushes_per_round) : end]
+            entry = _async_entry(number, window, time.monotonic() - self.started, self.retries.get(number, 0))
+            self.entries.append(entry)
+            progress.report("train_round", total_rounds=self.rounds, **entry)
+            if self.on_round is not None:
+                self.on_round(entry)
+
+
+class _Shards:
+    """The parameter servers of one run. A shard that dies takes its part of the weights with it,
+    so unlike a worker it cannot be replaced: training ends with a ``TrainingError`` naming it."""
+
+    def __init__(self, ray, count: int):
+        self.ray = ray
+        self.started = [ray.remote(ParameterShard).options(num_cpus=0, max_restarts=0).remote() for _ in range(count)]
+        self.actors = list(self.started)
+        self.layout: list[list[int]] = []
+
+    def __enter__(self) -> _Shards:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        stop(self.ray, self.started)
+
+    def load(self, initial: list[np.ndarray]) -> None:
+        """Spread the starting weights over the shards (as many as there are weight arrays, at most)."""
+        self.layout = shard_layout([w.size for w in initial], len(self.actors))
+        self.actors = self.actors[: len(self.layout)]
+        self._get({i: s.load.remote([initial[w] for w in indexes])
+                   for i, (s, indexes) in enumerate(zip(self.actors, self.layout))}, "while starting")
+
+    def call(self, index: int, method: str, when: str):
+        return self._get({index: getattr(self.actors[index], method).remote()}, when)[0]
+
+    def weights(self) -> list[np.ndarray]:
+        pulled = self._get({i: s.pull.remote() for i, s in enumerate(self.actors)}, "while saving the model")
+        final: list = [None] * sum(len(indexes) for indexes in self.layout)
+        for indexes, (_, _, values) in zip(self.layout, pulled):
             for i, value in zip(indexes, values):
                 final[i] = value
-        model_file = ray.get(workers[0].model_file.remote(final))
-        history[-1].update(worker_steps=steps_by_worker, applied_pushes=stats["version"], dropped_pushes=stats["dropped"])
-        elapsed = time.monotonic() - started
-        progress.report("train_end", history=history, elapsed=elapsed)
-        return TrainResult(history, final, model_file, len(workers), elapsed, startup_seconds=startup_seconds)
-    finally:
-        stop_actors(ray, actors)
+        return final
+
+    def check(self, when: str) -> None:
+        self._get({i: s.stats.remote() for i, s in enumerate(self.actors)}, when)
+
+    def _get(self, refs: dict[int, object], when: str) -> list:
+        results = []
+        for index, ref in refs.items():
+            try:
+                results.append(self.ray.get(ref))
+            except self.ray.exceptions.RayTaskError as exc:
+                raise TrainingError(f"parameter shard {index} failed {when}: {first_line(exc.cause or exc)}") from None
+            except self.ray.exceptions.RayError as exc:
+                raise TrainingError(f"parameter shard {index} died {when} ({death_cause(exc)}); the weights it held "
+                                    f"are lost, so asynchronous training cannot go on") from None
+        return results
 
 
 def _weighted(metrics: list[dict], sizes: list[int]) -> dict:
@@ -199,6 +288,6 @@ def _weighted(metrics: list[dict], sizes: list[int]) -> dict:
     return {k: float(sum(float(m[k]) * n for m, n in zip(metrics, sizes)) / total) for k in metrics[0]}
 
 
-def _async_entry(number: int, window: list, elapsed: float) -> dict:
-    entry = _weighted([m for m, _ in window], [n for _, n in window]) if window else {}
-    return {"round": number, **entry, "elapsed": elapsed}
+def _async_entry(number: int, window: list, elapsed: float, retries: int) -> dict:
+    entry = _weighted([m for m, *_ in window], [n for _, n, _ in window]) if window else {}
+    return {"round": number, **entry, "elapsed": elapsed, "retries": retries}

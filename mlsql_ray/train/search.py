@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
-from .trainer import TrainingError, fit
+from .actors import TrainingError
+from .trainer import fit
 
 SEARCHABLE = ("learning_rate", "batch_size", "rounds", "workers", "steps_per_round")
 

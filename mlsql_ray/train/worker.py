@@ -7,6 +7,7 @@ round when told to, and hands its weights over for averaging.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import time
 from typing import Callable
@@ -48,9 +49,28 @@ class Straggler:
         self.warm = True
 
 
+_straggler_factors: contextvars.ContextVar[dict[int, float] | None] = contextvars.ContextVar("stragglers", default=None)
+
+
+@contextlib.contextmanager
+def stragglers(factors: dict[int, float]):
+    """For tests and benchmarks, not users: in the runs started inside, worker ``i`` is
+    ``factors[i]`` times slower (a ``Straggler``), e.g. ``with stragglers({1: 3.0}): fit(...)``."""
+    token = _straggler_factors.set(dict(factors))
+    try:
+        yield
+    finally:
+        _straggler_factors.reset(token)
+
+
+def straggler_factor(index: int) -> float:
+    return (_straggler_factors.get() or {}).get(index, 1.0)
+
+
 class Worker:
     def __init__(self, index: int, model_fn: Callable, source: Source, prepare, threads: int,
-                 validation: Source | None = None, slowdown: float = 1.0):
+                 learning_rate: float | None, learning_rate_scale: float, validation: Source | None = None,
+                 slowdown: float = 1.0):
         configure_tensorflow(threads)
         self.index = index
         self.straggler = Straggler(slowdown)
@@ -61,7 +81,8 @@ class Worker:
         self.model = model_fn()
         if getattr(self.model, "optimizer", None) is None:
             raise ValueError("the model factory must return a compiled model (call model.compile(...))")
-        self.base_lr = float(self.model.optimizer.learning_rate)
+        rate = self.model.optimizer.learning_rate
+        rate.assign((float(rate) if learning_rate is None else learning_rate) * learning_rate_scale)
         self.rng = np.random.default_rng(index)
         self.cursor = 0
         self.order = self.rng.permutation(len(self.x))
@@ -86,11 +107,6 @@ class Worker:
             for var, value in zip(self.model.optimizer.variables, optimizer_state):
                 if "learning_rate" not in var.path:
                     var.assign(value)
-
-    def set_learning_rate(self, base: float | None, scale: float) -> float:
-        """``base`` (or the compiled model's own rate) times ``scale``."""
-        self.model.optimizer.learning_rate.assign((self.base_lr if base is None else base) * scale)
-        return float(self.model.optimizer.learning_rate)
 
     def train_round(self, batch_size: int, steps: int | None) -> dict:
         """One round of local training: a full pass over the partition, or ``steps`` batches
@@ -117,16 +133,18 @@ class Worker:
             count -= len(part)
         return np.concatenate(taken)
 
-    def evaluate(self) -> dict:
-        """Metrics of the current weights on the validation data (this worker holds it)."""
+    def evaluate(self, weights) -> dict:
+        """Metrics of ``weights`` on the validation data (this worker holds it)."""
+        self.model.set_weights(weights)
         x, y = self.validation
         values = self.model.evaluate(x, y, batch_size=512, verbose=0, return_dict=True)
         return {f"val_{k}": float(v) for k, v in values.items()}
 
-    def model_file(self) -> bytes:
-        """The model (with the current weights) as a Keras 3 ``.keras`` file."""
+    def model_file(self, weights) -> bytes:
+        """The model with ``weights`` as a Keras 3 ``.keras`` file."""
         import tempfile
 
+        self.model.set_weights(weights)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.keras")
             self.model.save(path)

@@ -1,0 +1,139 @@
+"""The worker actors of one training run, supervised; shared by synchronous ``fit`` and ``async_ps``.
+
+Every call to the workers goes through a ``Crew``. A worker that dies (its process killed, out of
+memory, its node gone) is replaced by a fresh actor for the same partition and the step that
+lost it runs again; each death counts against ``max_failures``, and one too many ends training
+with a ``TrainingError`` naming the worker, when it died and why. A worker whose own code raises
+is a bug, not bad luck: that ends training at once, with its error. Whatever happens, every actor
+the run started is dead when the ``with`` block is left.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+from .. import ray_internals
+from ..errors import MLSQLError
+from ..raycluster import remote_error_line
+
+T = TypeVar("T")
+
+
+class TrainingError(MLSQLError):
+    """Training could not finish; the message names the worker and the cause."""
+
+
+class WorkersDied(Exception):
+    """Workers died during a step (index → cause); ``Crew.retrying`` replaces them and retries."""
+
+    def __init__(self, causes: dict[int, str]):
+        super().__init__(causes)
+        self.causes = causes
+
+
+class Crew:
+    """One actor per partition, started by ``start(index)``; replacements included, every actor
+    ever started is stopped on leaving the ``with`` block."""
+
+    def __init__(self, ray, start: Callable[[int], object], size: int, max_failures: int):
+        self.ray = ray
+        self._start = start
+        self.max_failures = max_failures
+        self.failures = 0
+        self.when = "while starting"  # the step running now, for messages
+        self.workers = [start(index) for index in range(size)]
+        self.started = list(self.workers)
+
+    def __enter__(self) -> Crew:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        stop(self.ray, self.started)
+
+    def retrying(self, when: str, step: Callable[[], T]) -> tuple[T, int]:
+        """``step()``'s result and how many times it was retried: after a death the dead are
+        replaced and the whole step runs again (a death during the retry counts too)."""
+        retries = 0
+        while True:
+            self.when = when
+            try:
+                return step(), retries
+            except WorkersDied as died:
+                self.replace(died.causes)
+                retries += 1
+
+    def call(self, method: str, *args) -> list:
+        """``method(*args)`` on every worker, their results in worker order."""
+        return self.gather({index: getattr(worker, method).remote(*args) for index, worker in enumerate(self.workers)})
+
+    def call_worker(self, index: int, method: str, *args):
+        return self.gather({index: getattr(self.workers[index], method).remote(*args)})[0]
+
+    def gather(self, refs: dict[int, object]) -> list:
+        """The results of calls on workers (index → object ref). Raises ``WorkersDied`` naming all
+        the workers found dead, or ``TrainingError`` when a worker's code failed."""
+        results, died = [], {}
+        for index, ref in refs.items():
+            try:
+                results.append(self.ray.get(ref))
+            except self.ray.exceptions.RayError as exc:
+                died[index] = self.classify(index, exc)
+        if died:
+            raise WorkersDied(died)
+        return results
+
+    def classify(self, index: int, exc: Exception) -> str:
+        """The cause of a worker's death, or ``TrainingError`` if ``exc`` is its own code failing."""
+        errors = self.ray.exceptions
+        if isinstance(exc, errors.RayTaskError):
+            raise TrainingError(f"training worker {index} failed {self.when}: {first_line(exc.cause or exc)}") from None
+        if isinstance(exc, errors.RayActorError) and exc.actor_init_failed:  # its __init__ raised
+            raise TrainingError(f"training worker {index} failed {self.when}: {remote_error_line(exc)}") from None
+        return death_cause(exc)  # killed, out of memory, its node or its result lost
+
+    def replace(self, causes: dict[int, str]) -> None:
+        """Count the deaths against ``max_failures``; within it, start a fresh actor for each."""
+        self.failures += len(causes)
+        if self.failures > self.max_failures:
+            index, cause = next(iter(causes.items()))
+            raise TrainingError(f"training worker {index} died {self.when} ({cause}); {self.failures} failures "
+                                f"is more than max_failures={self.max_failures}") from None
+        for index in causes:
+            _kill(self.ray, self.workers[index])  # one whose result was lost may live on, holding its CPU
+            self.workers[index] = self._start(index)
+            self.started.append(self.workers[index])
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def death_cause(exc: BaseException) -> str:
+    """``ActorDiedError: The actor is dead because it was killed by `ray.kill`.`` rather than
+    Ray's generic first line."""
+    reason = next((line for line in str(exc).splitlines() if line.startswith("The actor is dead because")), None)
+    if reason is None:
+        return first_line(exc)
+    return f"{type(exc).__name__}: {reason.split('. ')[0].rstrip('.')}."
+
+
+def _kill(ray, actor) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def stop(ray, actors: list) -> None:
+    """Kill every actor and wait until Ray reports them dead, so none outlives the call."""
+    for actor in actors:
+        _kill(ray, actor)
+    ids = {ray_internals.actor_id(a) for a in actors}
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        alive = [i for i in ids if ray_internals.actor_states(i).get("State") != "DEAD"]
+        if not alive:
+            return
+        time.sleep(0.1)
