@@ -130,7 +130,7 @@ def load_model(table: str, warehouse: str | os.PathLike | None = None, version: 
     root = Path(warehouse or os.environ.get("MLSQL_WAREHOUSE") or "warehouse").expanduser().resolve()
     options = {} if version is None else {"version": str(version)}
     path = delta.table_path(root, table, {})
-    rows = delta.open_table(path, table, options).to_pyarrow_table()
+    rows = delta.arrow_dataset(delta.open_table(path, table, options), path).to_table()
     missing = [c for c in MODEL_COLUMNS if c not in rows.column_names]
     if missing:
         raise MLSQLError(f"{table} is not a model table: it has no column {missing[0]!r} "

@@ -137,7 +137,7 @@ class Session:
         fmt = s.format.lower()
         if fmt == "delta":
             path = delta.table_path(self.warehouse, s.path, s.options)
-            dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
+            dataset = delta.arrow_dataset(delta.open_table(path, s.path, s.options), path)
             self.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
         elif fmt in files.FORMATS:
             relation = files.read(self.con, fmt, self._path(s.path), s.options)
@@ -244,7 +244,7 @@ class Session:
             raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
         path = delta.table_path(self.warehouse, table, options)
         delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-        rows = delta_table.to_pyarrow_table()
+        rows = delta.arrow_dataset(delta_table, path).to_table()
         missing = [c for c in MODEL_COLUMNS if c not in rows.column_names]
         if missing:
             raise MLSQLError(f"{table} is not a model table: it has no column {missing[0]!r} "
