@@ -23,13 +23,13 @@ OUTPUTS = ("probabilities", "argmax")
 class Predictor:
     """A Ray actor holding one loaded model."""
 
-    def __init__(self, rows, threads: int):
+    def __init__(self, rows, threads: int, unsafe: bool):
         from .train.worker import configure_tensorflow
 
         configure_tensorflow(threads)
         from .models import model_from_rows
 
-        self.model = model_from_rows(rows)
+        self.model = model_from_rows(rows, unsafe=unsafe)
 
     def input_width(self) -> int | None:
         """Values per input row the model takes (None when its input is not a flat vector)."""
@@ -59,6 +59,14 @@ def parse_scale(text: str | None) -> float | None:
         raise MLSQLError(f"scale must be a number or a fraction like 1/255, not {text!r}") from exc
 
 
+def parse_flag(options: dict, key: str) -> bool:
+    """A ``key="true"|"false"`` option (default false)."""
+    value = options.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise MLSQLError(f'{key} must be "true" or "false", not {options[key]!r}')
+    return value == "true"
+
+
 def _positive_int(options: dict, key: str, default: int) -> int:
     value = options.get(key)
     if value is None:
@@ -85,8 +93,11 @@ class ModelFunction:
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int) -> "ModelFunction":
         """Start the actors and wait until each has loaded the model; nothing is left running
-        when loading fails."""
+        when loading fails. A model carrying Python code is refused here, before any actor starts,
+        unless ``unsafe="true"``."""
         import ray
+
+        from .models import model_file, refuse_python_code
 
         output = options.get("output", "probabilities")
         if output not in OUTPUTS:
@@ -94,10 +105,15 @@ class ModelFunction:
         workers = _positive_int(options, "workers", max(1, min(2, cpus)))
         batch_size = _positive_int(options, "batchSize", 1024)
         scale = parse_scale(options.get("scale"))
-        rows_ref = ray.put(rows.to_pylist())
+        unsafe = parse_flag(options, "unsafe")
+        row_list = rows.to_pylist()
+        what = f"the rows of {table} version {version}"
+        with model_file(row_list, what) as path:
+            refuse_python_code(path, what, unsafe)
+        rows_ref = ray.put(row_list)
         actor_class = ray.remote(Predictor).options(num_cpus=0)
         threads = max(1, cpus // workers)
-        actors = [actor_class.remote(rows_ref, threads) for _ in range(workers)]
+        actors = [actor_class.remote(rows_ref, threads, unsafe) for _ in range(workers)]
         try:
             widths = ray.get([a.input_width.remote() for a in actors])
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way

@@ -32,11 +32,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 OUTPUT = ROOT / "test-output"
 
-# What must be on the page once each notebook has run (regexes over the notebook's text), and how
-# long running it may take. A notebook added to notebooks/ without an entry here is not opened.
+# What must be on the page once each notebook has run (regexes over the notebook's text), how
+# long running it may take, and how many images (the training plots) must be visible in outputs.
+# A notebook added to notebooks/ without an entry here is not opened.
 EXPECTED = {
     "quickstart.ipynb": {"timeout": 120, "texts": [r"mean_pixel", r"\(version 0, mode overwrite\)", r"WRITE"]},
-    "mnist_distributed.ipynb": {"timeout": 1200, "texts": [r"accuracy\D{0,20}\d\.\d+"]},
+    "mnist_distributed.ipynb": {"timeout": 1200, "texts": [r"accuracy\D{0,20}\d\.\d+"], "plots": 1},
 }
 
 pytestmark = [
@@ -192,6 +193,11 @@ def test_notebook_runs_in_jupyterlab(notebook, lab, browser, tmp_path):
         for pattern in expected["texts"]:
             assert re.search(pattern, text), f"{pattern!r} is not on the page"
         assert page.locator(".jp-OutputArea-output .mlsql-table table").count() >= 1, "no table output"
+        plots = page.eval_on_selector_all(
+            ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output img[src^='data:image/png']",
+            "images => images.map(i => ({length: i.src.length, width: i.naturalWidth, height: i.naturalHeight}))")
+        shown = [p for p in plots if p["width"] > 0 and p["height"] > 0 and p["length"] > 100]
+        assert len(shown) >= expected.get("plots", 0), f"plots on the page: {plots}"
         errors = page.locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
         assert not [e for e in errors if re.match(r"\s*(MLSQL\w*Error|KeyboardInterrupt|Traceback)", e)], errors
     finally:

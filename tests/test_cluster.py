@@ -7,7 +7,10 @@ group, never with ``ray stop``, which would stop every Ray on the machine.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -59,23 +62,27 @@ def stop_group(process: subprocess.Popen) -> None:
         pass
 
 
-def start_head(log: Path) -> tuple[int, subprocess.Popen, str]:
-    """``ray start --head --block`` in a new process group; (GCS port, process, temp dir) once
-    it says "Ray runtime started", or None (and nothing left running) if it does not."""
-    port = free_port()
+def start_head(log: Path, command: list[str] | None = None) -> tuple[int, subprocess.Popen, str]:
+    """``command`` (a ``ray start --head ...`` line as its words; by default a one-CPU head on a
+    free port) run with ``--block`` in a new process group and a temp dir of its own; (GCS port,
+    process, temp dir) once it says "Ray runtime started", or None (and nothing left running) if
+    it does not."""
+    if command is None:
+        command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={free_port()}", "--num-cpus=1"]
+    port = int(next(word for word in command if word.startswith("--port=")).partition("=")[2])
     temp_dir = tempfile.mkdtemp(prefix="mlsqlray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    # every port fixed: left to chance, the raylet waits for the agents to report theirs and,
+    # every other port fixed: left to chance, the raylet waits for the agents to report theirs and,
     # on a busy machine, gives up ("The current node timed out during startup")
     ports = {flag: free_port() for flag in ("ray-client-server-port", "dashboard-port", "dashboard-agent-grpc-port",
                                             "dashboard-agent-listen-port", "runtime-env-agent-port",
-                                            "metrics-export-port")}
+                                            "metrics-export-port")
+             if not any(word.startswith(f"--{flag}=") for word in command)}
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_AUTH_MODE"] = "token"
     with open(log, "w") as out:
         head = subprocess.Popen(
-            [str(RAY), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=1",
-             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}", "--block",
-             *(f"--{flag}={value}" for flag, value in ports.items())],
+            [str(RAY), *command[1:], "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}",
+             "--block", *(f"--{flag}={value}" for flag, value in ports.items())],
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + HEAD_START_TIMEOUT_S
     while not (listening(port) and "Ray runtime started" in log.read_text()):
@@ -89,14 +96,21 @@ def start_head(log: Path) -> tuple[int, subprocess.Popen, str]:
 
 @pytest.fixture
 def ray_head(tmp_path: Path):
-    """A one-CPU Ray head with token authentication on; yields its GCS address and process.
-    Ray's start-up gives up after 30 s on a busy machine: one retry."""
-    started = start_head(tmp_path / "head.log") or start_head(tmp_path / "head-retry.log")
+    """A one-CPU Ray head with token authentication on; yields its GCS address and process."""
+    with running_head(tmp_path) as (port, head):
+        yield f"127.0.0.1:{port}", head
+
+
+@contextlib.contextmanager
+def running_head(tmp_path: Path, command: list[str] | None = None):
+    """``start_head``, stopped at the end by killing its process group. Ray's start-up gives up
+    after 30 s on a busy machine: one retry."""
+    started = start_head(tmp_path / "head.log", command) or start_head(tmp_path / "head-retry.log", command)
     if started is None:
         pytest.fail(f"ray start --head did not come up, twice:\n{(tmp_path / 'head-retry.log').read_text()[-3000:]}")
     port, head, temp_dir = started
     try:
-        yield f"127.0.0.1:{port}", head
+        yield port, head
     finally:
         stop_group(head)
         shutil.rmtree(temp_dir, ignore_errors=True)
@@ -170,6 +184,39 @@ def test_cells_run_on_an_existing_cluster(ray_head, tmp_path: Path):
     assert "RAY_AUTH_MODE=token" in stderr
     assert "where" not in stdout  # nothing ran, nothing was saved
     assert not (tmp_path / "wh3" / "checks" / "where").exists()
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_ray_start() -> list[str]:
+    """The ``ray start`` line of README.md (the ```bash block after the marker), as its words."""
+    block = re.search(r"<!-- tests/test_cluster.py runs this -->\s*```bash\n(.*?)```", README.read_text(), re.S)
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ray start "), lines
+    return shlex.split(lines[0])
+
+
+def test_the_readme_ray_start_line_gives_the_seeds_address(tmp_path: Path):
+    """The README's exact ``ray start`` (plus --block, a temp dir and pinned agent ports, so the
+    test can stop it by process group) starts, and a cell's ``RayContext.connect(globals(),
+    "HOST:PORT")`` with that head's address runs its work there, as the seed's cell does."""
+    command = readme_ray_start()
+    host = next(w for w in command if w.startswith("--node-ip-address=")).partition("=")[2]
+    with running_head(tmp_path, command) as (port, head):
+        address = f"{host}:{port}"
+        assert f"`{address}`" in README.read_text()  # the address the README tells the seed to use
+        script = tmp_path / "seed.mlsql"
+        script.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=address))
+        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+        process = start_cli(script, tmp_path / "wh", env=env)
+        stdout, stderr = process.communicate(timeout=240)
+        assert process.returncode == 0, f"{stdout}\n{stderr}"
+        assert head.poll() is None
+    rows = DeltaTable(str(tmp_path / "wh" / "checks" / "where")).to_pyarrow_table().to_pylist()
+    cpus = float(next(w for w in command if w.startswith("--num-cpus=")).partition("=")[2])
+    assert rows[0]["gcs"].endswith(f":{port}"), rows  # the head's GCS, not an embedded Ray
+    assert rows == [{"gcs": rows[0]["gcs"], "cpus": cpus, "servers": int(cpus), "rows": 2000}]
 
 
 UNREACHABLE_SCRIPT = """

@@ -341,6 +341,8 @@ def test_training_progress_updates_one_display_then_plots(kernel):
     assert "round 2/3" in second and "loss 0.5000" in second and "accuracy 0.7000" in second and "elapsed 1.0 s" in second
     final = shown[-1]["content"]["data"]
     assert base64.b64decode(final["image/png"]).startswith(b"\x89PNG\r\n\x1a\n")
+    # JupyterLab shows only the HTML of a bundle: the plot must be in it too
+    assert f'src="data:image/png;base64,{final["image/png"]}"' in final["text/html"]
     assert "3 rounds" in final["text/plain"] and "accuracy 0.8000" in final["text/plain"]
     # a second run gets a display of its own
     _, again = kernel.execute(PROGRESS_CELL)

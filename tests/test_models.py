@@ -148,16 +148,17 @@ def test_an_input_column_of_the_wrong_shape_names_the_column(model_session):
 
 # -- readers that know nothing of mlsql-ray ----------------------------------------------------
 
-def test_plain_deltalake_rebuilds_the_keras_file(model_session, trained, mnist_test, warehouse):
-    """The README's snippet: deltalake + sort on start + untar + keras.models.load_model."""
+def test_polars_rebuilds_the_keras_file(model_session, trained, mnist_test, warehouse):
+    """The README's snippet: polars + sort on start + untar + keras.models.load_model (and
+    tests/test_clean_exits.py runs it as a process of its own)."""
     import tarfile
 
     import keras
-    from deltalake import DeltaTable
+    import polars as pl
 
     _, good = trained
-    rows = DeltaTable(str(warehouse / "ai_model" / "mnist_model")).to_pyarrow_table().sort_by("start")
-    archive = b"".join(rows.column("value").to_pylist())
+    rows = pl.read_delta(str(warehouse / "ai_model" / "mnist_model")).sort("start")
+    archive = b"".join(rows["value"])
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tmp, filter="data")
         model = keras.models.load_model(next(Path(tmp).rglob("*.keras")))

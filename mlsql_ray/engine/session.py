@@ -225,7 +225,7 @@ class Session:
             raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
         path = delta.table_path(self.warehouse, table, options)
         delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-        rows = file_rows.model_rows(delta_table.to_pyarrow_table(), table)
+        rows = file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
         self.ray_link.ensure()
         return ModelFunction.start(name, table, delta_table.version(), rows, options,
                                    self.ray_link.cpus())

@@ -401,11 +401,9 @@ class _ProgressDisplay:
                 self._send("update_display_data", _round_text(fields, self.workers))
             elif kind == "train_end" and self.display_id:
                 history = fields.get("history") or []
-                text = _summary_text(history, fields.get("elapsed"))
-                data = {"text/plain": text, "text/html": _html_paragraph(text)}
-                png = _plot_png(history)
-                if png is not None:
-                    data["image/png"] = png
+                from ..display import training_summary
+
+                data = training_summary(_summary_text(history, fields.get("elapsed")), history)
                 self.kernel._display(self.parent, "update_display_data", data, self.display_id)
                 self.display_id = None
         except KeyboardInterrupt:
@@ -450,35 +448,6 @@ def _html_paragraph(text: str) -> str:
     import html
 
     return f'<pre style="margin:0">{html.escape(text)}</pre>'
-
-
-def _plot_png(history: list[dict]) -> str | None:
-    """Loss and accuracy per round as a base64 PNG (matplotlib's Agg canvas, no pyplot state)."""
-    if not history:
-        return None
-    import base64
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    rounds = [h.get("round", i + 1) for i, h in enumerate(history)]
-    figure = Figure(figsize=(8, 3), dpi=100)
-    FigureCanvasAgg(figure)
-    for axes, metric in zip(figure.subplots(1, 2), ("loss", "accuracy")):
-        for key, style in ((metric, "o-"), (f"val_{metric}", "s--")):
-            values = [h.get(key) for h in history]
-            if any(v is not None for v in values):
-                points = [(r, v) for r, v in zip(rounds, values) if v is not None]
-                axes.plot([p[0] for p in points], [p[1] for p in points], style, label=key)
-        axes.set_xlabel("round")
-        axes.set_title(metric)
-        axes.grid(True, alpha=0.3)
-        axes.legend(loc="best")
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 __all__ = ["MLSQLKernel"]

@@ -86,6 +86,18 @@ def _read_log(path: Path, name: str):
         raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
 
 
+def arrow_dataset(table, path: Path):
+    """An opened table (``open_table``) at ``path`` as a pyarrow dataset read through Arrow's own
+    local filesystem. deltalake's default reads through a Python filesystem (``PyFileSystem`` over
+    its ``DeltaStorageHandler``), so Arrow's I/O threads call into Python; one still at work when
+    the interpreter shuts down makes the process abort at exit ("terminate called without an active
+    exception", status 134; apache/arrow#39862)."""
+    from pyarrow import fs
+
+    root = str(Path(path).resolve())
+    return table.to_pyarrow_dataset(filesystem=fs.SubTreeFileSystem(root, fs.LocalFileSystem()))
+
+
 def _version_at(table, name: str, stamp: str) -> int:
     """The newest version committed at or before ``stamp``, judged by the commit timestamps that
     ``!delta history`` shows. (deltalake's own lookup goes by the log files' modification times,

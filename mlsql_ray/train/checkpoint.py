@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLSQLError
-from ..storage import rows as file_rows
+from ..storage import delta, rows as file_rows
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,6 @@ class Checkpoints:
     @property
     def path(self) -> Path:
         from .. import config
-        from ..storage import delta
 
         return delta.table_path(config.warehouse(self.warehouse), self.table, {})
 
@@ -62,7 +61,7 @@ class Checkpoints:
 
         if not (self.path / "_delta_log").is_dir():
             return []
-        column = DeltaTable(str(self.path)).to_pyarrow_table(columns=["round"]).column("round")
+        column = delta.arrow_dataset(DeltaTable(str(self.path)), self.path).to_table(columns=["round"]).column("round")
         return sorted(set(column.to_pylist()))
 
     def latest(self) -> dict | None:
@@ -72,7 +71,7 @@ class Checkpoints:
         rounds = self.rounds()
         if not rounds:
             return None
-        table = DeltaTable(str(self.path)).to_pyarrow_table()
+        table = delta.arrow_dataset(DeltaTable(str(self.path)), self.path).to_table()
         mask = pc.equal(table.column("round"), rounds[-1])
         return _unpack(file_rows.rows_to_bytes(table.filter(mask)))
 

@@ -9,7 +9,7 @@ from .base import DataSource, Param
 
 def _load(session, s) -> None:
     path = delta.table_path(session.warehouse, s.path, s.options)
-    dataset = delta.open_table(path, s.path, s.options).to_pyarrow_dataset()
+    dataset = delta.arrow_dataset(delta.open_table(path, s.path, s.options), path)
     session.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
 
 

@@ -1,0 +1,106 @@
+"""Processes that read Delta tables end with exit status 0: the README's snippets for readers that
+know nothing of mlsql-ray (run exactly as README.md has them), ``mlsql-ray run`` of a script that
+saves and loads Delta, and a kernel that is shut down.
+
+Reading through pyarrow's dataset scanner (``DeltaTable.to_pyarrow_table()``) can abort a process
+at exit ("terminate called without an active exception", status 134) while the scanner's threads
+are still winding down; the abort is intermittent, hence ten runs of each.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kernel_helpers import Kernel, checkout_kernelspec
+from mlsql_ray.storage.rows import FILE_SCHEMA
+from mlsql_ray.models import rows_from_model_file
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+RUNS = 10
+MARKER = "<!-- tests/test_clean_exits.py runs this -->"
+
+
+def readme_snippets() -> list[str]:
+    """The ```python blocks that follow the marker in README.md."""
+    return re.findall(re.escape(MARKER) + r"\s*```python\n(.*?)```", README.read_text(), re.S)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+@pytest.fixture(scope="module")
+def readers_folder(tmp_path_factory) -> Path:
+    """A folder whose ./warehouse holds the tables the README's snippets read: a model table
+    (ai_model.mnist_model) and an ordinary one (demo.digit_stats)."""
+    import keras
+
+    from mlsql_ray import Session
+
+    folder = tmp_path_factory.mktemp("readers")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.keras"
+        model.save(path)
+        rows = rows_from_model_file(path.read_bytes())
+    with Session(warehouse=folder / "warehouse") as session:
+        session.catalog.add_arrow("model_rows", pa.Table.from_pylist(rows, schema=FILE_SCHEMA), "test")
+        session.execute("save overwrite model_rows as delta.`ai_model.mnist_model`;")
+        session.execute("select 1 as label, 7 as images as digits; save overwrite digits as delta.`demo.digit_stats`;")
+    return folder
+
+
+def test_the_readme_documents_readers():
+    assert len(readme_snippets()) >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", range(len(readme_snippets())))
+def test_each_readme_reader_snippet_exits_cleanly(readers_folder, number):
+    snippet = readme_snippets()[number]
+    _all_exit_cleanly(lambda: subprocess.run([sys.executable, "-c", snippet], cwd=readers_folder,
+                                             capture_output=True, text=True, timeout=300, env=_env()))
+
+
+def _all_exit_cleanly(run) -> None:
+    """``run()`` RUNS times; every one must end with status 0 (the failures' stderr is shown)."""
+    runs = [run() for _ in range(RUNS)]
+    failed = [(done.returncode, done.stderr[-1500:]) for done in runs if done.returncode != 0]
+    assert not failed, f"{len(failed)} of {RUNS} runs failed: {failed}"
+
+
+SAVE_AND_LOAD = """
+select 1 as id, 'a' as name as t;
+save overwrite t as delta.`exits.t`;
+load delta.`exits.t` as back;
+select count(*) as n from back as counted;
+save append counted as delta.`exits.counts`;
+load delta.`exits.counts` as counts;
+select * from counts as shown;
+"""
+
+
+def test_mlsql_ray_run_with_delta_exits_cleanly(run_cli, tmp_path):
+    script = tmp_path / "exits.mlsql"
+    script.write_text(SAVE_AND_LOAD)
+    _all_exit_cleanly(lambda: run_cli("run", str(script), "--warehouse", str(tmp_path / "warehouse")))
+
+
+def test_a_kernel_shut_down_after_delta_work_exits_cleanly(tmp_path):
+    with checkout_kernelspec(tmp_path / "jupyter"):
+        kernel = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse")
+    process = kernel.km.provisioner.process
+    try:
+        reply, _ = kernel.execute(SAVE_AND_LOAD)
+        assert reply["status"] == "ok", reply
+    finally:
+        kernel.close()
+    assert process.wait(timeout=60) == 0
