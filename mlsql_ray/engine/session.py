@@ -19,7 +19,7 @@ from ..config import resolve as resolve_config
 from ..errors import MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
-from . import files
+from . import files, learning
 from ..storage import delta, rows as file_rows
 from .catalog import Catalog
 from .commands import run_command
@@ -146,6 +146,8 @@ class Session:
         elif fmt in files.FORMATS:
             relation = files.read(self.con, fmt, self._path(s.path), s.options)
             self.catalog.add_relation(s.table, relation, f"{fmt}.`{s.path}`")
+        elif fmt in learning.LOADERS:
+            return learning.load(self, s)
         else:
             raise MLSQLError(f"unknown format {s.format!r}: expected one of {', '.join(files.FORMATS)}, delta")
         return Result(s, f"loaded {fmt}.`{s.path}` as {s.table}", name=s.table)
@@ -255,7 +257,10 @@ class Session:
     def _register(self, s: ast.Register) -> Result:
         from ..predict import FunctionRegistry
 
-        function = self._model_function(s.function, s.format, s.path, dict(s.options))
+        if learning.is_algorithm(s.format):
+            function = learning.model_function(self, s)
+        else:
+            function = self._model_function(s.function, s.format, s.path, dict(s.options))
         if self._functions is None:
             self._functions = FunctionRegistry(self.con)
         self._functions.add(function)
@@ -294,11 +299,16 @@ class Session:
                       num_rows=scored.num_rows, name=output)
 
     def _train(self, s: ast.Train) -> Result:
+        """``train|run|predict T as FORMAT.`...```: looked up in ``_TRAIN_VERBS`` by verb and format,
+        then by verb alone (any other format names a built-in algorithm)."""
+        handler = _TRAIN_VERBS.get((s.verb, s.format.lower())) or _TRAIN_VERBS.get((s.verb, None))
+        if handler is None:
+            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported (supported: run ... as Ray.``, "
+                             f"predict ... as tf.`...`, train|predict ... as an algorithm)")
+        return handler(self, s)
+
+    def _run_ray(self, s: ast.Train) -> Result:
         """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
-        if s.verb == "predict":
-            return self._predict(s)
-        if s.verb != "run" or s.format.lower() != "ray":
-            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
         if "code" not in s.options:
             raise MLSQLError("run ... as Ray.`` needs the Python code in a code='''...''' option")
         annotations = {k: v for k, v in s.options.items() if k not in ("code", "inputTable", "outputTable")}
@@ -341,6 +351,13 @@ def _describe(statement: ast.Statement) -> str:
         return f"a {statement.verb} statement"
     return f"the {statement.keyword} statement"
 
+
+_TRAIN_VERBS: dict[tuple[str, str | None], Callable[[Session, ast.Train], Result]] = {
+    ("run", "ray"): Session._run_ray,
+    **{("predict", fmt): Session._predict for fmt in MODEL_FORMATS},
+    ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
+    ("predict", None): learning.predict,
+}
 
 _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
     ast.Load: Session._load,
