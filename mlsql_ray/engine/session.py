@@ -49,6 +49,7 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
+        learning.install_functions(self.con)
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
