@@ -93,22 +93,29 @@ def features_of(table: pa.Table, column: str, what: str) -> np.ndarray:
         raise MLSQLError(f"{what} has no features column {column!r} (featuresCol; columns: {', '.join(table.column_names)})")
     kind = table.schema.field(column).type
     values = kind.value_type if hasattr(kind, "value_type") else kind
-    if not (pa.types.is_integer(values) or pa.types.is_floating(values) or pa.types.is_boolean(values)):
+    if not _numeric(values):
         raise MLSQLError(f"features column {column!r} of {what} must hold numbers or lists of numbers "
                          f"(e.g. vec_dense(array(...))), not {kind}")
-    return matrix(table.column(column), np.float64)
+    data = table.column(column)
+    if pa.types.is_decimal(values):  # SQL literals such as 5.1 are decimals
+        data = data.cast(pa.list_(pa.float64()) if values is not kind else pa.float64())
+    return matrix(data, np.float64)
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
 
 
 def labels_of(table: pa.Table, column: str, what: str) -> np.ndarray:
     if column not in table.column_names:
         raise MLSQLError(f"{what} has no label column {column!r} (labelCol; columns: {', '.join(table.column_names)})")
     kind = table.schema.field(column).type
-    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+    if not _numeric(kind):
         raise MLSQLError(f"label column {column!r} of {what} must be numeric (as in Spark), not {kind}; "
                          "index strings first, e.g. with a CASE expression")
     if table.column(column).null_count:
         raise MLSQLError(f"label column {column!r} of {what} has nulls; fill or filter them first")
-    return table.column(column).to_numpy().astype(np.float64)
+    return table.column(column).cast(pa.float64()).to_numpy()
 
 
 def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Table | None,

@@ -11,7 +11,7 @@ import tempfile
 from ..errors import MLSQLError
 
 #: types skops does not trust by default that our algorithms' models contain
-TRUSTED_SKOPS_TYPES = ("sklearn.tree._tree.Tree",)
+TRUSTED_SKOPS_TYPES = ("sklearn.tree._tree.Tree", "mlsql_ray.ml.algs.spark_lda.SparkLDA")
 
 
 def dumps(model, library: str) -> bytes:

@@ -33,9 +33,9 @@ def _kmeans(kwargs: dict, n_samples: int):
 
 
 def _lda(kwargs: dict, n_samples: int):
-    from sklearn.decomposition import LatentDirichletAllocation
+    from .spark_lda import SparkLDA
 
-    return LatentDirichletAllocation(**kwargs)
+    return SparkLDA(**kwargs)
 
 
 ALGORITHMS = (
