@@ -142,7 +142,7 @@ def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Ta
     for p in plans:
         y = out[(p.features_col, p.label_col)][0].y
         if registry.get(p.alg).kind == CLASSIFIER and len(np.unique(y)) < 2:
-            raise MLSQLError(f"label column {p.label_col!r} of {name} has one class ({np.unique(y)[0]!r}): "
+            raise MLSQLError(f"label column {p.label_col!r} of {name} has one class ({np.unique(y)[0].item()!r}): "
                              f"{p.alg} needs at least two")
     return out
 
@@ -199,11 +199,11 @@ def _stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def run_groups(plans: list[GroupPlan], data: dict, ray_link) -> list[StoredGroup]:
-    """Fit every group: one in this process, several as Ray tasks sized to the cluster."""
-    if len(plans) == 1:
-        train, check = data[(plans[0].features_col, plans[0].label_col)]
-        return [fit_group(plans[0], train, check, local_cpus())]
+def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None) -> list[StoredGroup]:
+    """Fit every group: one in this process, several as Ray tasks sized to the cluster
+    (``in_process`` overrides the choice; bench/bench_sql_train.py measures both)."""
+    if len(plans) == 1 if in_process is None else in_process:
+        return [fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()) for p in plans]
     ray = ray_link.ensure()
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))
