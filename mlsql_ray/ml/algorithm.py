@@ -51,11 +51,12 @@ class Param:
 class Algorithm:
     name: str
     kind: str
-    library: str  # the serialiser's name: "skops" or "xgboost"
+    library: str  # the serialiser's name: "skops", "xgboost" or "keras"
     implementation: str  # what users see as ``alg``: the class that does the work
     params: tuple[Param, ...]
     build: Callable[[dict, int], Any]  # build(library_kwargs, n_rows) → an unfitted estimator
     threads_param: str | None = None  # the estimator keyword for its thread count
+    in_process: bool = False  # fitted by the driver (it starts Ray actors itself), never in a Ray task
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]

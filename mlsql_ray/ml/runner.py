@@ -203,7 +203,14 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     """Fit every group: one in this process, several as Ray tasks sized to the cluster
     (``in_process`` overrides the choice; bench/bench_sql_train.py measures both)."""
     if len(plans) == 1 if in_process is None else in_process:
+        if any(registry.get(p.alg).in_process for p in plans):
+            ray_link.ensure()  # their fit starts Ray actors
         return [fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()) for p in plans]
+    local = [p for p in plans if registry.get(p.alg).in_process]
+    if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
+        remote = run_groups([p for p in plans if p not in local], data, ray_link) if len(local) < len(plans) else []
+        done = {g.index: g for g in remote + run_groups(local, data, ray_link, in_process=True)}
+        return [done[p.index] for p in plans]
     ray = ray_link.ensure()
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))

@@ -1,7 +1,7 @@
 """Fitted models as bytes and back, never with pickle: scikit-learn estimators through skops
 (its loader refuses any type not trusted, and we trust only the few scikit-learn internals our
 algorithms produce — anything else in a table is refused, not loaded), XGBoost models in
-XGBoost's own JSON format."""
+XGBoost's own JSON format, Keras networks as ``.keras`` files loaded in Keras's safe mode."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ def dumps(model, library: str) -> bytes:
             model.save_model(path)
             with open(path, "rb") as f:
                 return f.read()
+    if library == "keras":
+        return model.model_file
     raise ValueError(f"no serialiser for {library!r}")
 
 
@@ -47,4 +49,8 @@ def loads(data: bytes, library: str, empty_model, what: str):
         except Exception as exc:  # noqa: BLE001 - XGBoostError for anything unreadable
             raise MLSQLError(f"{what} does not hold an XGBoost JSON model: {exc}") from exc
         return model
+    if library == "keras":  # a .keras file, loaded in Keras's safe mode (no code from the file runs)
+        from .algs.keras_classifier import KerasClassifier
+
+        return KerasClassifier.from_bytes(data)
     raise MLSQLError(f"{what} was saved by an unknown library {library!r}")
