@@ -17,11 +17,15 @@ import pyarrow.compute as pc
 from .errors import MLSQLError
 from .raycluster import remote_error_line
 
-OUTPUTS = ("probabilities", "argmax")
+#: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
+OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
 
 
 class Predictor:
-    """A Ray actor holding one loaded model."""
+    """A Ray actor holding one loaded model. Other model kinds (mlsql_ray.ml) bring their own
+    class with the same three methods and ``output_types``."""
+
+    output_types = OUTPUT_TYPES
 
     def __init__(self, rows, threads: int, unsafe: bool):
         from .train.worker import configure_tensorflow
@@ -89,29 +93,33 @@ class ModelFunction:
     output: str = "probabilities"
     batch_size: int = 1024
     argument: str = field(default="input")  # how the call was written, for error messages
+    output_types: dict = field(default_factory=lambda: OUTPUT_TYPES)
 
     @classmethod
-    def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int) -> "ModelFunction":
-        """Start the actors and wait until each has loaded the model; nothing is left running
-        when loading fails. A model carrying Python code is refused here, before any actor starts,
-        unless ``unsafe="true"``."""
+    def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
+              predictor: type = Predictor) -> "ModelFunction":
+        """Start ``predictor`` actors and wait until each has loaded the model; nothing is left
+        running when loading fails. A Keras model carrying Python code is refused here, before any
+        actor starts, unless ``unsafe="true"``."""
         import ray
 
-        from .models import model_file, refuse_python_code
-
-        output = options.get("output", "probabilities")
-        if output not in OUTPUTS:
-            raise MLSQLError(f"output must be one of {', '.join(OUTPUTS)}, not {output!r}")
+        outputs = predictor.output_types
+        output = options.get("output", next(iter(outputs)))
+        if output not in outputs:
+            raise MLSQLError(f"output must be one of {', '.join(outputs)}, not {output!r}")
         workers = _positive_int(options, "workers", max(1, min(2, cpus)))
         batch_size = _positive_int(options, "batchSize", 1024)
         scale = parse_scale(options.get("scale"))
         unsafe = parse_flag(options, "unsafe")
         row_list = rows.to_pylist()
-        what = f"the rows of {table} version {version}"
-        with model_file(row_list, what) as path:
-            refuse_python_code(path, what, unsafe)
+        if predictor is Predictor:
+            from .models import model_file, refuse_python_code
+
+            what = f"the rows of {table} version {version}"
+            with model_file(row_list, what) as path:
+                refuse_python_code(path, what, unsafe)
         rows_ref = ray.put(row_list)
-        actor_class = ray.remote(Predictor).options(num_cpus=0)
+        actor_class = ray.remote(predictor).options(num_cpus=0)
         threads = max(1, cpus // workers)
         actors = [actor_class.remote(rows_ref, threads, unsafe) for _ in range(workers)]
         try:
@@ -120,7 +128,7 @@ class ModelFunction:
             for actor in actors:
                 ray.kill(actor)
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
-        return cls(name, table, version, actors, widths[0], scale, output, batch_size)
+        return cls(name, table, version, actors, widths[0], scale, output, batch_size, output_types=outputs)
 
     def __call__(self, column: pa.Array) -> pa.Array:
         import ray
@@ -147,11 +155,11 @@ class ModelFunction:
 
     @property
     def arrow_type(self) -> pa.DataType:
-        return pa.int64() if self.output == "argmax" else pa.list_(pa.float32())
+        return self.output_types[self.output][0]
 
     @property
     def duckdb_type(self) -> str:
-        return "BIGINT" if self.output == "argmax" else "FLOAT[]"
+        return self.output_types[self.output][1]
 
     def close(self) -> None:
         import ray

@@ -18,6 +18,7 @@ from ..config import resolve as resolve_config
 from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..lang import ast
+from . import learning
 from ..storage import delta, rows as file_rows
 from . import datasources, ets, spark_functions, udfs
 from .datasources import jdbc
@@ -60,6 +61,7 @@ class Session:
         self.python_conf: dict[str, str] = {}
         self.con = duckdb.connect()
         spark_functions.install(self.con)
+        learning.install_functions(self.con)
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one
@@ -236,7 +238,10 @@ class Session:
         handler = REGISTER_FORMATS.get(s.format.lower())
         if handler is not None:
             return handler(self, s)
-        function = self._model_function(s.function, s.format, s.path, dict(s.options))
+        if learning.is_algorithm(s.format):
+            function = learning.model_function(self, s)
+        else:
+            function = self._model_function(s.function, s.format, s.path, dict(s.options))
         if self._functions is None:
             self._functions = FunctionRegistry(self.con)
         self._functions.add(function)
@@ -275,14 +280,21 @@ class Session:
                       num_rows=scored.num_rows, name=output)
 
     def _train(self, s: ast.Train) -> Result:
-        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement;
-        ``run|train T as ET.`` ...``: an ET."""
-        if s.verb == "predict":
-            return self._predict(s)
-        if (s.verb in ("run", "train") and s.format.lower() in ets.ETS) or (s.verb == "run" and s.format.lower() != "ray"):
-            return ets.run(self, s)  # an ET (mlsql_ray.engine.ets); an unknown name fails there, listing the known
-        if s.verb != "run" or s.format.lower() != "ray":
-            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported yet (supported: run ... as Ray.``, predict)")
+        """``train|run|predict T as FORMAT.`...```: an ET by name first (``run``/``train``, and
+        ``run`` with any format but Ray: mlsql_ray.engine.ets, where an unknown name fails listing
+        the known), else looked up in ``_TRAIN_VERBS`` by verb and format, then by verb alone (any
+        other format names a built-in algorithm)."""
+        fmt = s.format.lower()
+        if (s.verb in ("run", "train") and fmt in ets.ETS) or (s.verb == "run" and fmt != "ray"):
+            return ets.run(self, s)
+        handler = _TRAIN_VERBS.get((s.verb, fmt)) or _TRAIN_VERBS.get((s.verb, None))
+        if handler is None:
+            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported (supported: run ... as Ray.``, "
+                             f"predict ... as tf.`...`, train|predict ... as an algorithm)")
+        return handler(self, s)
+
+    def _run_ray(self, s: ast.Train) -> Result:
+        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
         if "code" not in s.options:
             raise MLSQLError("run ... as Ray.`` needs the Python code in a code='''...''' option")
         annotations = {k: v for k, v in s.options.items() if k not in ("code", "inputTable", "outputTable")}
@@ -341,6 +353,14 @@ REGISTER_FORMATS: dict[str, Callable[[Session, ast.Register], Result]] = {
     "scriptudf": udfs.register,
 }
 """``register FORMAT.`...` as f``: formats with their own handler; the rest are model formats (tf, keras)."""
+
+
+_TRAIN_VERBS: dict[tuple[str, str | None], Callable[[Session, ast.Train], Result]] = {
+    ("run", "ray"): Session._run_ray,
+    **{("predict", fmt): Session._predict for fmt in MODEL_FORMATS},
+    ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
+    ("predict", None): learning.predict,
+}
 
 _RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
     ast.Load: Session._load,

@@ -9,12 +9,13 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from . import delta_lake, excel, file_formats, image, jdbc, strings
+from . import delta_lake, excel, file_formats, image, jdbc, model_sources, strings
 from .base import DataSource, Param, params_table
 
 SOURCES: dict[str, DataSource] = {
     source.name.lower(): source
-    for source in (*file_formats.SOURCES, delta_lake.SOURCE, *strings.SOURCES, excel.SOURCE, image.SOURCE, jdbc.SOURCE)
+    for source in (*file_formats.SOURCES, delta_lake.SOURCE, *strings.SOURCES, excel.SOURCE, image.SOURCE, jdbc.SOURCE,
+                   *model_sources.SOURCES)
 }
 
 

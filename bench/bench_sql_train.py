@@ -1,0 +1,99 @@
+"""Issue 15's benchmark: `train ... as RandomForest` from SQL vs the same scikit-learn fits.
+
+    .venv/bin/python bench/bench_sql_train.py [--trees 40] [--depths 8,16]
+
+On the sample MNIST (8 000 train / 2 000 held out, features = the 784 pixels), in one process:
+1. direct: RandomForestClassifier fitted once per depth, one after another, all CPUs each
+2. SQL, two groups: `train` with `fitParam.0/1.maxDepth`, the groups as parallel Ray tasks
+3. direct and SQL with one group (SQL runs a single group in this process), and the same single
+   group pushed to a Ray task, to decide where a lone group should run
+Every path is scored on the held-out images. Ray is started before the timings (the cluster,
+not the job, as in bench_train.py). Targets: (2) ≤ 1.2× (1); two groups in parallel ≤ 1.3×
+one group alone; accuracy equal to the direct fit's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TRAIN = ROOT / "sample_data" / "mnist" / "train.parquet"
+TEST = ROOT / "sample_data" / "mnist" / "test.parquet"
+
+
+def direct(x, y, tx, ty, trees: int, depth: int, threads: int) -> tuple[float, float]:
+    from sklearn.ensemble import RandomForestClassifier
+
+    start = time.perf_counter()
+    model = RandomForestClassifier(n_estimators=trees, max_depth=depth, max_features="sqrt", random_state=0,
+                                   n_jobs=threads).fit(x, y)
+    accuracy = float((model.predict(tx) == ty).mean())
+    return time.perf_counter() - start, accuracy
+
+
+def sql_train(session, trees: int, depths: list[int], name: str) -> tuple[float, list[float]]:
+    groups = " ".join(f'and `fitParam.{i}.maxDepth`="{d}"' for i, d in enumerate(depths))
+    start = time.perf_counter()
+    session.execute(f"""train train as RandomForest.`db.{name}` where featuresCol="image" and evaluateTable="test"
+        and numTrees="{trees}" {groups} as res_{name};""")
+    wall = time.perf_counter() - start
+    rows = session.table(f"res_{name}").to_pylist()
+    accuracies = [float(r["value"].split("accuracy: ")[1]) for r in rows if r["name"] == "metrics"]
+    return wall, accuracies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trees", type=int, default=40)
+    parser.add_argument("--depths", default="8,16")
+    args = parser.parse_args()
+    depths = [int(d) for d in args.depths.split(",")]
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from mlsql_ray import Session
+    from mlsql_ray.arrays import matrix
+    from mlsql_ray.ml import runner
+    from mlsql_ray.raycluster import local_cpus
+
+    train, test = pq.read_table(TRAIN), pq.read_table(TEST)
+    x, y = matrix(train.column("image"), np.float64), train.column("label").to_numpy()
+    tx, ty = matrix(test.column("image"), np.float64), test.column("label").to_numpy()
+    cpus = local_cpus()
+    print(f"MNIST {len(x)} train / {len(tx)} test, RandomForest numTrees={args.trees}, maxDepth {depths}, {cpus} CPUs")
+
+    with tempfile.TemporaryDirectory() as warehouse, Session(warehouse=warehouse) as session:
+        session.execute(f"load parquet.`{TRAIN}` as train; load parquet.`{TEST}` as test;")
+        session.ray_link.ensure()  # the cluster is up before the timings
+        session.catalog.arrow("train"), session.catalog.arrow("test")  # tables read once, as after a load
+
+        fits = [direct(x, y, tx, ty, args.trees, d, cpus) for d in depths]
+        direct_wall = sum(f[0] for f in fits)
+        print(f"direct, {len(depths)} fits one after another: {direct_wall:6.2f} s  accuracy {[round(f[1], 4) for f in fits]}")
+        sql_wall, sql_acc = sql_train(session, args.trees, depths, "two")
+        print(f"SQL, {len(depths)} groups in parallel on Ray:   {sql_wall:6.2f} s  accuracy {[round(a, 4) for a in sql_acc]}"
+              f"  ({sql_wall / direct_wall:.2f}x direct)")
+
+        one_direct, _ = fits[-1]
+        one_sql, one_acc = sql_train(session, args.trees, depths[-1:], "one")
+        print(f"one group (maxDepth {depths[-1]}): direct {one_direct:6.2f} s, SQL in this process {one_sql:6.2f} s "
+              f"({one_sql / one_direct:.2f}x direct)")
+        plans = runner.plan("RandomForest", {"featuresCol": "image", "numTrees": str(args.trees), "maxDepth": str(depths[-1])})
+        data = runner.datasets(plans, session.table("train"), "train", session.table("test"), "test")
+        start = time.perf_counter()
+        runner.run_groups(plans, data, session.ray_link, in_process=False)
+        print(f"one group as a Ray task (fit only):             {time.perf_counter() - start:6.2f} s")
+        print(f"two groups in parallel vs one group alone (SQL): {sql_wall / one_sql:.2f}x")
+        print(f"accuracy equal to the direct fits: {[round(a, 6) for a in sql_acc] == [round(f[1], 6) for f in fits]}")
+
+
+if __name__ == "__main__":
+    main()

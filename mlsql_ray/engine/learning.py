@@ -1,0 +1,112 @@
+"""The engine's side of training from SQL (mlsql_ray.ml): statements ↔ catalog, warehouse and Ray.
+
+``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
+process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
+(predict.ModelFunction, as for Keras models); ``load modelList/modelParams/modelExplain``
+describe algorithms and models.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import MLSQLError
+from ..lang import ast
+from ..ml import predictor as ml_predictor, registry, runner, sources, store, vectors
+from ..storage import delta
+from .result import PREVIEW_ROWS, Result
+
+
+def install_functions(con) -> None:
+    """The SQL functions that go with training (``vec_dense`` and the other vec_*)."""
+    vectors.install(con)
+
+
+def is_algorithm(fmt: str) -> bool:
+    return registry.is_known(fmt)
+
+
+def _target(session, name: str, options: dict) -> Path:
+    """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
+    if "/" in name or options.get("mode") == "path":
+        return session._path(name)
+    return delta.table_path(session.warehouse, name, {})
+
+
+def train(session, s: ast.Train) -> Result:
+    options = dict(s.options)
+    plans = runner.plan(s.format, options)
+    table = session.catalog.arrow(s.table)
+    evaluate_name = options.get("evaluateTable")
+    evaluate = session.catalog.arrow(evaluate_name) if evaluate_name else None
+    data = runner.datasets(plans, table, s.table, evaluate, evaluate_name)
+    groups = runner.run_groups(plans, data, session.ray_link)
+    if all(g.status == "fail" for g in groups):
+        reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
+        raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
+    path = _target(session, s.path, options)
+    version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
+    result = runner.result_table(groups, s.path, version)
+    output = s.output or "output"
+    session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
+    failed = sum(g.status == "fail" for g in groups)
+    return Result(s, f"trained {len(groups)} {s.format} model(s) into {s.path} version {version}"
+                     + (f" ({failed} failed)" if failed else ""),
+                  table=result, num_rows=result.num_rows, name=output, version=version)
+
+
+def _chosen(session, fmt: str, target: str, options: dict):
+    version, groups = store.read(_target(session, target, options), target, options)
+    return version, ml_predictor.select(groups, fmt, options, target)
+
+
+def predict(session, s: ast.Train) -> Result:
+    options = dict(s.options)
+    table = session.catalog.arrow(s.table)
+    version, group = _chosen(session, s.format, s.path, options)
+    model = ml_predictor.FittedModel(group, s.path)
+    x = runner.features_of(table, options.get("featuresCol", group.metadata["featuresCol"]), s.table)
+    scored = table
+    for name, column in model.predict(x).items():
+        if name in scored.column_names:
+            scored = scored.drop_columns([name])
+        scored = scored.append_column(name, column)
+    output = s.output or f"{s.table}_predictions"
+    session.catalog.add_arrow(output, scored, f"predict {s.format}.`{s.path}`")
+    return Result(s, f"{output}: {scored.num_rows} rows (model {s.path} version {version}, algIndex {group.index})",
+                  table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
+
+
+def model_function(session, s: ast.Register):
+    """A ModelFunction (predict.py) whose actors hold the chosen group of an ML model table."""
+    from ..predict import ModelFunction
+
+    options = dict(s.options)
+    version, group = _chosen(session, s.format, s.path, options)
+    session.ray_link.ensure()
+    return ModelFunction.start(s.function, s.path, version, store.to_table([group]), options,
+                               session.ray_link.cpus(), predictor=ml_predictor.Predictor)
+
+
+def _model_list(session, s: ast.Load) -> pa.Table:
+    return sources.model_list()
+
+
+def _model_params(session, s: ast.Load) -> pa.Table:
+    return sources.model_params(s.path)
+
+
+def _model_explain(session, s: ast.Load) -> pa.Table:
+    options = dict(s.options)
+    _, groups = store.read(_target(session, s.path, options), s.path, options)
+    alg = options.get("alg")
+    if alg:
+        registry.get(alg)
+        groups = [g for g in groups if g.alg.lower() == alg.lower()]
+    return sources.model_explain(groups, s.path)
+
+
+#: ``load FORMAT.`...` as T`` sources about algorithms and models, by lower-cased format
+LOADERS = {"modellist": _model_list, "modelparams": _model_params, "modelexplain": _model_explain}

@@ -1,0 +1,85 @@
+"""What an algorithm is to ``train``: a name, a kind, one table of parameters (Spark's name →
+the library's keyword, with a converter, default and doc), and a builder that returns an
+estimator with scikit-learn's contract (``fit``, ``predict``, ``predict_proba``/``transform``).
+
+Each module in ``mlsql_ray.ml.algs`` defines one or more ``Algorithm`` values; ``registry``
+collects them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import MLSQLError
+
+CLASSIFIER, REGRESSOR, CLUSTERER, TOPICS = "classifier", "regressor", "clusterer", "topics"
+#: options of ``train`` that are not estimator parameters
+COMMON_OPTIONS = ("featuresCol", "labelCol", "evaluateTable", "keepVersion", "mode")
+#: options a single parameter group may override
+GROUP_OPTIONS = ("featuresCol", "labelCol")
+
+
+def to_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {text!r}")
+    return lowered == "true"
+
+
+def to_int(text: str) -> int:
+    value = float(text)
+    if value != int(value):
+        raise ValueError(f"expected a whole number, not {text!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One Spark/Byzer parameter: ``name`` as users write it, ``target`` the estimator keyword
+    (None: accepted for compatibility and ignored, e.g. Spark's ``checkpointInterval``)."""
+
+    name: str
+    target: str | None
+    convert: Callable[[str], Any]
+    default: Any
+    doc: str
+    adapt: Callable[[Any], Any] = lambda value: value  # Spark's value → the library's (e.g. "em" → "batch")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    kind: str
+    library: str  # the serialiser's name: "skops", "xgboost" or "keras"
+    implementation: str  # what users see as ``alg``: the class that does the work
+    params: tuple[Param, ...]
+    build: Callable[[dict, int], Any]  # build(library_kwargs, n_rows) → an unfitted estimator
+    threads_param: str | None = None  # the estimator keyword for its thread count
+    in_process: bool = False  # fitted by the driver (it starts Ray actors itself), never in a Ray task
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def library_kwargs(self, spark_params: dict[str, str], threads: int) -> dict:
+        """Spark-named string parameters → the estimator's keywords, Spark's defaults for the
+        rest; an unknown name or a bad value is the user's mistake."""
+        by_name = {p.name: p for p in self.params}
+        kwargs = {p.target: p.adapt(p.default) for p in self.params if p.target is not None}
+        if self.threads_param:
+            kwargs[self.threads_param] = threads
+        for name, text in spark_params.items():
+            param = by_name.get(name)
+            if param is None:
+                raise MLSQLError(f"{self.name} has no parameter {name!r}; its parameters are "
+                                 f"{', '.join(self.param_names())} (and {', '.join(COMMON_OPTIONS[:-1])})")
+            try:
+                value = param.adapt(param.convert(text))
+            except (ValueError, KeyError) as exc:
+                raise MLSQLError(f"{self.name} parameter {name}={text!r}: {exc}") from None
+            if param.target is not None:
+                kwargs[param.target] = value
+        return kwargs
+
+    def estimator(self, spark_params: dict[str, str], n_rows: int, threads: int = 1):
+        return self.build(self.library_kwargs(spark_params, threads), n_rows)

@@ -1,0 +1,1 @@
+"""One module per algorithm family; each defines ``ALGORITHMS``, a tuple of ``Algorithm``."""

@@ -1,0 +1,33 @@
+"""NaiveBayes → scikit-learn's MultinomialNB / BernoulliNB / GaussianNB, picked by Spark's
+``modelType`` (multinomial by default, as Spark); ``smoothing`` is their additive smoothing."""
+
+from __future__ import annotations
+
+from ..algorithm import CLASSIFIER, Algorithm, Param
+
+MODEL_TYPES = ("multinomial", "bernoulli", "gaussian")
+
+
+def _model_type(text: str) -> str:
+    if text not in MODEL_TYPES:
+        raise ValueError(f"expected one of {', '.join(MODEL_TYPES)}")
+    return text
+
+
+def _build(kwargs: dict, n_samples: int):
+    from sklearn.naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
+
+    kind, smoothing = kwargs.pop("modelType"), kwargs.pop("smoothing")
+    if kind == "gaussian":
+        return GaussianNB()
+    return (MultinomialNB if kind == "multinomial" else BernoulliNB)(alpha=smoothing)
+
+
+ALGORITHMS = (Algorithm(
+    name="NaiveBayes", kind=CLASSIFIER, library="skops", implementation="sklearn.naive_bayes.MultinomialNB",
+    params=(
+        Param("smoothing", "smoothing", float, 1.0, "additive (Laplace) smoothing"),
+        Param("modelType", "modelType", str, "multinomial", "multinomial, bernoulli or gaussian", adapt=_model_type),
+    ),
+    build=_build,
+),)

@@ -1,0 +1,114 @@
+"""A stored group as a working model: batch ``predict`` and the actors behind ``register``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrays import matrix
+from ..errors import MLSQLError
+from . import metrics as evaluation, registry, serialize
+from .algorithm import CLASSIFIER, TOPICS
+from .store import StoredGroup
+
+#: what a registered function returns, by its ``output`` option
+OUTPUT_TYPES = {"prediction": (pa.float64(), "DOUBLE"), "probability": (pa.list_(pa.float64()), "DOUBLE[]")}
+
+
+def _lists(values: np.ndarray) -> pa.Array:
+    flat = pa.array(values.astype(np.float64).reshape(-1))
+    return pa.ListArray.from_arrays(pa.array(np.arange(0, values.size + 1, max(values.shape[1], 1)), pa.int32()), flat)
+
+
+class FittedModel:
+    """The estimator of one group, loaded without pickle (see serialize)."""
+
+    def __init__(self, group: StoredGroup, what: str):
+        self.group = group
+        self.algorithm = registry.get(group.alg)
+        self.metadata = group.metadata
+        self.estimator = serialize.loads(group.data, self.algorithm.library,
+                                         lambda: self.algorithm.build({}, 0), what)
+
+    @property
+    def width(self) -> int:
+        return int(self.metadata["numFeatures"])
+
+    @property
+    def second_output(self) -> str | None:
+        """The name of the per-class (per-topic) column next to ``prediction``, if any."""
+        return {CLASSIFIER: "probability", TOPICS: "topicDistribution"}.get(self.algorithm.kind)
+
+    def predict(self, x: np.ndarray) -> dict[str, pa.Array]:
+        if x.shape[1] != self.width:
+            raise MLSQLError(f"the model takes rows of {self.width} features, got rows of {x.shape[1]}")
+        kind = self.algorithm.kind
+        if kind == CLASSIFIER:
+            scores = self.estimator.predict_proba(x)
+            classes = np.asarray(self.metadata["classes"], dtype=np.float64)
+            return {"prediction": pa.array(classes[scores.argmax(axis=1)]), "probability": _lists(scores)}
+        if kind == TOPICS:
+            topics = self.estimator.transform(x)
+            return {"prediction": pa.array(topics.argmax(axis=1).astype(np.float64)), "topicDistribution": _lists(topics)}
+        return {"prediction": pa.array(np.asarray(self.estimator.predict(x), dtype=np.float64))}
+
+
+def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -> StoredGroup:
+    """The group ``register``/``predict`` use: ``algIndex="N"``, the best by
+    ``autoSelectByMetric``, for AutoML the best by ``sortedBy`` (default accuracy), else the
+    first that succeeded."""
+    automl = alg_name.lower() == registry.AUTOML.lower()
+    if not automl:
+        registry.get(alg_name)
+        other = {g.alg for g in groups} - {registry.get(alg_name).name}
+        if other:
+            raise MLSQLError(f"{what} holds {', '.join(sorted(other))} models, not {alg_name}")
+    fine = [g for g in groups if g.status == "success"]
+    if not fine:
+        raise MLSQLError(f"{what} holds no successfully trained model")
+    if "algIndex" in options:
+        chosen = next((g for g in groups if str(g.index) == options["algIndex"].strip()), None)
+        if chosen is None:
+            raise MLSQLError(f"{what} has no algIndex {options['algIndex']!r} (it has {', '.join(str(g.index) for g in groups)})")
+        if chosen.status != "success":
+            raise MLSQLError(f"group {chosen.index} of {what} failed in training: {chosen.metadata.get('reason', '')}")
+        return chosen
+    metric = options.get("autoSelectByMetric") or (options.get("sortedBy", "accuracy") if automl else None)
+    if metric is None:
+        return fine[0]
+    chosen = evaluation.best(fine, metric)
+    if chosen is None:
+        known = sorted({m for g in fine for m in g.metrics})
+        raise MLSQLError(f"no model in {what} has the metric {metric!r} (train with evaluateTable to compute metrics; "
+                         f"stored: {', '.join(known) or 'none'})")
+    return chosen
+
+
+class Predictor:
+    """A Ray actor holding one loaded group, called by predict.ModelFunction (``register``).
+    ``unsafe`` is the Keras predictor's switch; these models (skops with trusted types, XGBoost's
+    JSON, a safe-mode .keras file) never carry code to run, so it changes nothing here."""
+
+    output_types = OUTPUT_TYPES
+
+    def __init__(self, rows: list[dict], threads: int, unsafe: bool = False):
+        from threadpoolctl import threadpool_limits
+
+        from .store import groups_of
+
+        threadpool_limits(threads)
+        self.model = FittedModel(groups_of(pa.Table.from_pylist(rows), "the registered model")[0], "the registered model")
+
+    def input_width(self) -> int:
+        return self.model.width
+
+    def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
+        x = matrix(column, np.float64)
+        if scale is not None:
+            x *= scale
+        columns = self.model.predict(x)
+        if output == "prediction":
+            return columns["prediction"]
+        if self.model.second_output is None:
+            raise ValueError(f"a {self.model.algorithm.name} model has no probabilities; use output=\"prediction\"")
+        return columns[self.model.second_output]

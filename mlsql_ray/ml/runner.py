@@ -1,0 +1,252 @@
+"""``train T as ALG.`TARGET` where ...``: options → parameter groups → fits → model table.
+
+Every group is checked before anything is fitted (unknown parameters and bad values are the
+user's mistake and stop the statement). The fits then run as Ray tasks, as many at a time as the
+cluster has CPUs and each with its share of them as threads; a single group runs in this
+process instead (no task to ship, and it gets all local CPUs). A group whose fit fails is
+``fail`` with its error; the others still finish.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+
+from ..arrays import matrix
+from ..errors import MLSQLError
+from ..raycluster import local_cpus, remote_error_line
+from . import metrics as evaluation, registry, serialize
+from .algorithm import CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, REGRESSOR, TOPICS
+from .store import StoredGroup
+
+_FIT_PARAM = re.compile(r"fitParam\.(\d+)\.(\w+)")
+AUTOML_OPTIONS = ("algos", "sortedBy")
+SUPERVISED = (CLASSIFIER, REGRESSOR)
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    index: int
+    alg: str  # Byzer's algorithm name
+    params: dict  # the estimator's parameters, Spark-named strings
+    features_col: str
+    label_col: str
+    given: dict = field(default_factory=dict)  # as the user wrote them (for trainParams)
+
+
+@dataclass
+class Dataset:
+    """Features (rows × numbers) and, for supervised algorithms, labels."""
+
+    x: np.ndarray
+    y: np.ndarray | None
+
+
+def plan(alg_name: str, options: dict) -> list[GroupPlan]:
+    """The groups a train statement asks for, every parameter checked."""
+    automl = alg_name.lower() == registry.AUTOML.lower()
+    shared = {k: v for k, v in options.items() if not k.startswith("fitParam.") and k not in COMMON_OPTIONS
+              and not (automl and k in AUTOML_OPTIONS)}
+    per_group: dict[int, dict] = {}
+    for key, value in options.items():
+        if key.startswith("fitParam."):
+            match = _FIT_PARAM.fullmatch(key)
+            if match is None:
+                raise MLSQLError(f"bad option {key!r}: group parameters are written `fitParam.N.name`, N a number")
+            per_group.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    features, label = options.get("featuresCol", "features"), options.get("labelCol", "label")
+    if automl:
+        return _automl_plan(options, shared, features, label)
+    alg = registry.get(alg_name)
+    plans = []
+    for index in sorted(per_group) or [0]:
+        given = {**shared, **per_group.get(index, {})}
+        params = {k: v for k, v in given.items() if k not in GROUP_OPTIONS}
+        alg.library_kwargs(params, 1)  # raises on an unknown parameter or a bad value
+        plans.append(GroupPlan(index, alg.name, params, given.get("featuresCol", features),
+                               given.get("labelCol", label), per_group.get(index, {})))
+    return plans
+
+
+def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list[GroupPlan]:
+    names = [n.strip() for n in options.get("algos", ",".join(registry.AUTOML_DEFAULT)).split(",") if n.strip()]
+    algorithms = [registry.get(n) for n in names]
+    for key in shared:
+        if not any(key in alg.param_names() for alg in algorithms):
+            raise MLSQLError(f"none of {', '.join(names)} has a parameter {key!r}")
+    plans = []
+    for index, alg in enumerate(algorithms):
+        params = {k: v for k, v in shared.items() if k in alg.param_names()}
+        alg.library_kwargs(params, 1)
+        plans.append(GroupPlan(index, alg.name, params, features, label, params))
+    return plans
+
+
+def features_of(table: pa.Table, column: str, what: str) -> np.ndarray:
+    """The feature column as a float64 matrix; a missing or non-numeric column is an error."""
+    if column not in table.column_names:
+        raise MLSQLError(f"{what} has no features column {column!r} (featuresCol; columns: {', '.join(table.column_names)})")
+    kind = table.schema.field(column).type
+    values = kind.value_type if hasattr(kind, "value_type") else kind
+    if not _numeric(values):
+        raise MLSQLError(f"features column {column!r} of {what} must hold numbers or lists of numbers "
+                         f"(e.g. vec_dense(array(...))), not {kind}")
+    data = table.column(column)
+    if pa.types.is_decimal(values):  # SQL literals such as 5.1 are decimals
+        data = data.cast(pa.list_(pa.float64()) if values is not kind else pa.float64())
+    return matrix(data, np.float64)
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
+
+
+def labels_of(table: pa.Table, column: str, what: str) -> np.ndarray:
+    if column not in table.column_names:
+        raise MLSQLError(f"{what} has no label column {column!r} (labelCol; columns: {', '.join(table.column_names)})")
+    kind = table.schema.field(column).type
+    if not _numeric(kind):
+        raise MLSQLError(f"label column {column!r} of {what} must be numeric (as in Spark), not {kind}; "
+                         "index strings first, e.g. with a CASE expression")
+    if table.column(column).null_count:
+        raise MLSQLError(f"label column {column!r} of {what} has nulls; fill or filter them first")
+    return table.column(column).cast(pa.float64()).to_numpy()
+
+
+def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Table | None,
+             evaluate_name: str | None) -> dict[tuple[str, str], tuple[Dataset, Dataset | None]]:
+    """(train, evaluation) data per (featuresCol, labelCol) the groups use, checked."""
+    out = {}
+    for p in plans:
+        key = (p.features_col, p.label_col)
+        if key in out:
+            continue
+        supervised = registry.get(p.alg).kind in SUPERVISED
+        train = Dataset(features_of(table, p.features_col, name),
+                        labels_of(table, p.label_col, name) if supervised else None)
+        check = None
+        if evaluate is not None:
+            check = Dataset(features_of(evaluate, p.features_col, f"evaluateTable {evaluate_name}"),
+                            labels_of(evaluate, p.label_col, f"evaluateTable {evaluate_name}") if supervised else None)
+            if check.x.shape[1] != train.x.shape[1]:
+                raise MLSQLError(f"evaluateTable {evaluate_name} has {check.x.shape[1]} features per row, "
+                                 f"{name} has {train.x.shape[1]}")
+        if len(train.x) == 0:
+            raise MLSQLError(f"{name} has no rows to train on")
+        out[key] = (train, check)
+    for p in plans:
+        y = out[(p.features_col, p.label_col)][0].y
+        if registry.get(p.alg).kind == CLASSIFIER and len(np.unique(y)) < 2:
+            raise MLSQLError(f"label column {p.label_col!r} of {name} has one class ({np.unique(y)[0].item()!r}): "
+                             f"{p.alg} needs at least two")
+    return out
+
+
+def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
+    """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason."""
+    from threadpoolctl import threadpool_limits
+
+    alg = registry.get(group.alg)
+    started = time.time()
+    metadata = {"algorithm": alg.name, "implementation": alg.implementation, "library": alg.library,
+                "kind": alg.kind, "algIndex": group.index, "params": group.params, "given": group.given,
+                "featuresCol": group.features_col, "labelCol": group.label_col,
+                "numFeatures": int(train.x.shape[1]), "trainRows": int(len(train.x)), "metrics": {}}
+    data = b""
+    try:
+        estimator = alg.estimator(group.params, len(train.x), threads)
+        with threadpool_limits(threads):
+            if alg.kind == CLASSIFIER:
+                classes, y = np.unique(train.y, return_inverse=True)
+                metadata["classes"] = classes.tolist()
+                estimator.fit(train.x, y)
+            elif alg.kind == REGRESSOR:
+                estimator.fit(train.x, train.y)
+            else:
+                estimator.fit(train.x)
+            if check is not None:
+                metadata["metrics"] = evaluate(alg.kind, estimator, metadata, check)
+        data = serialize.dumps(estimator, alg.library)
+        status = "success"
+    except Exception as exc:  # noqa: BLE001 - a group's failure is reported in its row, as Byzer does
+        status = "fail"
+        metadata["reason"] = f"{type(exc).__name__}: {exc}"
+    metadata.update(status=status, startTime=_stamp(started), endTime=_stamp(time.time()))
+    return StoredGroup(group.index, alg.name, status, metadata, data)
+
+
+def evaluate(kind: str, estimator, metadata: dict, check: Dataset) -> dict[str, float]:
+    if kind == CLASSIFIER:
+        classes = np.asarray(metadata["classes"])
+        predicted = classes[np.asarray(estimator.predict(check.x), dtype=np.int64)]
+        every = np.unique(np.concatenate([classes, check.y]))
+        return evaluation.classification(np.searchsorted(every, check.y), np.searchsorted(every, predicted), len(every))
+    if kind == REGRESSOR:
+        return evaluation.regression(check.y, np.asarray(estimator.predict(check.x), dtype=np.float64))
+    if kind == CLUSTERER:
+        return evaluation.silhouette(check.x, estimator.predict(check.x))
+    if kind == TOPICS:
+        return {"logPerplexity": float(np.log(estimator.perplexity(check.x)))}
+    raise ValueError(f"unknown algorithm kind {kind!r}")
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None) -> list[StoredGroup]:
+    """Fit every group: one in this process, several as Ray tasks sized to the cluster
+    (``in_process`` overrides the choice; bench/bench_sql_train.py measures both)."""
+    if len(plans) == 1 if in_process is None else in_process:
+        if any(registry.get(p.alg).in_process for p in plans):
+            ray_link.ensure()  # their fit starts Ray actors
+        return [fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()) for p in plans]
+    local = [p for p in plans if registry.get(p.alg).in_process]
+    if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
+        remote = run_groups([p for p in plans if p not in local], data, ray_link) if len(local) < len(plans) else []
+        done = {g.index: g for g in remote + run_groups(local, data, ray_link, in_process=True)}
+        return [done[p.index] for p in plans]
+    ray = ray_link.ensure()
+    cpus = ray_link.cpus()
+    threads = max(1, cpus // min(len(plans), cpus))
+    refs = {key: (ray.put(train), ray.put(check)) for key, (train, check) in data.items()}
+    task = ray.remote(fit_group).options(num_cpus=threads, max_retries=0)
+    futures = [task.remote(p, *refs[(p.features_col, p.label_col)], threads) for p in plans]
+    done = []
+    for p, future in zip(plans, futures):
+        try:
+            done.append(ray.get(future))
+        except Exception as exc:  # noqa: BLE001 - a worker that died: that group fails, not the others
+            done.append(StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index,
+                                                             "reason": remote_error_line(exc), "metrics": {}}))
+    return done
+
+
+def result_table(groups: list[StoredGroup], target: str, version: int | None) -> pa.Table:
+    """Byzer's name/value rows, one block per group."""
+    names, values = [], []
+    for g in groups:
+        m = g.metadata
+        given = {**m.get("given", {})}
+        given.setdefault("featuresCol", m.get("featuresCol", "features"))
+        if m.get("kind") in SUPERVISED:
+            given.setdefault("labelCol", m.get("labelCol", "label"))
+        block = {
+            "modelPath": f"{target}/_model_{version}/model/{g.index}",
+            "algIndex": str(g.index),
+            "alg": m.get("implementation", g.alg),
+            "metrics": evaluation.text(g.metrics),
+            "status": g.status,
+            "message": m.get("reason", ""),
+            "startTime": m.get("startTime", ""),
+            "endTime": m.get("endTime", ""),
+            "trainParams": "Map(" + ", ".join(f"{k} -> {v}" for k, v in given.items()) + ")",
+        }
+        names.extend(block)
+        values.extend(block.values())
+    return pa.table({"name": pa.array(names, pa.string()), "value": pa.array(values, pa.string())})

@@ -1,0 +1,65 @@
+"""The read-only tables ``load`` offers about algorithms and models: ``modelList``,
+``modelParams.`ALG``` and ``modelExplain.`TARGET```."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+from . import registry
+from .predictor import FittedModel
+from .store import StoredGroup
+
+
+def model_list() -> pa.Table:
+    algs = list(registry.ALGORITHMS.values())
+    docs = [(sys.modules[a.build.__module__].__doc__ or "").strip().split("\n\n")[0].replace("\n", " ") for a in algs]
+    return pa.table({"name": [a.name for a in algs] + [registry.AUTOML],
+                     "algType": [a.kind for a in algs] + ["classifier"],
+                     "implementation": [a.implementation for a in algs] + ["one group per algorithm in algos"],
+                     "doc": docs + [f"trains {', '.join(registry.AUTOML_DEFAULT)} (or algos=...) and ranks them by sortedBy"]})
+
+
+def model_params(alg_name: str) -> pa.Table:
+    params = registry.get(alg_name).params
+    return pa.table({"param": [p.name for p in params], "defaultValue": [str(p.default) for p in params],
+                     "implementationParam": [p.target or "" for p in params], "doc": [p.doc for p in params]})
+
+
+def _final_step(estimator):
+    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+
+
+#: fitted attribute → what modelExplain calls it, first found wins per model
+EXPLAINED = (("feature_importances_", "featureImportance"), ("coef_", "coefficient"),
+             ("intercept_", "intercept"), ("cluster_centers_", "clusterCenter"),
+             ("components_", "topicWord"), ("feature_log_prob_", "featureLogProbability"),
+             ("theta_", "classMean"))
+
+
+def model_explain(groups: list[StoredGroup], what: str) -> pa.Table:
+    """Per successful group the numbers that explain it (importances, coefficients, centres):
+    one row per value, ``row`` the class/cluster/topic (null for one-row attributes)."""
+    out = {"algIndex": [], "alg": [], "name": [], "row": [], "feature": [], "value": []}
+    for group in groups:
+        if group.status != "success":
+            continue
+        model = _final_step(FittedModel(group, what).estimator)
+        for attribute, label in EXPLAINED:
+            values = getattr(model, attribute, None)
+            if values is None:
+                continue
+            values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+            grid = values.reshape(1, -1) if values.ndim == 1 else values
+            for r, row in enumerate(grid):
+                for f, value in enumerate(row):
+                    out["algIndex"].append(group.index)
+                    out["alg"].append(group.alg)
+                    out["name"].append(label)
+                    out["row"].append(None if values.ndim == 1 else r)
+                    out["feature"].append(f)
+                    out["value"].append(float(value))
+    return pa.table(out, schema=pa.schema([("algIndex", pa.int64()), ("alg", pa.string()), ("name", pa.string()),
+                                           ("row", pa.int64()), ("feature", pa.int64()), ("value", pa.float64())]))

@@ -1,0 +1,294 @@
+"""Issue 15: training from SQL — train/predict/register with built-in algorithms, parameter
+groups on Ray, Byzer's result table, model tables in Delta, and the errors of bad input.
+
+Metrics are checked against scikit-learn's own metric functions on the predictions that
+``predict`` returns, so the Spark-style evaluator is tested against an independent definition.
+Data: a few hundred rows of the sample MNIST, or small generated tables."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from conftest import SAMPLE_MNIST
+from mlsql_ray.errors import MLSQLError
+
+MNIST = f"""
+load parquet.`{SAMPLE_MNIST}/train.parquet` as raw_train;
+load parquet.`{SAMPLE_MNIST}/test.parquet` as raw_test;
+select image, label from raw_train limit 300 as train;
+select image, label from raw_test limit 200 as test;
+"""
+
+
+def groups(result) -> list[dict]:
+    """Byzer's name/value rows → one dict per group (a group starts at modelPath)."""
+    out = []
+    for row in result.to_pylist():
+        if row["name"] == "modelPath":
+            out.append({})
+        out[-1][row["name"]] = row["value"]
+    return out
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    parts = text.replace(":", "").split()
+    return {parts[i]: float(parts[i + 1]) for i in range(0, len(parts), 2)}
+
+
+def classification_metrics(truth, predicted) -> dict[str, float]:
+    """Spark's MulticlassClassificationEvaluator, computed with scikit-learn."""
+    return {"f1": skm.f1_score(truth, predicted, average="weighted", zero_division=0),
+            "weightedPrecision": skm.precision_score(truth, predicted, average="weighted", zero_division=0),
+            "weightedRecall": skm.recall_score(truth, predicted, average="weighted", zero_division=0),
+            "accuracy": skm.accuracy_score(truth, predicted)}
+
+
+def assert_close(got: dict, want: dict) -> None:
+    assert set(got) == set(want)
+    for name in want:
+        assert math.isclose(got[name], want[name], rel_tol=1e-9, abs_tol=1e-12), (name, got[name], want[name])
+
+
+def columns(session, table: str, *names: str):
+    data = session.table(table)
+    return [np.asarray(data.column(n).to_pylist()) for n in names]
+
+
+def test_random_forest_groups_in_parallel_with_byzer_result_and_metrics(ray_session):
+    s = ray_session
+    s.execute(MNIST)
+    [result] = s.execute("""train train as RandomForest.`db.rf` where featuresCol="image" and evaluateTable="test"
+        and numTrees="5" and `fitParam.0.maxDepth`="3" and `fitParam.1.maxDepth`="-1" and `fitParam.2.maxDepth`="8" as res;""")
+    assert result.version == 0
+    blocks = groups(s.table("res"))
+    assert [list(b) for b in blocks] == [["modelPath", "algIndex", "alg", "metrics", "status", "message", "startTime",
+                                          "endTime", "trainParams"]] * 3
+    assert [b["status"] for b in blocks] == ["success", "fail", "success"]
+    assert "max_depth" in blocks[1]["message"] and blocks[1]["metrics"] == ""
+    assert blocks[0]["alg"] == "sklearn.ensemble.RandomForestClassifier"
+    assert blocks[2]["trainParams"] == "Map(maxDepth -> 8, featuresCol -> image, labelCol -> label)"
+    assert blocks[2]["modelPath"] == "db.rf/_model_0/model/2"
+    # scripts read the result the Byzer way
+    s.execute('select value from res where name="status" as st;')
+    assert s.table("st").column("value").to_pylist() == ["success", "fail", "success"]
+
+    for block in (blocks[0], blocks[2]):
+        s.execute(f'predict test as RandomForest.`db.rf` where algIndex="{block["algIndex"]}" as scored;')
+        truth, predicted, probability = columns(s, "scored", "label", "prediction", "probability")
+        assert_close(parse_metrics(block["metrics"]), classification_metrics(truth, predicted))
+        assert np.allclose(probability.sum(axis=1), 1) and (probability.argmax(axis=1) == predicted).all()
+
+    best = max((b for b in blocks if b["status"] == "success"), key=lambda b: parse_metrics(b["metrics"])["f1"])
+    s.execute(f"""predict test as RandomForest.`db.rf` where algIndex="{best['algIndex']}" as scored;
+        register RandomForest.`db.rf` as rf_predict where autoSelectByMetric="f1";
+        select rf_predict(image) as p from test as via_function;""")
+    [by_function] = columns(s, "via_function", "p")
+    [by_predict] = columns(s, "scored", "prediction")
+    assert (by_function == by_predict).all()
+
+
+def test_register_probability_output_and_algindex(ray_session):
+    s = ray_session
+    s.execute(MNIST + """train train as LogisticRegression.`db.lr` where featuresCol="image" and maxIter="20"
+        and regParam="0.1";""")
+    s.execute("""register LogisticRegression.`db.lr` as lr_p where algIndex="0" and output="probability";
+        predict test as LogisticRegression.`db.lr` as scored;
+        select lr_p(image) as p from test as probs;""")
+    assert np.allclose(np.stack(columns(s, "probs", "p")[0]), np.stack(columns(s, "scored", "probability")[0]))
+
+
+@pytest.mark.parametrize("alg, params", [
+    ("GBTClassifier", 'maxIter="5" and maxDepth="3"'),
+    ("LogisticRegression", 'maxIter="30" and regParam="0.01" and elasticNetParam="0.5"'),
+    ("NaiveBayes", 'smoothing="0.5"'),
+])
+def test_classifiers_metrics_match_sklearn(session, alg, params):
+    session.execute(MNIST + f"""train train as {alg}.`db.m` where featuresCol="image" and evaluateTable="test"
+        and {params} as res;
+        predict test as {alg}.`db.m` as scored;""")
+    [block] = groups(session.table("res"))
+    assert block["status"] == "success", block["message"]
+    truth, predicted = columns(session, "scored", "label", "prediction")
+    assert_close(parse_metrics(block["metrics"]), classification_metrics(truth, predicted))
+    assert parse_metrics(block["metrics"])["accuracy"] > 0.5  # learnt something on 300 digits
+
+
+REGRESSION = """
+select vec_dense(array(id % 7, id % 5)) as features, cast(2 * (id % 7) - (id % 5) + (id % 3) * 0.25 as double) as label
+from range(240) as reg;
+"""
+
+
+@pytest.mark.parametrize("alg", ["LinearRegression", "GBTRegressor"])
+def test_regressors_metrics_match_sklearn(session, alg):
+    session.execute(REGRESSION + f"""train reg as {alg}.`db.reg` where evaluateTable="reg" as res;
+        predict reg as {alg}.`db.reg` as scored;""")
+    [block] = groups(session.table("res"))
+    truth, predicted = columns(session, "scored", "label", "prediction")
+    mse = skm.mean_squared_error(truth, predicted)
+    assert_close(parse_metrics(block["metrics"]), {"rmse": mse ** 0.5, "mse": mse, "r2": skm.r2_score(truth, predicted),
+                                                   "mae": skm.mean_absolute_error(truth, predicted)})
+    assert "probability" not in session.table("scored").column_names
+
+
+def test_kmeans_and_lda(session):
+    session.execute("""
+        select vec_dense(array(id % 2 * 10 + (id % 5) * 0.1, id % 2 * 10)) as features from range(60) as pts;
+        train pts as KMeans.`db.km` where k="2" and seed="1";
+        predict pts as KMeans.`db.km` as clustered;
+        select vec_dense(array(id % 3, 3 - id % 3, id % 2, 1)) as features from range(50) as docs;
+        train docs as LDA.`db.lda` where k="3" and docConcentration="3.0" and topicConcentration="3.0" and maxIter="10"
+          and seed="10" and optimizer="online" and checkpointInterval="10";
+        predict docs as LDA.`db.lda` as topics;""")
+    features, clusters = columns(session, "clustered", "features", "prediction")
+    high = np.stack(features)[:, 1] > 5
+    assert len(set(clusters[high])) == 1 and len(set(clusters[~high])) == 1 and clusters[high][0] != clusters[~high][0]
+    [distribution] = columns(session, "topics", "topicDistribution")
+    assert np.stack(distribution).shape == (50, 3) and np.allclose(np.stack(distribution).sum(axis=1), 1)
+
+
+def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
+    s = ray_session
+    s.execute(MNIST + """train train as AutoML.`db.auto` where featuresCol="image" and algos="LogisticRegression,NaiveBayes"
+        and evaluateTable="test" and sortedBy="f1" and maxIter="20" as res;
+        predict test as AutoML.`db.auto` as scored;""")
+    blocks = groups(s.table("res"))
+    assert [b["alg"] for b in blocks] == ["sklearn.linear_model.LogisticRegression", "sklearn.naive_bayes.MultinomialNB"]
+    best = max(blocks, key=lambda b: parse_metrics(b["metrics"])["f1"])
+    truth, predicted = columns(s, "scored", "label", "prediction")
+    assert_close(parse_metrics(best["metrics"]), classification_metrics(truth, predicted))
+
+
+def test_doc_example_random_forest(ray_session, tmp_path):
+    session = ray_session
+    """ml/algs/random_forest.md, with its jsonStr rows written as a select."""
+    rows = [([5.1, 3.5, 1.4, 0.2], 0.0), ([5.1, 3.5, 1.4, 0.2], 1.0), ([5.1, 3.5, 1.4, 0.2], 0.0), ([4.4, 2.9, 1.4, 0.2], 0.0),
+            ([5.1, 3.5, 1.4, 0.2], 1.0), ([5.1, 3.5, 1.4, 0.2], 0.0), ([5.1, 3.5, 1.4, 0.2], 0.0), ([4.7, 3.2, 1.3, 0.2], 1.0),
+            ([5.1, 3.5, 1.4, 0.2], 0.0), ([5.1, 3.5, 1.4, 0.2], 0.0)]
+    data = " union all ".join(f"select array({', '.join(map(str, f))}) as features, {l} as label" for f, l in rows)
+    model = tmp_path / "model"
+    session.execute(f"""select * from ({data}) as data;
+        select vec_dense(features) as features ,label as label from data as data1;
+        train data1 as RandomForest.`{model}` where keepVersion="true" and evaluateTable="data1"
+        and `fitParam.0.featuresCol`="features" and `fitParam.0.labelCol`="label" and `fitParam.0.maxDepth`="2"
+        and `fitParam.1.featuresCol`="features" and `fitParam.1.labelCol`="label" and `fitParam.1.maxDepth`="10";
+        predict data1 as RandomForest.`{model}`;
+        register RandomForest.`{model}` as rf_predict where algIndex="0";
+        register RandomForest.`{model}` as rf_predict where autoSelectByMetric="f1";
+        select rf_predict(features) as predict_label, label from data1 as output;""")
+    assert session.table("output").num_rows == 10
+    assert (model / "_delta_log").is_dir()
+    assert {"features", "label", "prediction", "probability"} <= set(session.table("data1_predictions").column_names)
+
+
+def test_keep_version(session):
+    train = REGRESSION + 'train reg as LinearRegression.`db.kv` where regParam="{r}" and keepVersion="{keep}";'
+    session.execute(train.format(r="0.1", keep="true"))
+    session.execute(train.format(r="0.5", keep="true"))
+    [first] = session.execute('predict reg as LinearRegression.`db.kv` where version="0" as v0;')
+    assert "version 0" in first.message
+    session.execute(train.format(r="0.5", keep="false"))
+    with pytest.raises(MLSQLError):  # older versions' files are gone: Byzer keeps one model without keepVersion
+        session.execute('load delta.`db.kv` where version="0" as old; select count(*) from old as n;')
+
+
+def test_model_sources(session):
+    session.execute(MNIST + """train train as RandomForest.`db.rf` where featuresCol="image" and numTrees="3";
+        load modelList.`` as algs;
+        load modelParams.`RandomForest` as params;
+        load modelExplain.`db.rf` where alg="RandomForest" as explained;""")
+    assert {"RandomForest", "GBTClassifier", "GBTRegressor", "LogisticRegression", "LinearRegression", "NaiveBayes",
+            "KMeans", "LDA", "AutoML"} <= set(session.table("algs").column("name").to_pylist())
+    params = {r["param"]: r for r in session.table("params").to_pylist()}
+    assert params["numTrees"]["defaultValue"] == "20" and params["maxDepth"]["implementationParam"] == "max_depth"
+    explained = session.table("explained").to_pylist()
+    assert len(explained) == 784 and {r["name"] for r in explained} == {"featureImportance"}
+    assert math.isclose(sum(r["value"] for r in explained), 1.0, rel_tol=1e-9)
+
+
+BAD = [
+    ('train train as RandomTrees.`db.bad` where featuresCol="image";', "unknown algorithm 'RandomTrees': known are RandomForest"),
+    ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
+     "RandomForest has no parameter 'depth'; its parameters are numTrees, maxDepth"),
+    ('train train as RandomForest.`db.bad` where featuresCol="image" and numTrees="many";', "numTrees='many'"),
+    ('select cast(label as string) as s, label from train as words;\ntrain words as RandomForest.`db.bad` where featuresCol="s";',
+     "features column 's' of words must hold numbers"),
+    ('select image, 1 as label from train as one;\ntrain one as RandomForest.`db.bad` where featuresCol="image";',
+     "label column 'label' of one has one class (1.0)"),
+    ('select image as pixels, label from test as other;\ntrain train as RandomForest.`db.bad` where featuresCol="image" and evaluateTable="other";',
+     "evaluateTable other has no features column 'image'"),
+    ('register RandomForest.`db.plain` as f;', "db.plain holds no model trained by `train`"),
+    ('register NaiveBayes.`db.good` as f;', "db.good holds RandomForest models, not NaiveBayes"),
+]
+
+
+@pytest.mark.parametrize("statement, message", BAD)
+def test_bad_input_is_an_error_at_the_statement(session, statement, message):
+    from mlsql_ray.storage import delta
+
+    session.execute(MNIST + """train train as RandomForest.`db.good` where featuresCol="image" and numTrees="2";
+        save overwrite test as delta.`db.plain`;""")
+    path = delta.table_path(session.warehouse, "db.good", {})
+    before = delta.open_table(path, "db.good").version()
+    with pytest.raises(MLSQLError) as caught:
+        session.execute("\n\n" + statement)
+    assert message in caught.value.message
+    assert caught.value.line == 2 + statement.count("\n") + 1
+    assert delta.open_table(path, "db.good").version() == before
+
+
+def test_untrusted_model_is_refused(session):
+    """A model table whose skops file holds a type we do not trust (here os.system inside a
+    FunctionTransformer) is not loaded."""
+    import json
+    import os
+
+    import skops.io
+    from sklearn.preprocessing import FunctionTransformer
+
+    from mlsql_ray.ml import store
+    from mlsql_ray.storage import delta
+
+    evil = store.StoredGroup(0, "RandomForest", "success", {"numFeatures": 1, "featuresCol": "features", "kind": "classifier",
+                                                             "classes": [0, 1]}, skops.io.dumps(FunctionTransformer(func=os.system)))
+    table = store.to_table([evil])
+    delta.write(delta.table_path(session.warehouse, "db.evil", {}), "db.evil", table.to_reader(), "overwrite", (), {})
+    session.execute("select vec_dense(array(1.0)) as features from range(2) as pts;")
+    with pytest.raises(MLSQLError, match="not trusted, so it is not loaded: posix.system"):
+        session.execute("predict pts as RandomForest.`db.evil`;")
+    assert json.loads(table.column("metadata")[0].as_py())["classes"] == [0, 1]
+
+
+def test_vec_functions(session):
+    cases = {
+        "vec_argmax(vec_dense(array(1.0,2.0,7.0)))": 2,
+        "vec_sparse(3, map(1,2,2,4))": [0.0, 2.0, 4.0],
+        "vec_concat(array(vec_dense(array(1.0,2.0)),vec_dense(array(3.0,4.0))))": [1.0, 2.0, 3.0, 4.0],
+        "vec_slice(vec_dense(array(1.0,2.0,3.0,4.0)),array(0,1,2))": [1.0, 2.0, 3.0],
+        "vec_array(vec_dense(array(1.0,2.0)))": [1.0, 2.0],
+        "vec_wise_mod(vec_dense(array(11,7,3)), vec_dense(array(2,3,4)))": [1.0, 1.0, 3.0],
+        "vec_inplace_ew_mul(vec_dense(array(2.5, 2.0, 1.0)), 2)": [5.0, 4.0, 2.0],
+        "vec_floor(vec_dense(array(2.5, 2.4, 1.6)))": [2.0, 2.0, 1.0],
+        "vec_mean(vec_dense(array(1.0,2.0,7.0,2.0)))": 3.0,
+        "vec_stddev(vec_dense(array(3.0, 4.0, 5.0)))": 1.0,
+    }
+    for expression, want in cases.items():
+        session.execute(f"select {expression} as v as out;")
+        assert session.table("out").column("v").to_pylist() == [want], expression
+
+
+def test_keras_classifier_trains_on_ray_actors(ray_session):
+    """The seed's network in one statement: train.fit on 2 actors, scale baked into the model."""
+    s = ray_session
+    s.execute(MNIST + """train train as KerasClassifier.`db.keras` where featuresCol="image" and evaluateTable="test"
+        and layers="32" and epochs="3" and batchSize="32" and learningRate="0.1" and scale="1/255" and workers="2" as res;
+        predict test as KerasClassifier.`db.keras` as scored;""")
+    [block] = groups(s.table("res"))
+    assert block["status"] == "success", block["message"]
+    truth, predicted = columns(s, "scored", "label", "prediction")
+    assert_close(parse_metrics(block["metrics"]), classification_metrics(truth, predicted))
+    assert parse_metrics(block["metrics"])["accuracy"] > 0.3  # chance is 0.1; 300 digits, 3 epochs
