@@ -80,7 +80,7 @@ def run_file(args: argparse.Namespace) -> int:
                 for result in session.run(statements, source=path):
                     for warning in result.warnings:
                         print(f"{path}: warning: {warning}", file=sys.stderr)
-                    print(render_text(result.table, result.num_rows) if result.table is not None else result.message, flush=True)
+                    print(render_text(result.table, result.num_rows, more=result.more) if result.table is not None else result.message, flush=True)
     except MLSQLError as exc:
         print(_format_error(path, cell, exc), file=sys.stderr)
         if args.verbose:

@@ -164,10 +164,25 @@ class Session:
         return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)
 
     def _select(self, s: ast.Select) -> Result:
-        table = self._query(s.sql, s.line, s.col).to_arrow_table()
-        self.catalog.add_arrow(s.table, table, "select")
-        return Result(s, f"{s.table}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
-                      num_rows=table.num_rows, name=s.table)
+        """Name the query's result without computing it (see ``Catalog.add_view``); show its first
+        rows, and its row count when that is cheap: all of it was previewed, or it reads only
+        in-memory tables. A query that calls a model function runs now, once, as before."""
+        sql, tables, calls = self._prepare(s.sql, s.line, s.col)
+        relation = self.con.sql(sql)  # DuckDB checks the query here
+        if self._functions is not None and any(self._functions.functions.get(name.lower()) for name, _ in calls):
+            table = relation.to_arrow_table()
+            self.catalog.add_arrow(s.table, table, "select")
+            head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
+        else:
+            head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()  # before naming it: an error changes no table
+            num_rows = head.num_rows if head.num_rows <= PREVIEW_ROWS else None
+            if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
+                num_rows = relation.count("*").fetchall()[0][0]
+            self.catalog.add_view(s.table, sql, tables, "select")
+        message = (f"{s.table}: {num_rows} rows" if num_rows is not None
+                   else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
+        return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
+                      more=num_rows is None)
 
     def _save(self, s: ast.Save) -> Result:
         source = datasources.find(s.format)
@@ -330,11 +345,16 @@ class Session:
 
     def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
         """Run Spark SQL on DuckDB over the catalog's tables."""
+        return self.con.sql(self._prepare(spark_sql, line, col)[0])
+
+    def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
+        its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return self.con.sql(sql)
+        return sql, tables, calls
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""
