@@ -24,6 +24,7 @@ from sqlglot import exp
 from ..errors import MLSQLError
 
 RETIRED_PREFIX = "__mlsql_retired_"
+STREAM_BATCH_ROWS = 122_880  # DuckDB's row group: bigger batches only make DuckDB read further ahead
 
 
 def quoted(name: str) -> str:
@@ -208,7 +209,7 @@ class Catalog:
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
-        return self.relation(name).to_arrow_reader()
+        return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
 
     def in_memory(self, name: str) -> bool:
         """Whether reading the table touches no file: Arrow tables, and views over only those."""
