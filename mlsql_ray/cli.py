@@ -8,12 +8,13 @@ with ``--verbose`` for its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import traceback
 from pathlib import Path
 
-from . import progress
+from . import progress, quiet
 from .errors import InternalError, MLSQLError, MLSQLSyntaxError
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
@@ -51,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
-    run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
+    run.add_argument("--verbose", action="store_true",
+                     help="print Python tracebacks with errors, and the log lines of TensorFlow, absl and Ray "
+                          "that are left out by default")
     return parser
 
 
@@ -73,8 +76,10 @@ def run_file(args: argparse.Namespace) -> int:
         units = []
         for cell, source in enumerate(cells, start=1):
             units.append(lang.parse(source))
-        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
-                     allowed_paths=args.allowed_paths) as session, \
+        quiet.set_verbose(args.verbose)
+        with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
+                Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
+                        allowed_paths=args.allowed_paths) as session, \
                 progress.reporting_to(_print_progress):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):

@@ -17,6 +17,7 @@ import sys
 import time
 
 from .errors import MLSQLError
+from .quiet import quiet_ray
 
 CONNECT_TIMEOUT_S = 10
 
@@ -221,6 +222,7 @@ class RayLink:
                 raise MLSQLError(f"cannot connect to Ray at {wanted}: {exc}{hint}") from exc
             self.owned = False
         self.address = wanted
+        quiet_ray()
         return ray
 
     def cpus(self) -> int:

@@ -10,10 +10,12 @@ from typing import Callable
 
 import pyarrow as pa
 
+from .. import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
 from . import assertions, macros
+from .files import truthy
 from .command_families import filesystem, scripts, show, tables
 from .result import PREVIEW_ROWS, Result
 
@@ -66,6 +68,8 @@ def _python(session, s: ast.Command):
     if not sep or not key.strip():
         raise MLSQLError(f'expected "key=value", got {s.args[1]!r}')
     target = session.python_env if s.args[0] == "env" else session.python_conf
+    if s.args[0] == "conf" and key.strip() == "verbose":
+        quiet.set_verbose(truthy(value.strip(), False))
     target[key.strip()] = value.strip()
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")
 
