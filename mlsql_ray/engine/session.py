@@ -166,10 +166,10 @@ class Session:
     def _select(self, s: ast.Select) -> Result:
         """Name the query's result without computing it (see ``Catalog.add_view``); show its first
         rows, and its row count when that is cheap: all of it was previewed, or it reads only
-        in-memory tables. A query that calls a model function runs now, once, as before."""
+        in-memory tables."""
         sql, tables, calls = self._prepare(s.sql, s.line, s.col)
         relation = self.con.sql(sql)  # DuckDB checks the query here
-        if self._functions is not None and any(self._functions.functions.get(name.lower()) for name, _ in calls):
+        if self._calls_session_functions(calls):
             table = relation.to_arrow_table()
             self.catalog.add_arrow(s.table, table, "select")
             head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
@@ -183,6 +183,13 @@ class Session:
                    else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
         return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
                       more=num_rows is None)
+
+    def _calls_session_functions(self, calls: tuple[tuple[str, str], ...]) -> bool:
+        """Whether a query calls a function this session registered (a model function). Such a
+        select runs at once, as before selects were lazy: the function runs once, its errors
+        show at the select, and registering another function of that name later cannot change
+        the select's rows."""
+        return self._functions is not None and any(self._functions.functions.get(name.lower()) for name, _ in calls)
 
     def _save(self, s: ast.Save) -> Result:
         source = datasources.find(s.format)
