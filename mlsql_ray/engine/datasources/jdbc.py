@@ -309,14 +309,6 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
     missing = [c for c in id_cols if c not in data.schema.names]
     if missing:
         raise MLSQLError(f"idCol {missing[0]!r} is not a column of the saved table (columns: {', '.join(data.schema.names)})")
-    written = [0]
-
-    def counted():
-        for batch in data:
-            written[0] += batch.num_rows
-            yield batch
-
-    data = pa.RecordBatchReader.from_batches(data.schema, counted())
     with db.connect() as connection:
         try:
             exists = _exists(connection, where)
@@ -335,9 +327,9 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
                     cursor.execute(f"DROP TABLE {where.sql(dialect)}")
                     _create(cursor, where, data, options.get("createTableColumnTypes"))
             if exists and mode == "append" and id_cols:
-                _upsert(cursor, where, data, id_cols)
+                written = _upsert(cursor, where, data, id_cols)
             else:
-                cursor.adbc_ingest(where.table, data, mode="append", **where.place)
+                written = cursor.adbc_ingest(where.table, data, mode="append", **where.place)
             cursor.close()
             connection.commit()
         except MLSQLError:
@@ -348,7 +340,7 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
                 connection.rollback()
             raise MLSQLError(f"the database refused the save to {where.label}; nothing was written: "
                              f"{db.scrub(_first_line(exc))}") from None
-    return written[0]
+    return written
 
 
 def _exists(connection, where: Target) -> bool:
@@ -391,12 +383,13 @@ def _split_top_level(text: str) -> list[str]:
     return [p for p in parts + [current] if p.strip()]
 
 
-def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str]) -> None:
+def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str]) -> int:
     """Rows whose ``idCol`` values exist replace them, the rest are added: through a temporary
-    table, a delete of the matching rows and an insert (no unique index needed)."""
+    table, a delete of the matching rows and an insert (no unique index needed). Returns the
+    rows saved."""
     dialect = where.dialect
     staging = f"mlsql_upsert_{where.table}"[:60]
-    cursor.adbc_ingest(staging, data, mode="create", temporary=True)
+    written = cursor.adbc_ingest(staging, data, mode="create", temporary=True)
     table = where.sql(dialect)
     stage = exp.table_(staging, quoted=True).sql(dialect)
     match = " AND ".join(f"{stage}.{c} = {table}.{c}" for c in (exp.column(n, quoted=True).sql(dialect) for n in id_cols))
@@ -404,6 +397,7 @@ def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str
     columns = ", ".join(exp.column(n, quoted=True).sql(dialect) for n in data.schema.names)
     cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}")
     cursor.execute(f"DROP TABLE {stage}")
+    return written
 
 
 # -- the data source --------------------------------------------------------------------------------
