@@ -3,7 +3,7 @@ column) → save delta`` over a generated dataset bigger than a worker's share o
 
     .venv/bin/python bench/bench_stream.py [--rows N] [--keep DIR]
 
-Generates N rows (default 80 million, about 3.3 GB in Arrow memory) with DuckDB into a
+Generates N rows (default 100 million, 3.85 GiB in Arrow memory) with DuckDB into a
 temporary folder, then measures
 (a) ``mlsql-ray run`` of the job: its peak resident memory (psutil, polled every 10 ms) and
     wall time;
@@ -67,7 +67,7 @@ def measure(command: list[str]) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=80_000_000)
+    parser.add_argument("--rows", type=int, default=100_000_000)
     parser.add_argument("--keep", type=Path, help="use (and keep) this folder instead of a temporary one")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="mlsql-bench-stream-"))

@@ -194,6 +194,7 @@ class RayLink:
         wanted = address if address is not None else self.default_address
         if ray.is_initialized():
             if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
+                quiet_ray()  # a Ray someone else started prints through the same handler
                 return ray
             if wanted != "auto":
                 check_reachable(wanted)  # before dropping the Ray we have, not after

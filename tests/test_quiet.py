@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,26 @@ def test_the_demo_prints_no_library_log_lines(tmp_path):
     assert done.returncode == 0, output[-3000:]
     assert noise_in(output) == []
     assert re.search(r"round \d+/\d+: loss", output)  # our own progress still shows
+
+
+def test_ray_workers_library_lines_are_dropped_and_their_prints_kept(ray_session, capfd):
+    """What Ray forwards from a worker passes the same filter: a task's TensorFlow-like lines
+    are dropped, its print() reaches the driver's output as before."""
+    ray_session.execute(f"""--%python
+import os
+import ray
+
+@ray.remote
+def chatty():
+    os.write(2, {TF_LINES!r} + b"worker stderr done\\n")
+    print("hello from a worker", flush=True)
+
+ray.get(chatty.remote())
+""")
+    seen, deadline = "", time.monotonic() + 120  # Ray forwards worker output asynchronously
+    while not ("worker stderr done" in seen and "hello from a worker" in seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        out, err = capfd.readouterr()
+        seen += out + err
+    assert "worker stderr done" in seen and "hello from a worker" in seen
+    assert noise_in(seen) == []
