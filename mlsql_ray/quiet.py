@@ -30,6 +30,8 @@ NOISE = re.compile("|".join((
     r"^To enable the following instructions: .* rebuild TensorFlow",
     r"^WARNING:absl:",
     r"Ray deduplicates logs by default",
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+INFO \w+\.py:\d+ -- ",  # Ray's own Python info lines
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [IW] \d+ \d+\] ",  # Ray's C++ info and warning lines
     r"tensorboard --logdir",
 )))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
