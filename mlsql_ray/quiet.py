@@ -50,10 +50,12 @@ def is_noise(line: str) -> bool:
 
 
 def quiet_ray() -> None:
-    """Drop noise from the workers' output Ray forwards to this driver (once per Ray connection).
+    """Drop noise from the workers' output Ray forwards to this driver (idempotent: called on
+    every use of the Ray connection, so a Ray someone else started is covered too).
 
     Ray prints that output through the handler it registers as ``ray_print_logs`` with its
-    stream dispatcher; it is wrapped here. Ray's deduplication hint is printed only while Ray's
+    stream dispatcher (Ray's private API: Ray offers no public filter, only all or nothing with
+    ``log_to_driver``); it is wrapped here. Ray's deduplication hint is printed only while Ray's
     ``log_once("log_dedup_warning")`` is unused: using it up keeps the hint away."""
     from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
     from ray.util.debug import log_once
