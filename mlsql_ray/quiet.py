@@ -22,7 +22,7 @@ import select
 import sys
 import threading
 
-NOISE = re.compile("|".join((
+NOISE_PATTERNS = (
     r"All log messages before absl::InitializeLog\(\) is called",
     r"^\s*[IW]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\]",  # absl/glog info and warning lines (TensorFlow, XLA, gRPC)
     r"oneDNN custom operations are on",
@@ -33,7 +33,8 @@ NOISE = re.compile("|".join((
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+INFO \w+\.py:\d+ -- ",  # Ray's own Python info lines
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [IW] \d+ \d+\] ",  # Ray's C++ info and warning lines
     r"tensorboard --logdir",
-)))
+)
+NOISE = re.compile("|".join(NOISE_PATTERNS))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _state = {"verbose": False}
 
@@ -57,7 +58,9 @@ def quiet_ray() -> None:
     stream dispatcher (Ray's private API: Ray offers no public filter, only all or nothing with
     ``log_to_driver``); it is wrapped here. Ray's deduplication hint is printed only while Ray's
     ``log_once("log_dedup_warning")`` is unused: using it up keeps the hint away."""
-    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+    from ray._private.ray_logging import (
+        global_worker_stdstream_dispatcher as dispatcher,
+    )
     from ray.util.debug import log_once
 
     if not _state["verbose"]:

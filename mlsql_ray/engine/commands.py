@@ -15,8 +15,8 @@ from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
 from . import assertions, macros
-from .files import truthy
 from .command_families import filesystem, scripts, show, tables
+from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
 
