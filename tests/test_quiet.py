@@ -77,6 +77,9 @@ def test_ray_workers_library_lines_are_dropped_and_their_prints_kept(ray_session
     ray_session.execute(f"""--%python
 import os
 import ray
+from pyjava.api.mlsql import RayContext
+
+RayContext.connect(globals(), None)
 
 @ray.remote
 def chatty():
