@@ -8,12 +8,13 @@ with ``--verbose`` for its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import traceback
 from pathlib import Path
 
-from . import progress
+from . import progress, quiet
 from .errors import InternalError, MLSQLError, MLSQLSyntaxError
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
@@ -53,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--project-root", type=Path, metavar="FOLDER",
                      help="where include project.`path` starts (default: the folder of the script)")
-    run.add_argument("--verbose", action="store_true", help="print Python tracebacks with errors")
+    run.add_argument("--verbose", action="store_true",
+                     help="print Python tracebacks with errors, and the log lines of TensorFlow, absl and Ray "
+                          "that are left out by default")
     return parser
 
 
@@ -75,14 +78,16 @@ def run_file(args: argparse.Namespace) -> int:
         units = []
         for cell, source in enumerate(cells, start=1):
             units.append(lang.parse(source))
-        with Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
-                     allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
+        quiet.set_verbose(args.verbose)
+        with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
+                Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
+                        allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
                 progress.reporting_to(_print_progress):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):
                     for warning in result.warnings:
                         print(f"{path}: warning: {warning}", file=sys.stderr)
-                    print(render_text(result.table, result.num_rows) if result.table is not None else result.message, flush=True)
+                    print(render_text(result.table, result.num_rows, more=result.more) if result.table is not None else result.message, flush=True)
     except MLSQLError as exc:
         print(_format_error(path, cell, exc), file=sys.stderr)
         if args.verbose:

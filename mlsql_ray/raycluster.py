@@ -18,6 +18,7 @@ import time
 
 from . import ray_internals
 from .errors import MLSQLError
+from .quiet import quiet_ray
 
 CONNECT_TIMEOUT_S = 10
 
@@ -176,6 +177,7 @@ class RayLink:
         wanted = address if address is not None else self.default_address
         if ray.is_initialized():
             if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
+                quiet_ray()  # a Ray someone else started prints through the same handler
                 return ray
             if wanted != "auto":
                 check_reachable(wanted)  # before dropping the Ray we have, not after
@@ -204,6 +206,7 @@ class RayLink:
                 raise MLSQLError(f"cannot connect to Ray at {wanted}: {exc}{hint}") from exc
             self.owned = False
         self.address = wanted
+        quiet_ray()
         return ray
 
     def cpus(self) -> int:

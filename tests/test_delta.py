@@ -176,6 +176,19 @@ def test_overwrite_a_table_from_its_own_lazy_load(session, warehouse, items):
     assert DeltaTable(str(path)).version() == 2
 
 
+def test_overwrite_a_table_from_a_lazy_select_over_it(session, warehouse, items):
+    """Spark refuses "overwrite a path that is also being read from"; here it is safe: the select
+    streams the loaded version's files, which an overwrite only marks removed, so each row is
+    transformed exactly once and the old version stays readable."""
+    path = warehouse / "db" / "t"
+    run(session, "save items as delta.`db.t`; load delta.`db.t` as t; "
+                 "select id, name, id * 10 as tenfold from t as u; save overwrite u as delta.`db.t`;")
+    expected = rows(ITEMS.select(["id", "name"]).append_column("tenfold", pa.array([i * 10 for i in ITEMS["id"].to_pylist()])))
+    assert on_disk(path) == expected
+    assert rows(session.table("u")) == expected  # still the select over version 0
+    assert rows(DeltaTable(str(path), version=0).to_pyarrow_table()) == rows(ITEMS)
+
+
 def test_overwrite_can_change_the_schema(session, warehouse, items):
     run(session, "save items as delta.`db.t`; select id, name from items as narrow; save overwrite narrow as delta.`db.t`;")
     table = DeltaTable(str(warehouse / "db" / "t"))

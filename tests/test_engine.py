@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, MLSQLSyntaxError, Session
+from mlsql_ray.engine.result import PREVIEW_ROWS
 
 SAMPLE_MNIST = Path(__file__).resolve().parent.parent / "sample_data" / "mnist"
 TRAIN = SAMPLE_MNIST / "train.parquet"
@@ -385,10 +386,45 @@ def test_string_functions_follow_spark(session, people):
 
 
 def test_select_result_preview_and_count(session):
+    """A select over files shows its first rows and does not count the rest (that would read
+    them all); over in-memory tables the count is cheap, and given."""
     results = run(session, f"load parquet.`{TRAIN}` as m; select label from m as labels;")
-    assert results[-1].num_rows == pq.ParquetFile(TRAIN).metadata.num_rows
-    assert results[-1].table.num_rows < results[-1].num_rows  # only a preview is kept on the result
-    assert session.table("labels").num_rows == results[-1].num_rows
+    assert results[-1].num_rows is None and results[-1].more
+    assert results[-1].table.num_rows == PREVIEW_ROWS  # only a preview is kept on the result
+    assert session.table("labels").num_rows == pq.ParquetFile(TRAIN).metadata.num_rows
+    counted = run(session, "select * from labels as in_memory; !cache labels session; select * from labels as again;")
+    assert counted[0].num_rows is None
+    assert counted[-1].num_rows == pq.ParquetFile(TRAIN).metadata.num_rows and not counted[-1].more
+
+
+def test_a_select_keeps_its_meaning_when_a_name_it_reads_is_redefined(session):
+    """Selects are views computed when read, yet mean what they meant when they ran: a later
+    redefinition of a table they read (or of their own name) does not change their rows."""
+    run(session, """select 1 as x union all select 2 as x as a;
+        select x * 10 as y from a as b;
+        select 5 as x as a;
+        select * from b as c;
+        select x + 1 as x from a as a;
+        select a.x, b.y from a, b as pairs;
+        select * from (with a as (select 99 as x) select * from a) as shadowed;
+        select 7 as x as a;
+        select 0 as y as b;""")
+    assert sorted(session.table("c").column("y").to_pylist()) == [10, 20]
+    assert session.table("a").to_pylist() == [{"x": 7}]
+    assert sorted(r["y"] for r in session.table("pairs").to_pylist()) == [10, 20]
+    assert {r["x"] for r in session.table("pairs").to_pylist()} == {6}
+    assert session.table("shadowed").to_pylist() == [{"x": 99}]
+    listing = {r["name"]: r["kind"] for r in run(session, "!show tables;")[0].table.to_pylist()}
+    assert listing["c"] == "lazy" and not any(name.startswith("__") for name in listing)
+
+
+def test_a_select_is_not_computed_until_read(session, tmp_path):
+    """Naming a select over a file reads only its preview: the file changing afterwards shows."""
+    path = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"n": list(range(100))}), path)
+    run(session, f"load parquet.`{path}` as n; select n * 2 as m from n as doubled;")
+    pq.write_table(pa.table({"n": [1000]}), path)
+    assert session.table("doubled").to_pylist() == [{"m": 2000}]
 
 
 # -- lazy loads ----------------------------------------------------------------------------------------
@@ -727,7 +763,7 @@ def test_show_tables(session, people):
     listing = {r["name"]: r for r in result.table.to_pylist()}
     assert set(listing) == {"people", "ids"}
     assert listing["people"]["source"].startswith("parquet.")
-    assert listing["ids"]["kind"] == "arrow"
+    assert listing["ids"]["kind"] == "lazy"  # a select is a view, computed when read
 
 
 def test_desc(session, people):

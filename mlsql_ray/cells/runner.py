@@ -35,6 +35,7 @@ KNOWN_SETTINGS = {
     "num_partitions": "number of data servers (default: the cluster's CPUs, at most one per row)",
     "pythonExec": "accepted for Byzer compatibility; cells use the session's Python",
     "memoryLimit": "MB of memory the cell may take on top of what the process holds (see cells/memory.py)",
+    "verbose": "true: let TensorFlow's, absl's and Ray's log lines through (see quiet.py)",
 }
 
 

@@ -1,15 +1,30 @@
-"""The session's named tables. Each name is a DuckDB view (lazy: a file scan or a query) or a
-registered Arrow table, so SQL sees every table directly and nothing is copied to name it."""
+"""The session's named tables. Each name is a DuckDB view (lazy: a file scan or a select's query)
+or a registered Arrow table, so SQL sees every table directly and nothing is copied to name it.
+
+A select's result is a view over its query: its rows are computed when something reads them (a
+preview, a save, a Python cell), never held whole in memory. DuckDB binds a view's table names
+each time it runs, so a view alone would follow a name the user redefines later; the catalog keeps
+today's snapshot meaning instead: before a name that a view reads is redefined or removed, the old
+table stays in DuckDB under a unique retired name and the views that read it are rewritten (as
+sqlglot trees) to read that name (a query no rewrite can tell apart, e.g. one with a CTE of that
+name, has its rows computed then instead). Retired tables go once nothing reads them any more.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import pyarrow as pa
+import sqlglot
+import sqlglot.errors
 from sqlglot import exp
 
 from ..errors import MLSQLError
+
+RETIRED_PREFIX = "__mlsql_retired_"
+STREAM_BATCH_ROWS = 122_880  # DuckDB's row group: bigger batches only make DuckDB read further ahead
 
 
 def quoted(name: str) -> str:
@@ -19,39 +34,55 @@ def quoted(name: str) -> str:
 @dataclass
 class Entry:
     name: str
-    kind: str  # "lazy" (scanned when used) or "arrow" (in memory)
+    kind: str  # "lazy" (scanned or computed when used) or "arrow" (in memory)
     source: str  # where it came from, for !show tables
     data: object = None  # the Arrow table or dataset (until DuckDB is told about it), or the DuckDB relation
     registered: bool = False
     cached_from: "Entry | None" = None  # !cache: the lazy entry this in-memory copy stands in for
     cache_lifecycle: str = ""  # !cache's "script" (dropped when the run ends) or "session"
+    sql: str | None = None  # a select's DuckDB query: the entry is a view over it
+    reads: frozenset[str] = field(default_factory=frozenset)  # lower-case names the query reads
 
 
 class Catalog:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
         self._entries: dict[str, Entry] = {}
+        self._retired: dict[str, Entry] = {}  # old tables that views still read, by lower-case retired name
+        self._serial = itertools.count(1)
 
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str) -> None:
-        self._forget(name)
-        relation.to_view(name, replace=True)
-        self._entries.pop(name.lower(), None)  # the order of entries is the order of definition
-        self._entries[name.lower()] = Entry(name, "lazy", source, data=relation, registered=True)
+        self._define(Entry(name, "lazy", source, data=relation), register=True)
+
+    def add_view(self, name: str, sql: str, reads, source: str) -> None:
+        """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
+        A query that reads the name it defines reads the old table of that name."""
+        known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
+        self._define(Entry(name, "lazy", source, sql=sql, reads=frozenset(known)), register=True)
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow") -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
         registering costs about as much as a small query, and most results are never re-queried."""
-        self._forget(name)
-        self._entries.pop(name.lower(), None)
-        self._entries[name.lower()] = Entry(name, kind, source, data=table)
+        self._define(Entry(name, kind, source, data=table), register=False)
+
+    def _define(self, entry: Entry, register: bool) -> None:
+        key = entry.name.lower()
+        if key in self._entries:
+            self._retire(key, also=entry)
+            self._forget(entry.name)
+            del self._entries[key]  # the order of entries is the order of definition
+        self._entries[key] = entry
+        if register:
+            self._register(entry, entry.name)
+        self._collect_retired()
 
     def last_defined(self) -> str | None:
         """The name defined most recently (``!lastTableName``)."""
         return next(reversed(self._entries.values())).name if self._entries else None
 
     def cache(self, name: str, lifecycle: str) -> bool:
-        """Scan a lazy table (files, Delta) into memory once, so later queries stop re-reading it;
-        ``uncache`` brings the lazy table back. False if the table is in memory already."""
+        """Scan a lazy table (files, Delta, a select) into memory once, so later queries stop
+        re-reading it; ``uncache`` brings the lazy table back. False if the table is in memory already."""
         self.relation(name)  # fails if the name is unknown
         entry = self._entries[name.lower()]
         if entry.kind == "arrow" or entry.cached_from is not None:
@@ -68,9 +99,8 @@ class Catalog:
             return False
         original = entry.cached_from
         self._forget(name)
-        if isinstance(original.data, duckdb.DuckDBPyRelation):
-            original.data.to_view(original.name, replace=True)
-            original.registered = True
+        if isinstance(original.data, duckdb.DuckDBPyRelation) or original.sql is not None:
+            self._register(original, original.name)
         self._entries[name.lower()] = original
         return True
 
@@ -85,19 +115,78 @@ class Catalog:
         for name in names:
             entry = self._entries.get(name.lower())
             if entry is not None and not entry.registered:
-                self.con.register(entry.name, entry.data)
-                entry.registered = True
+                self._register(entry, entry.name)
 
     def remove(self, name: str) -> None:
+        key = name.lower()
+        if key in self._entries:
+            self._retire(key)
         self._forget(name)
-        self._entries.pop(name.lower(), None)
+        self._entries.pop(key, None)
+        self._collect_retired()
+
+    def _register(self, entry: Entry, as_name: str) -> None:
+        """Make ``entry`` visible to DuckDB as ``as_name``."""
+        if entry.sql is not None:
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quoted(as_name)} AS {entry.sql}")
+        elif isinstance(entry.data, duckdb.DuckDBPyRelation):
+            entry.data.to_view(as_name, replace=True)
+        else:
+            self.con.execute(f"DROP VIEW IF EXISTS {quoted(as_name)}")  # a view the entry was before
+            self.con.register(as_name, entry.data)
+        if as_name == entry.name:
+            entry.registered = True
 
     def _forget(self, name: str) -> None:
         """Drop DuckDB's view of a name about to be redefined, so no query sees stale data."""
-        entry = self._entries.get(name.lower())
+        entry = self._entries.get(name.lower()) or self._retired.get(name.lower())
         if entry is not None and entry.registered:
             self.con.execute(f"DROP VIEW IF EXISTS {quoted(entry.name)}")
             entry.registered = False
+
+    # -- snapshot meaning of views ----------------------------------------------------------------
+
+    def _views(self, also: Entry | None = None) -> list[Entry]:
+        """Every entry whose query may read another name: live ones, the lazy originals of cached
+        ones, retired ones, and ``also`` (a definition about to be added)."""
+        found = list(self._entries.values()) + list(self._retired.values()) + ([also] if also else [])
+        found += [e.cached_from for e in found if e.cached_from is not None]
+        return [e for e in found if e.sql is not None]
+
+    def _retire(self, key: str, also: Entry | None = None) -> None:
+        """Before the table named ``key`` is redefined or removed: if a view reads it, keep the
+        table under a retired name and point those views there."""
+        readers = [e for e in self._views(also) if key in e.reads]
+        if not readers:
+            return
+        old = self._entries[key]
+        retired_name = f"{RETIRED_PREFIX}{next(self._serial)}_{old.name}"
+        retired = replace(old, name=retired_name, registered=False, cached_from=None, cache_lifecycle="")
+        self._register(retired, retired_name)
+        self._retired[retired_name.lower()] = retired
+        for reader in readers:
+            sql = _read_elsewhere(reader.sql, old.name, retired_name)
+            if sql is None:  # a query no rewrite can tell apart: its rows are computed now instead
+                reader.data, reader.kind = self.con.sql(reader.sql).to_arrow_table(), "arrow"
+                reader.sql, reader.reads = None, frozenset()
+            else:
+                reader.sql = sql
+                reader.reads = (reader.reads - {key}) | {retired_name.lower()}
+            if reader.registered:
+                self._register(reader, reader.name)
+
+    def _collect_retired(self) -> None:
+        """Drop retired tables that no view reads any more."""
+        while True:
+            read = set().union(*(e.reads for e in self._views()))
+            unread = [k for k in self._retired if k not in read]
+            if not unread:
+                return
+            for key in unread:
+                self._forget(self._retired[key].name)
+                del self._retired[key]
+
+    # -- reading ----------------------------------------------------------------------------------
 
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._entries
@@ -120,7 +209,16 @@ class Catalog:
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
-        return self.relation(name).to_arrow_reader()
+        return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
+
+    def in_memory(self, name: str) -> bool:
+        """Whether reading the table touches no file: Arrow tables, and views over only those."""
+        entry = self._entries.get(name.lower()) or self._retired.get(name.lower())
+        if entry is None:
+            return True  # not a table of ours: a table function such as range()
+        if entry.sql is not None:
+            return all(self.in_memory(r) for r in entry.reads)
+        return isinstance(entry.data, pa.Table)
 
     def metadata(self, name: str) -> dict[str, str]:
         """Schema metadata of an in-memory table (e.g. training metrics of a model table)."""
@@ -139,3 +237,20 @@ class Catalog:
             "kind": [e.kind for e in entries],
             "source": [e.source for e in entries],
         })
+
+
+def _read_elsewhere(sql: str, old: str, new: str) -> str | None:
+    """``sql`` reading table ``new`` wherever it read table ``old`` (keeping ``old`` as the alias,
+    so ``old.column`` still means the same); None when that cannot be told apart (a CTE also
+    named ``old``, or SQL sqlglot does not read back)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return None
+    if any(cte.alias_or_name.lower() == old.lower() for cte in tree.find_all(exp.CTE)):
+        return None
+    for table in list(tree.find_all(exp.Table)):
+        if table.name.lower() == old.lower() and not table.args.get("db"):
+            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name, quoted=True))
+            table.replace(exp.Table(this=exp.to_identifier(new, quoted=True), alias=alias))
+    return tree.sql(dialect="duckdb")

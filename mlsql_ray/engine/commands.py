@@ -11,11 +11,13 @@ from typing import Callable
 
 import pyarrow as pa
 
+from .. import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
 from . import assertions, macros
 from .command_families import filesystem, scripts, show, tables
+from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
 
@@ -75,6 +77,8 @@ def _python(session, s: ast.Command):
         raise MLSQLError(f"!python env needs a variable name of letters, digits and _ (not starting with a digit) "
                          f"and a value without NUL characters, not {s.args[1]!r}")
     target = session.python_env if s.args[0] == "env" else session.python_conf
+    if s.args[0] == "conf" and key.strip() == "verbose":
+        quiet.set_verbose(truthy(value.strip(), False))
     target[key.strip()] = value.strip()
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")
 

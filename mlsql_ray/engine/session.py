@@ -171,10 +171,35 @@ class Session:
         return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)
 
     def _select(self, s: ast.Select) -> Result:
-        table = self._query(s.sql, s.line, s.col).to_arrow_table()
-        self.catalog.add_arrow(s.table, table, "select")
-        return Result(s, f"{s.table}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
-                      num_rows=table.num_rows, name=s.table)
+        """Name the query's result without computing it (see ``Catalog.add_view``); show its first
+        rows, and its row count when that is cheap: all of it was previewed, or it reads only
+        in-memory tables."""
+        sql, tables, calls = self._prepare(s.sql, s.line, s.col)
+        relation = self.con.sql(sql)  # DuckDB checks the query here
+        # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
+        if self._calls_session_functions(calls) or len(set(relation.columns)) != len(relation.columns):
+            table = relation.to_arrow_table()
+            self.catalog.add_arrow(s.table, table, "select")
+            head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
+        else:
+            head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()  # before naming it: an error changes no table
+            num_rows = head.num_rows if head.num_rows <= PREVIEW_ROWS else None
+            if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
+                num_rows = relation.count("*").fetchall()[0][0]
+            self.catalog.add_view(s.table, sql, tables, "select")
+        message = (f"{s.table}: {num_rows} rows" if num_rows is not None
+                   else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
+        return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
+                      more=num_rows is None)
+
+    def _calls_session_functions(self, calls: tuple[tuple[str, str], ...]) -> bool:
+        """Whether a query calls a function this session registered (a model function or a Python
+        ScriptUDF). Such a
+        select runs at once, as before selects were lazy: the function runs once, its errors
+        show at the select, and registering another function of that name later cannot change
+        the select's rows."""
+        registered = self._functions.functions if self._functions is not None else {}
+        return any(name.lower() in registered or name.lower() in self.script_functions for name, _ in calls)
 
     def _save(self, s: ast.Save) -> Result:
         source = datasources.find(s.format)
@@ -325,11 +350,16 @@ class Session:
 
     def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
         """Run Spark SQL on DuckDB over the catalog's tables."""
+        return self.con.sql(self._prepare(spark_sql, line, col)[0])
+
+    def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+        """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
+        its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return spark_functions.spark_result_types(self.con.sql(sql))
+        return spark_functions.spark_result_sql(self.con, sql), tables, calls
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""

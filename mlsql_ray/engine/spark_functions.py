@@ -4,7 +4,7 @@
   to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
   their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
   they never shadow a DuckDB function.
-- ``spark_result_types`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
+- ``spark_result_sql`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
   a type Spark does not have (Spark's ``sum`` of int/bigint is bigint).
 """
 
@@ -53,10 +53,13 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"CREATE OR REPLACE MACRO {name}{definition}")
 
 
-def spark_result_types(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
-    """HUGEINT result columns (DuckDB's sum of integers) as BIGINT, Spark's type for them."""
+def spark_result_sql(con: duckdb.DuckDBPyConnection, sql: str) -> str:
+    """``sql`` with its HUGEINT result columns (DuckDB's sum of integers) cast to BIGINT, Spark's
+    type for them. Binding the query (``con.sql``) computes nothing."""
+    relation = con.sql(sql)
     types = [str(t) for t in relation.types]
     if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
-        return relation
+        return sql
     quoted = ['"' + c.replace('"', '""') + '"' for c in relation.columns]
-    return relation.project(", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types)))
+    columns = ", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types))
+    return f"SELECT {columns} FROM ({sql}) AS spark_result"

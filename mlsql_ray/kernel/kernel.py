@@ -190,7 +190,7 @@ class MLSQLKernel(Kernel):
 
         for warning in result.warnings:
             self._stream(parent, "stderr", f"warning: {warning}\n")
-        table, num_rows, more = result.table, result.num_rows, False
+        table, num_rows, more = result.table, result.num_rows, result.more
         if table is None:
             table, more = self._load_preview(result, parent)
             num_rows = None

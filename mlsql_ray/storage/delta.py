@@ -12,6 +12,7 @@ not), and Ctrl-C during a write cancels it before the commit (see ``_interruptib
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
@@ -22,6 +23,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import MLSQLError
+
+# deltalake's allocator (jemalloc) keeps freed pages for seconds by default: while a big table
+# streams through a write, the process then grows with the data as if it held it all. Return
+# them at once (read when deltalake's library loads: it is imported in this module's functions).
+os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
 
 _NAME_PART = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 

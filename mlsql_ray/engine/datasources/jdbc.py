@@ -321,14 +321,14 @@ def completions(connections: Mapping[str, Database], typed: str) -> list[str]:
 SAVE_MODES = ("append", "overwrite", "errorifexists", "ignore")
 
 
-def write(where: Target, data: pa.Table, mode: str, options: Mapping[str, str]) -> int | None:
-    """Save ``data`` in one transaction: a failure leaves the table as it was. Returns the rows
-    written, or None when ``ignore`` found the table there."""
+def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping[str, str]) -> int | None:
+    """Save ``data`` (streamed batch by batch) in one transaction: a failure leaves the table as
+    it was. Returns the rows written, or None when ``ignore`` found the table there."""
     db, dialect = where.database, where.dialect
     id_cols = [c.strip() for c in (options.get("idCol") or options.get("idCols") or "").split(",") if c.strip()]
-    missing = [c for c in id_cols if c not in data.column_names]
+    missing = [c for c in id_cols if c not in data.schema.names]
     if missing:
-        raise MLSQLError(f"idCol {missing[0]!r} is not a column of the saved table (columns: {', '.join(data.column_names)})")
+        raise MLSQLError(f"idCol {missing[0]!r} is not a column of the saved table (columns: {', '.join(data.schema.names)})")
     with db.connect() as connection:
         try:
             exists = _exists(connection, where)
@@ -347,9 +347,9 @@ def write(where: Target, data: pa.Table, mode: str, options: Mapping[str, str]) 
                     cursor.execute(f"DROP TABLE {where.sql(dialect)}")
                     _create(cursor, where, data, options.get("createTableColumnTypes"))
             if exists and mode == "append" and id_cols:
-                _upsert(cursor, where, data, id_cols)
+                written = _upsert(cursor, where, data, id_cols)
             else:
-                cursor.adbc_ingest(where.table, data, mode="append", **where.place)
+                written = cursor.adbc_ingest(where.table, data, mode="append", **where.place)
             cursor.close()
             connection.commit()
         except MLSQLError:
@@ -360,7 +360,7 @@ def write(where: Target, data: pa.Table, mode: str, options: Mapping[str, str]) 
                 connection.rollback()
             raise MLSQLError(f"the database refused the save to {where.label}; nothing was written: "
                              f"{db.scrub(_first_line(exc))}") from None
-    return data.num_rows
+    return written
 
 
 def _exists(connection, where: Target) -> bool:
@@ -374,7 +374,7 @@ def _exists(connection, where: Target) -> bool:
         return False
 
 
-def _create(cursor, where: Target, data: pa.Table, column_types: str | None) -> None:
+def _create(cursor, where: Target, data: pa.RecordBatchReader, column_types: str | None) -> None:
     """Create the table from the data's Arrow schema (ADBC's type mapping), then apply
     ``createTableColumnTypes`` (``"name VARCHAR(64), note TEXT"``) where given."""
     cursor.adbc_ingest(where.table, data.schema.empty_table(), mode="create", **where.place)
@@ -384,7 +384,7 @@ def _create(cursor, where: Target, data: pa.Table, column_types: str | None) -> 
         raise MLSQLError("createTableColumnTypes is supported for PostgreSQL tables")
     for spec in _split_top_level(column_types):
         column, _, sql_type = spec.strip().partition(" ")
-        if column not in data.column_names or not sql_type.strip():
+        if column not in data.schema.names or not sql_type.strip():
             raise MLSQLError(f"createTableColumnTypes: {spec.strip()!r} does not name a column of the table and a type")
         quoted = exp.column(column, quoted=True).sql("postgres")
         cursor.execute(f"ALTER TABLE {where.sql('postgres')} ALTER COLUMN {quoted} TYPE {sql_type.strip()}")
@@ -403,19 +403,21 @@ def _split_top_level(text: str) -> list[str]:
     return [p for p in parts + [current] if p.strip()]
 
 
-def _upsert(cursor, where: Target, data: pa.Table, id_cols: list[str]) -> None:
+def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str]) -> int:
     """Rows whose ``idCol`` values exist replace them, the rest are added: through a temporary
-    table, a delete of the matching rows and an insert (no unique index needed)."""
+    table, a delete of the matching rows and an insert (no unique index needed). Returns the
+    rows saved."""
     dialect = where.dialect
     staging = f"mlsql_upsert_{where.table}"[:60]
-    cursor.adbc_ingest(staging, data, mode="create", temporary=True)
+    written = cursor.adbc_ingest(staging, data, mode="create", temporary=True)
     table = where.sql(dialect)
     stage = exp.table_(staging, quoted=True).sql(dialect)
     match = " AND ".join(f"{stage}.{c} = {table}.{c}" for c in (exp.column(n, quoted=True).sql(dialect) for n in id_cols))
     cursor.execute(f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM {stage} WHERE {match})")
-    columns = ", ".join(exp.column(n, quoted=True).sql(dialect) for n in data.column_names)
+    columns = ", ".join(exp.column(n, quoted=True).sql(dialect) for n in data.schema.names)
     cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}")
     cursor.execute(f"DROP TABLE {stage}")
+    return written
 
 
 # -- the data source --------------------------------------------------------------------------------
@@ -427,7 +429,11 @@ def _load(session, s) -> None:
 
 def _save(session, s) -> Result:
     where = target(s.path, s.options, session.connections, "save")
-    rows = write(where, session.catalog.arrow(s.table), s.mode, s.options)
+    reader = session.catalog.reader(s.table)
+    try:
+        rows = write(where, reader, s.mode, s.options)
+    finally:
+        reader.close()  # an unread stream keeps DuckDB busy: no other query could run
     if rows is None:
         return Result(s, f"jdbc.`{s.path}` exists; nothing written (mode ignore)")
     return Result(s, f"saved {rows} rows of {s.table} to jdbc.`{s.path}` (mode {s.mode})", num_rows=rows)

@@ -1,0 +1,73 @@
+"""Selects are streamed from DuckDB into a save: the process never holds the table whole.
+
+The guard against a regression to full materialisation: the same ``mlsql-ray run`` over a small
+and a large parquet file (the large one holds 600 MB more in Arrow memory) must peak at nearly
+the same resident memory; holding the select's result, or handing deltalake a whole table,
+adds at least the data's size.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+ROW_BYTES = 8 + 8 + 8 + 4  # id, x, y, k in Arrow memory
+CHUNK = 1_000_000
+
+SCRIPT = """load parquet.`{path}` as t;
+select id, x, y * 2 as y2, k from t where x < 0.9 as sel;
+save overwrite sel as delta.`db.out`;
+"""
+
+
+def write_numbers(path: Path, rows: int) -> None:
+    """``rows`` rows of id, x (id % 10 / 10: nine in ten pass ``x < 0.9``), y and k, written a
+    chunk at a time so this process stays small too."""
+    schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("y", pa.float64()), ("k", pa.int32())])
+    with pq.ParquetWriter(path, schema, compression="none") as writer:
+        for start in range(0, rows, CHUNK):
+            ids = np.arange(start, min(rows, start + CHUNK), dtype=np.int64)
+            writer.write_table(pa.table({"id": ids, "x": (ids % 10) / 10, "y": ids * 0.5, "k": (ids % 1000).astype(np.int32)},
+                                        schema=schema))
+
+
+def peak_rss_of_run(script: Path, warehouse: Path) -> int:
+    """Run ``mlsql-ray run script`` and poll its resident memory; its peak, in bytes."""
+    process = psutil.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    peak = 0
+    while process.poll() is None:
+        try:
+            peak = max(peak, process.memory_info().rss)
+        except psutil.Error:
+            pass
+        time.sleep(0.01)
+    output = process.stdout.read().decode()
+    assert process.returncode == 0, output
+    return peak
+
+
+def test_saving_a_select_over_a_big_file_streams(tmp_path):
+    extra_rows = 600 * 2**20 // ROW_BYTES
+    peaks, rows = {}, {}
+    for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
+        data = tmp_path / f"{label}.parquet"
+        write_numbers(data, count)
+        script = tmp_path / f"{label}.mlsql"
+        script.write_text(SCRIPT.format(path=data))
+        peaks[label] = peak_rss_of_run(script, tmp_path / label)
+        rows[label] = count
+        data.unlink()
+    saved = DeltaTable(str(tmp_path / "large" / "db" / "out"))
+    assert sum(saved.get_add_actions(flatten=True).column("num_records").to_pylist()) == \
+        rows["large"] - len(range(9, rows["large"], 10))  # all but x = 0.9
+    growth = peaks["large"] - peaks["small"]
+    assert growth < extra_rows * ROW_BYTES / 2, f"peak RSS grew by {growth / 2**20:.0f} MB for 600 MB more data"
