@@ -628,9 +628,9 @@ def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch):
     assert not errors
     nbformat.write(notebook, tmp_path / path.name)  # the executed copy, for a look after a failure
     if path.name == "quickstart.ipynb":
-        select = notebook.cells[3].outputs
+        select = notebook.cells[4].outputs
         assert any("mean_pixel" in o.get("data", {}).get("text/html", "") for o in select)
-        assert any("version 0" in o.get("text", "") for o in notebook.cells[4].outputs)
+        assert any("version 0" in o.get("text", "") for o in notebook.cells[5].outputs)
 
 
 def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):
