@@ -4,7 +4,7 @@ papermill 2.7 looks a kernel's parameter translator up only in its own registry,
 point for translators; but whenever it is imported it loads every ``papermill.engine`` entry
 point, eagerly. So pyproject.toml declares an engine named ``mlsql`` pointing at this module's
 ``MLSQLEngine``: importing this module registers the translator, and that engine is papermill's
-own nbclient engine, unchanged. ``papermill in.ipynb out.ipynb -p key value`` then works with no
+own ``NBClientEngine``, unchanged. ``papermill in.ipynb out.ipynb -p key value`` then works with no
 extra flags (``--engine mlsql`` runs exactly as the default engine does).
 
 Values are what ``mlsql-ray run --set key=value`` would give: strings as they are, numbers,
@@ -15,10 +15,20 @@ part of the value, and every statement is checked to parse back to the same key 
 
 from __future__ import annotations
 
-from papermill.engines import NBClientEngine
-from papermill.translators import Translator, papermill_translators
-
 KERNEL_NAME = "mlsql"
+
+
+def __getattr__(name: str):
+    # papermill loads the entry point while its own papermill.engines is still being imported
+    # (and, when this module was imported first, while this one is): hand its engine out lazily
+    if name == "MLSQLEngine":
+        from papermill.engines import NBClientEngine
+
+        return NBClientEngine
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+from papermill.translators import Translator, papermill_translators  # noqa: E402 - after __getattr__, see there
 
 #: the escapes the tokenizer resolves inside "…" (backslash first, so no escape is doubled)
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\0", "\\0"))
@@ -55,10 +65,6 @@ class MLSQLTranslator(Translator):
     def codify(cls, parameters: dict, comment: str = "Parameters") -> str:
         lines = [cls.comment(comment)] + [set_statement(name, value) for name, value in parameters.items()]
         return "\n".join(lines) + "\n"
-
-
-class MLSQLEngine(NBClientEngine):
-    """papermill's nbclient engine: registered only so that papermill imports this module."""
 
 
 papermill_translators.register(KERNEL_NAME, MLSQLTranslator)
