@@ -156,7 +156,7 @@ class MLSQLMagic(Magics):
         line with a caret), not a traceback through this module."""
         failed_exc, code = self._failed or (None, "")
         view = present_error(value, code if failed_exc is value else "")
-        lines = [f"{view.name}: {view.summary()}", *view.details, *("    " + line for line in view.excerpt)]
+        lines = view.notebook_lines()
         shell._showtraceback(etype, value, lines)
         return lines
 

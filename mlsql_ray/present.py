@@ -118,6 +118,13 @@ class ErrorView:
         where = self.where_words()
         return f"{where}: {self.headline}" if where else self.headline
 
+    def notebook_lines(self) -> list[str]:
+        """What a notebook shows (the kernel's and the magic's error ``traceback``): the summary,
+        the message's other lines and the caret, indented; a bug's Python traceback."""
+        if self.internal:
+            return self.traceback
+        return [f"{self.name}: {self.summary()}", *self.details, *("    " + line for line in self.excerpt)]
+
 
 def present_error(exc: BaseException, code: str, path: Path | None = None) -> ErrorView:
     """The view of an error raised while ``code`` (the cell or script run from ``path``) ran.

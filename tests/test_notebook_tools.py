@@ -210,3 +210,18 @@ def test_interrupt_stops_the_running_statement(python_kernel):
     python_kernel.iopub(msg_id)
     reply, messages = python_kernel.execute("%mlsql select 'still here' as state as after;")
     assert reply["status"] == "ok" and "still here" in displayed(messages)[0]["text/plain"]
+
+
+def test_magic_updates_one_progress_display_in_place(python_kernel):
+    """The events training reports (mlsql_ray.progress), sent from a driver-side Python cell."""
+    code = ("%%mlsql\n--%python\nfrom mlsql_ray import progress\n"
+            "progress.report('train_start', total_rounds=2, workers=1)\n"
+            "progress.report('train_round', round=1, total_rounds=2, loss=0.5, accuracy=0.8, elapsed=0.1)\n"
+            "progress.report('train_end', history=[{'round': 1, 'loss': 0.5, 'accuracy': 0.8}], elapsed=0.2)\n")
+    reply, messages = python_kernel.execute(code)
+    assert reply["status"] == "ok", reply
+    shown = [m for m in messages if m["msg_type"] in ("display_data", "update_display_data")]
+    assert [m["msg_type"] for m in shown] == ["display_data", "update_display_data", "update_display_data"]
+    assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
+    assert "round 1/2" in shown[1]["content"]["data"]["text/plain"]
+    assert "image/png" in shown[-1]["content"]["data"]

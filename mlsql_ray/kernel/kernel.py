@@ -184,10 +184,7 @@ class MLSQLKernel(Kernel):
         from ..present import present_error
 
         view = present_error(exc, code)
-        if view.internal:
-            return self._error(parent, view.name, view.message, view.traceback)
-        lines = [f"{view.name}: {view.summary()}", *view.details, *("    " + line for line in view.excerpt)]
-        return self._error(parent, view.name, view.summary(), lines)
+        return self._error(parent, view.name, view.message if view.internal else view.summary(), view.notebook_lines())
 
     def _show(self, result, parent) -> None:
         from ..present import present_result
