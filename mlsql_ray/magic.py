@@ -15,10 +15,11 @@ them starts a new session. An interrupt stops the running statement (a DuckDB qu
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
 from traitlets import Unicode
 
@@ -85,24 +86,26 @@ class MLSQLMagic(Magics):
             self._session.close()
             self._session = None
 
+    @no_var_expand  # IPython would put Python variables into the line ($x, {x}) unasked
     @line_cell_magic
     def mlsql(self, line: str, cell: str | None = None):
         options, statement = split_options(line)
         code = statement if cell is None else cell
         if not code.strip():
-            return None
+            return
         session = self.session(options.get("--warehouse"), options.get("--ray-address"))
+        lent = {}
         if options.get("--vars"):
             user = self.shell.user_ns
-            for name in ast.referenced_variables(code):
-                if name in user:
-                    session.variables[name] = ast.variable_text(user[name])
-        last = self._run(session, code)
+            lent = {name: ast.variable_text(user[name]) for name in ast.referenced_variables(code) if name in user}
+        with _lent(session.variables, lent):
+            last = self._run(session, code)
         name = options.get("-o") or options.get("--output")
-        if name and last is not None:
-            table = self._full_table(session, last)
+        table = self._full_table(session, last) if name and last is not None else None
+        if table is not None:
             self.shell.user_ns[name] = table.to_pandas() if options.get("--pandas") else table
-        return None
+        elif name:
+            print(f"warning: -o {name}: the last statement made no table", file=sys.stderr)
 
     def _run(self, session, code: str):
         """Run the statements, showing each result; the last result."""
@@ -159,6 +162,22 @@ class MLSQLMagic(Magics):
         lines = view.notebook_lines()
         shell._showtraceback(etype, value, lines)
         return lines
+
+
+@contextlib.contextmanager
+def _lent(variables: dict, lent: dict):
+    """Python variables as MLSQL variables for one run only (unless a statement set them anew)."""
+    saved = {name: variables.get(name) for name in lent}
+    variables.update(lent)
+    try:
+        yield
+    finally:
+        for name, value in lent.items():
+            if variables.get(name) == value:
+                if saved[name] is None:
+                    variables.pop(name, None)
+                else:
+                    variables[name] = saved[name]
 
 
 def load_ipython_extension(shell) -> None:

@@ -28,7 +28,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-from papermill.translators import Translator, papermill_translators  # noqa: E402 - after __getattr__, see there
+from papermill.translators import Translator, papermill_translators  # after __getattr__: see there
 
 #: the escapes the tokenizer resolves inside "…" (backslash first, so no escape is doubled)
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\0", "\\0"))
