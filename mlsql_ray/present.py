@@ -134,8 +134,7 @@ def present_error(exc: BaseException, code: str, path: Path | None = None) -> Er
         lines = "".join(traceback.format_exception(exc)).rstrip("\n").split("\n")  # with its cause's
         source = internal.source if internal.source and not _is_run_file(internal.source, path) else None
         return ErrorView(type(exc).__name__, internal.message, internal.message, [], internal.line,
-                         internal.column, source,
-                         _excerpt(code, internal.line, internal.column) if source is None else [],
+                         internal.column, source, _excerpt(_text_of(source, code), internal.line, internal.column),
                          internal=True, traceback=lines, hint=INTERNAL_HINT)
     first, _, rest = exc.message.partition("\n")
     last = rest.strip().split("\n")[-1].strip() if rest.strip() else ""
@@ -143,8 +142,8 @@ def present_error(exc: BaseException, code: str, path: Path | None = None) -> Er
     source = exc.source if exc.source and not _is_run_file(exc.source, path) else None
     if isinstance(exc, MLSQLSyntaxError) and exc.source_line:
         excerpt = exc.caret.split("\n")
-    elif source is None and not rest:  # a traceback already says where; a caret would add nothing
-        excerpt = _excerpt(code, exc.line, exc.column)
+    elif not rest:  # a traceback already says where; a caret would add nothing
+        excerpt = _excerpt(_text_of(source, code), exc.line, exc.column)
     else:
         excerpt = []
     return ErrorView(type(exc).__name__, exc.message, headline, rest.split("\n") if rest else [], exc.line,
@@ -153,6 +152,16 @@ def present_error(exc: BaseException, code: str, path: Path | None = None) -> Er
 
 def _is_run_file(source: str, path: Path | None) -> bool:
     return path is not None and Path(source) == Path(path).resolve()
+
+
+def _text_of(source: str | None, code: str) -> str:
+    """The text an error's line numbers count in: the included script it is in, else ``code``."""
+    if source is None:
+        return code
+    try:
+        return Path(source).read_text()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _excerpt(code: str, line: int | None, column: int | None) -> list[str]:

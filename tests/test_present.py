@@ -60,3 +60,13 @@ def test_progress_views_of_a_training_run():
     end = present("train_end", {"history": [{"round": 1, "loss": 0.5, "accuracy": 0.8}], "elapsed": 2.0})
     assert end.bundle()["image/png"]  # the plot, as a base64 PNG
     assert present("something_else", {}) is None
+
+
+def test_cli_points_into_the_included_script(run_cli, tmp_path):
+    (tmp_path / "inner.mlsql").write_text("select 1 as a as t;\n\n  select nope from t as u;\n")
+    outer = tmp_path / "outer.mlsql"
+    outer.write_text("select 2 as b as x;\ninclude local.`inner.mlsql`;\n")
+    done = run_cli("run", str(outer), "--warehouse", str(tmp_path / "wh"))
+    error = done.stderr.rstrip("\n").split("\n")
+    assert error[0].startswith(f"{(tmp_path / 'inner.mlsql').resolve()}:3:3: ")
+    assert error[1:] == ["      select nope from t as u;", "      ^"]
