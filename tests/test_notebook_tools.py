@@ -231,3 +231,12 @@ def test_magic_updates_one_progress_display_in_place(python_kernel):
     assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
     assert "round 1/2" in shown[1]["content"]["data"]["text/plain"]
     assert "image/png" in shown[-1]["content"]["data"]
+
+
+def test_magic_warehouse_from_config(python_kernel, tmp_path):
+    """``%config MLSQLMagic.warehouse`` chooses where the next session saves (a new session)."""
+    warehouse = tmp_path / "configured"
+    python_kernel.ok(f"%config MLSQLMagic.warehouse = {str(warehouse)!r}")
+    reply, _ = python_kernel.execute("%%mlsql\nselect 1 as a as t;\nsave overwrite t as delta.`demo.configured`;")
+    assert reply["status"] == "ok", reply
+    assert (warehouse / "demo" / "configured" / "_delta_log").is_dir()
