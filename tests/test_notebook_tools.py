@@ -54,6 +54,15 @@ def select_text(notebook) -> str:
 TRICKY = ["it's", 'say "hi"', "a;b", "${data}", "back\\slash", "two\nlines", "''' and \"\"\"", "`tick`", ""]
 
 
+def test_papermill_finds_the_translator_through_its_engine_entry_point():
+    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.translators import papermill_translators
+
+    assert papermill_engines.get_engine("mlsql") is NBClientEngine, \
+        "no papermill.engine entry point 'mlsql': reinstall the package (pip install -e .)"
+    assert papermill_translators.find_translator("mlsql", "mlsql").__module__ == "mlsql_ray.kernel.parameters"
+
+
 @pytest.mark.parametrize("value", TRICKY + [3, 2.5, True, None, [1, "a'b"], {"k": "v;"}])
 def test_a_parameter_round_trips_through_the_parser(value):
     from mlsql_ray.kernel.parameters import set_statement
