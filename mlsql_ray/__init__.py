@@ -14,3 +14,16 @@ def __getattr__(name):
 
         return Session
     raise AttributeError(f"module 'mlsql_ray' has no attribute {name!r}")
+
+
+def load_ipython_extension(shell) -> None:
+    """``%load_ext mlsql_ray``: the ``%mlsql`` and ``%%mlsql`` magics (see ``mlsql_ray.magic``)."""
+    from .magic import load_ipython_extension as load
+
+    load(shell)
+
+
+def unload_ipython_extension(shell) -> None:
+    from .magic import unload_ipython_extension as unload
+
+    unload(shell)

@@ -1,8 +1,10 @@
 """``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks.
 
-Errors print as ``FILE:LINE:COL: message`` on stderr with a non-zero exit; ``--verbose`` adds
-the Python traceback. A bug in mlsql-ray (an ``InternalError``) says so, with a hint to run again
-with ``--verbose`` for its traceback.
+What to show comes from ``mlsql_ray.present``, as in the kernel: tables (a ``load``'s first rows
+too) on stdout, warnings and training progress on stderr. Errors print as
+``FILE:LINE:COL: message`` on stderr, then the line with a caret under the column, with a
+non-zero exit; ``--verbose`` adds the Python traceback. A bug in mlsql-ray (an ``InternalError``)
+says so, with a hint to run again with ``--verbose`` for its traceback.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ import argparse
 import contextlib
 import json
 import sys
-import traceback
 from pathlib import Path
 
 from . import progress, quiet
-from .errors import InternalError, MLSQLError, MLSQLSyntaxError
+from .errors import MLSQLError
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
 
@@ -62,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_file(args: argparse.Namespace) -> int:
     from . import lang
-    from .display import render_text
     from .engine import Session
+    from .present import ProgressPresenter, present_error, present_result
 
     path: Path = args.file
     try:
@@ -72,6 +73,8 @@ def run_file(args: argparse.Namespace) -> int:
         print(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
     cell = None  # for notebooks, the number of the cell being parsed or run
+    cells = [text]
+    presenter = ProgressPresenter()
     try:
         cells = notebook_cells(text) if path.suffix == ".ipynb" else [text]
         # Parse everything before running anything: a typo at the end must not leave half a run.
@@ -82,56 +85,49 @@ def run_file(args: argparse.Namespace) -> int:
         with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
                 Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
                         allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
-                progress.reporting_to(_print_progress):
+                progress.reporting_to(lambda kind, fields: _print_progress(presenter(kind, fields))):
             for cell, statements in enumerate(units, start=1):
                 for result in session.run(statements, source=path):
-                    for warning in result.warnings:
+                    view = present_result(result, session.catalog)
+                    for warning in view.warnings:
                         print(f"{path}: warning: {warning}", file=sys.stderr)
-                    print(render_text(result.table, result.num_rows, more=result.more) if result.table is not None else result.message, flush=True)
-    except MLSQLError as exc:
-        print(_format_error(path, cell, exc), file=sys.stderr)
-        if args.verbose:
-            traceback.print_exc()
-        return 1
+                    print(view.table.text() if view.table is not None else view.message, flush=True)
     except KeyboardInterrupt:
         print(f"{path}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - not the user's mistake: a bug, shown as one
-        internal = exc if isinstance(exc, InternalError) else InternalError(exc, None, None)
-        print(_format_error(path, cell, internal), file=sys.stderr)
-        if args.verbose:
-            traceback.print_exception(exc)
-        else:
-            print("This is a bug in mlsql-ray, not in your script; run again with --verbose to see its traceback "
-                  "(and please report it).", file=sys.stderr)
-        return INTERNAL_ERROR_EXIT
+    except Exception as exc:  # noqa: BLE001 - the user's mistake, or a bug shown as one
+        code = cells[cell - 1] if cell is not None and cell <= len(cells) else text
+        view = present_error(exc, code, path)
+        print(_format_error(path, cell, view), file=sys.stderr)
+        if view.internal and not args.verbose:
+            print(view.hint, file=sys.stderr)
+        elif args.verbose:
+            print("\n".join(view.traceback) if view.internal else _traceback_text(exc), file=sys.stderr)
+        return INTERNAL_ERROR_EXIT if view.internal else 1
     return 0
 
 
-def _print_progress(kind: str, event: dict) -> None:
-    """Training progress as one line per round on stderr."""
-    if kind == "train_start":
-        print(f"training: {event['total_rounds']} rounds on {event['workers']} workers", file=sys.stderr, flush=True)
-    elif kind == "train_round":
-        extra = "".join(f"  {k} {event[k]:.4f}" for k in ("val_loss", "val_accuracy") if k in event)
-        retried = f"  (retried {event['retries']}x)" if event.get("retries") else ""
-        print(f"  round {event['round']}/{event['total_rounds']}: loss {event['loss']:.4f}  "
-              f"accuracy {event.get('accuracy', float('nan')):.4f}{extra}  {event['elapsed']:.1f}s{retried}",
-              file=sys.stderr, flush=True)
+def _traceback_text(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(exc)).rstrip("\n")
 
 
-def _format_error(path: Path, cell: int | None, exc: MLSQLError | InternalError) -> str:
-    """``FILE:LINE:COL: message``: FILE is the included script the error is in, if any; a
-    notebook's error says which cell it is in."""
-    included = exc.source and Path(exc.source) != path.resolve()
-    where = exc.source if included else str(path)
-    suffix = f" (in cell {cell})" if path.suffix == ".ipynb" and cell is not None and not included else ""
-    if exc.line is None:
-        return f"{where}: {exc.message}{suffix}"
-    text = f"{where}:{exc.line}:{exc.column}: {exc.message}{suffix}"
-    if isinstance(exc, MLSQLSyntaxError) and exc.source_line:
-        text += "\n" + "\n".join("    " + line for line in exc.caret.split("\n"))
-    return text
+def _print_progress(view) -> None:
+    """Training progress as one line per round on stderr (the summary ends it; no plot here)."""
+    if view is not None:
+        print(view.text if view.stage == "start" else f"  {view.text}", file=sys.stderr, flush=True)
+
+
+def _format_error(path: Path, cell: int | None, view) -> str:
+    """``FILE:LINE:COL: message`` and the line with a caret: FILE is the included script the
+    error is in, if any; a notebook's error says which cell it is in."""
+    where = view.source or str(path)
+    suffix = f" (in cell {cell})" if path.suffix == ".ipynb" and cell is not None and not view.source else ""
+    if view.line is None:
+        return f"{where}: {view.message}{suffix}"
+    text = f"{where}:{view.line}:{view.column}: {view.message}{suffix}"
+    return "\n".join([text, *("    " + line for line in view.excerpt)])
 
 
 def main(argv: list[str] | None = None) -> int:

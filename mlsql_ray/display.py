@@ -89,51 +89,6 @@ def footer(table: pa.Table, shown: pa.Table, num_rows: int | None, more: bool = 
     extra = f", first {shown.num_rows} shown" if total > shown.num_rows else ""
     return f"{total} row{'s' if total != 1 else ''}{extra}"
 
-
-def training_summary(summary: str, history: list[dict]) -> dict:
-    """The display that ends a training run: the summary line and the loss/accuracy plot.
-    JupyterLab renders only the richest type of a bundle (the HTML), so the plot is inside the
-    HTML as a ``data:`` image; it is also the bundle's ``image/png`` for front ends and converters
-    that pick an image first (classic Notebook, nbconvert)."""
-    page = f'<pre style="margin:0">{html.escape(summary)}</pre>'
-    data = {"text/plain": summary}
-    png = plot_png(history)
-    if png is not None:
-        page += f'<img class="mlsql-plot" alt="loss and accuracy per round" src="data:image/png;base64,{png}">'
-        data["image/png"] = png
-    data["text/html"] = page
-    return data
-
-
-def plot_png(history: list[dict]) -> str | None:
-    """Loss and accuracy per round as a base64 PNG (matplotlib's Agg canvas, no pyplot state)."""
-    if not history:
-        return None
-    import base64
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    rounds = [h.get("round", i + 1) for i, h in enumerate(history)]
-    figure = Figure(figsize=(8, 3), dpi=100)
-    FigureCanvasAgg(figure)
-    for axes, metric in zip(figure.subplots(1, 2), ("loss", "accuracy")):
-        for key, style in ((metric, "o-"), (f"val_{metric}", "s--")):
-            values = [h.get(key) for h in history]
-            if any(v is not None for v in values):
-                points = [(r, v) for r, v in zip(rounds, values) if v is not None]
-                axes.plot([p[0] for p in points], [p[1] for p in points], style, label=key)
-        axes.set_xlabel("round")
-        axes.set_title(metric)
-        axes.grid(True, alpha=0.3)
-        axes.legend(loc="best")
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def _short_type(t: pa.DataType) -> str:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return f"list<{_short_type(t.value_type)}>"

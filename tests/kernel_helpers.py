@@ -28,14 +28,27 @@ def checkout_kernelspec(folder: Path):
             os.environ["JUPYTER_PATH"] = saved
 
 
+def notebooks(root: Path) -> list:
+    """Every notebook in notebooks/, as pytest params: the slow ones (SLOW_NOTEBOOKS) marked slow."""
+    import pytest
+
+    return [pytest.param(path, id=path.name, marks=[pytest.mark.slow] if path.name in SLOW_NOTEBOOKS else [])
+            for path in sorted((root / "notebooks").glob("*.ipynb"))]
+
+
+#: notebooks too slow for the fast tier, and why (the one list every notebook test reads)
+SLOW_NOTEBOOKS = {"mnist_distributed.ipynb": "trains a Keras model on Ray for minutes"}
+
+
 class Kernel:
     """A running kernel and a blocking client, with helpers that collect a request's messages."""
 
-    def __init__(self, cwd: Path, warehouse: Path | None = None, timeout: float = 30, **env_vars: str):
+    def __init__(self, cwd: Path, warehouse: Path | None = None, timeout: float = 30, kernel_name: str = "mlsql",
+                 **env_vars: str):
         from jupyter_client import KernelManager
 
         self.timeout = timeout
-        self.km = KernelManager(kernel_name="mlsql")
+        self.km = KernelManager(kernel_name=kernel_name)
         env = {**os.environ, **({"MLSQL_WAREHOUSE": str(warehouse)} if warehouse else {}), **env_vars}
         self.km.start_kernel(cwd=str(cwd), env=env)
         self.process = psutil.Process(self.km.provisioner.pid)

@@ -180,7 +180,9 @@ def test_cli_shows_a_bug_as_a_bug(run_cli, tmp_path, verbose):
         assert "direct cause of the following exception" in done.stderr
     else:
         assert "Traceback" not in done.stderr
-        assert "bug in mlsql-ray" in done.stderr.split("\n")[1] and "--verbose" in done.stderr.split("\n")[1]
+        lines = done.stderr.rstrip("\n").split("\n")
+        assert lines[1:3] == ["    !broken;", "    ^"]  # the statement that hit the bug
+        assert "bug in mlsql-ray" in lines[-1] and "--verbose" in lines[-1]
 
 
 def test_cli_user_error_is_not_reported_as_a_bug(run_cli, tmp_path):

@@ -22,10 +22,9 @@ import pytest
 from mlsql_ray.kernel import assist
 from mlsql_ray.kernel.install import KERNEL_JSON
 
-from kernel_helpers import Kernel, checkout_kernelspec
+from kernel_helpers import Kernel, checkout_kernelspec, notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 MNIST = (ROOT / "sample_data" / "mnist" / "train.parquet").as_posix()
 TIMEOUT = 30
 
@@ -635,26 +634,30 @@ class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
 
 # -- notebooks ---------------------------------------------------------------------------------------------
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", notebooks(ROOT))
 def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch):
-    """Every notebook in notebooks/ runs top to bottom headless, its folder as the kernel's cwd."""
+    """Every notebook in notebooks/ runs top to bottom headless in its kernel (mlsql, or Python
+    for the magic's), its folder as the kernel's cwd."""
     import nbformat
     from nbclient import NotebookClient
 
     monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "warehouse"))
     notebook = nbformat.read(path, as_version=4)
-    assert notebook.metadata["kernelspec"]["name"] == "mlsql"
-    client = NotebookClient(notebook, kernel_name="mlsql", timeout=900, startup_timeout=120,
+    kernel_name = notebook.metadata["kernelspec"]["name"]
+    assert kernel_name in ("mlsql", "python3")
+    client = NotebookClient(notebook, kernel_name=kernel_name, timeout=900, startup_timeout=120,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     nbformat.write(notebook, tmp_path / path.name)  # the executed copy, for a look after a failure
     if path.name == "quickstart.ipynb":
-        select = notebook.cells[3].outputs
+        select = notebook.cells[4].outputs
         assert any("mean_pixel" in o.get("data", {}).get("text/html", "") for o in select)
-        assert any("version 0" in o.get("text", "") for o in notebook.cells[4].outputs)
+        assert any("version 0" in o.get("text", "") for o in notebook.cells[5].outputs)
+    if path.name == "mlsql_magic.ipynb":
+        assert any("<table" in o.get("data", {}).get("text/html", "") for o in notebook.cells[3].outputs)
+        assert any("Table 10 digits" in o.get("text", "") for o in notebook.cells[4].outputs)
 
 
 def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):

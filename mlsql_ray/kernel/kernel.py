@@ -31,17 +31,14 @@ import socket
 import sys
 import threading
 import time
-import traceback
 import uuid
 
 from ipykernel.kernelbase import Kernel
 
 from .. import __version__, lang
 from ..lang import ast
-from ..errors import MLSQLError, MLSQLSyntaxError
 from . import assist
 
-PREVIEW_ROWS = 20
 WORKER_OUTPUT_GRACE_S = 0.3
 
 
@@ -132,10 +129,11 @@ class MLSQLKernel(Kernel):
         try:
             with _Interrupts(self) as interrupts:
                 from .. import progress
+                from ..present import ProgressPresenter
 
                 session = self.mlsql_session()
                 interrupts.connection = session.con
-                display = _ProgressDisplay(self, parent, silent)
+                display = _ProgressDisplay(self, parent, silent, ProgressPresenter())
                 statements = lang.parse(code)  # what Session.execute_iter does, keeping the statements
                 self._cell_uses_ray = uses_ray(statements)
                 lines = [s.line for s in statements]
@@ -148,15 +146,10 @@ class MLSQLKernel(Kernel):
                             self._show(result, parent)
         except KeyboardInterrupt as exc:
             return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running))
-        except MLSQLError as exc:
-            if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
-                return self._interrupted_reply(parent, exc.line)
-            return self._error(parent, type(exc).__name__, *_describe_error(exc, code))
         except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
-            if self._interrupted:  # e.g. DuckDB's own "Query interrupted" RuntimeError
-                return self._interrupted_reply(parent, _line_at(lines, running))
-            text = "".join(traceback.format_exception(exc)).rstrip("\n")
-            return self._error(parent, type(exc).__name__, str(exc), text.split("\n"))
+            if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
+                return self._interrupted_reply(parent, getattr(exc, "line", None) or _line_at(lines, running))
+            return self._error_reply(parent, exc, code)
         return self._ok()
 
     def _interrupted_reply(self, parent, line: int | None) -> dict:
@@ -185,42 +178,24 @@ class MLSQLKernel(Kernel):
                           parent, ident=self._topic("error"))
         return {"status": "error", "execution_count": self.execution_count, **content}
 
+    def _error_reply(self, parent, exc: Exception, code: str) -> dict:
+        """The error as ``present`` describes it: ``line 3, column 7: message``, its other lines,
+        the cell's line with a caret; a bug keeps its traceback."""
+        from ..present import present_error
+
+        view = present_error(exc, code)
+        return self._error(parent, view.name, view.message if view.internal else view.summary(), view.notebook_lines())
+
     def _show(self, result, parent) -> None:
-        from ..display import render_html, render_text
+        from ..present import present_result
 
-        for warning in result.warnings:
+        view = present_result(result, self.mlsql_session().catalog)
+        for warning in view.warnings:
             self._stream(parent, "stderr", f"warning: {warning}\n")
-        table, num_rows, more = result.table, result.num_rows, result.more
-        if table is None:
-            table, more = self._load_preview(result, parent)
-            num_rows = None
-        if table is None:
-            self._stream(parent, "stdout", result.message + "\n")
-            return
-        heading = result.message if result.table is None else None  # a load says what it loaded
-        text = render_text(table, num_rows, PREVIEW_ROWS, more=more)
-        page = render_html(table, num_rows, PREVIEW_ROWS, more=more)
-        if heading:
-            import html
-
-            text = f"{heading}\n{text}"
-            page = f'<p style="margin:0 0 0.3em 0"><code>{html.escape(heading)}</code></p>{page}'
-        self._display(parent, "display_data", {"text/plain": text, "text/html": page})
-
-    def _load_preview(self, result, parent):
-        """A ``load`` names a lazy table: show its first rows (counting them all could read a big file)."""
-        if not isinstance(result.statement, ast.Load) or not result.name:
-            return None, False
-        try:
-            relation = self.mlsql_session().catalog.relation(result.name)
-            head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the load itself worked (lazily), as in the CLI
-            first_line = str(exc).strip().split("\n")[0]
-            self._stream(parent, "stderr", f"warning: cannot preview {result.name}: {first_line}\n")
-            return None, False
-        return head.slice(0, PREVIEW_ROWS), head.num_rows > PREVIEW_ROWS
+        if view.table is None:
+            self._stream(parent, "stdout", view.message + "\n")
+        else:
+            self._display(parent, "display_data", view.table.bundle())
 
     # -- sending -----------------------------------------------------------------------------------
 
@@ -348,106 +323,35 @@ def _cell_line(exc: BaseException) -> int | None:
     return line
 
 
-# -- errors -----------------------------------------------------------------------------------------
-
-def _describe_error(exc: MLSQLError, code: str) -> tuple[str, list[str]]:
-    """(evalue, traceback lines): ``line 3, column 7: message``, then the cell's line with a caret."""
-    where = f"line {exc.line}, column {exc.column}" if exc.line is not None else ""
-    if exc.source:
-        where = f"{exc.source}, {where}" if where else exc.source
-    first, _, rest = exc.message.partition("\n")
-    last = rest.strip().split("\n")[-1].strip() if rest.strip() else ""
-    if last and first.endswith(":"):  # "the Python cell failed:" + traceback: say what failed
-        first = f"{first} {last}"
-    evalue = f"{where}: {first}" if where else first
-    lines = [f"{type(exc).__name__}: {evalue}"]
-    if rest:
-        lines.extend(rest.split("\n"))
-    if isinstance(exc, MLSQLSyntaxError) and exc.source_line:
-        lines.extend("    " + line for line in exc.caret.split("\n"))
-    elif exc.line is not None and not exc.source:
-        cell_lines = code.split("\n")
-        if 1 <= exc.line <= len(cell_lines) and not rest:
-            source_line = cell_lines[exc.line - 1].rstrip("\r")
-            pad = "".join("\t" if ch == "\t" else " " for ch in source_line[: (exc.column or 1) - 1])
-            lines.extend([f"    {source_line}", f"    {pad}^"])
-    return evalue, lines
-
-
 # -- live training progress -------------------------------------------------------------------------
 
 class _ProgressDisplay:
     """A ``progress`` sink: one display per training run, updated in place, ending with a plot."""
 
-    def __init__(self, kernel: MLSQLKernel, parent, silent: bool):
+    def __init__(self, kernel: MLSQLKernel, parent, silent: bool, presenter):
         self.kernel = kernel
         self.parent = parent
         self.silent = silent
+        self.presenter = presenter
         self.display_id: str | None = None
-        self.total_rounds = None
-        self.workers = None
 
     def __call__(self, kind: str, fields: dict) -> None:
         if self.silent:
             return
         try:
-            if kind == "train_start":
+            view = self.presenter(kind, fields)
+            if view is None or (view.stage != "start" and not self.display_id):
+                return
+            if view.stage == "start":
                 self.display_id = uuid.uuid4().hex
-                self.total_rounds = fields.get("total_rounds")
-                self.workers = fields.get("workers")
-                text = f"training: {self.workers} workers, {self.total_rounds} rounds, starting…"
-                self._send("display_data", text)
-            elif kind == "train_round" and self.display_id:
-                self._send("update_display_data", _round_text(fields, self.workers))
-            elif kind == "train_end" and self.display_id:
-                history = fields.get("history") or []
-                from ..display import training_summary
-
-                data = training_summary(_summary_text(history, fields.get("elapsed")), history)
-                self.kernel._display(self.parent, "update_display_data", data, self.display_id)
+            msg_type = "display_data" if view.stage == "start" else "update_display_data"
+            self.kernel._display(self.parent, msg_type, view.bundle(), self.display_id)
+            if view.stage == "end":
                 self.display_id = None
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - a display problem must not fail the training
             self.kernel.log.warning("progress display failed", exc_info=True)
-
-    def _send(self, msg_type: str, text: str) -> None:
-        self.kernel._display(self.parent, msg_type, {"text/plain": text, "text/html": _html_paragraph(text)},
-                             self.display_id)
-
-
-def _fmt(value, digits: int = 4) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "–"
-
-
-def _round_text(fields: dict, workers=None) -> str:
-    parts = [f"round {fields.get('round')}/{fields.get('total_rounds')}",
-             f"loss {_fmt(fields.get('loss'))}", f"accuracy {_fmt(fields.get('accuracy'))}"]
-    if fields.get("val_loss") is not None:
-        parts.append(f"val_loss {_fmt(fields.get('val_loss'))}")
-    if fields.get("val_accuracy") is not None:
-        parts.append(f"val_accuracy {_fmt(fields.get('val_accuracy'))}")
-    parts.append(f"elapsed {_fmt(fields.get('elapsed'), 1)} s")
-    if workers:
-        parts.append(f"{workers} workers")
-    return "training: " + ", ".join(parts)
-
-
-def _summary_text(history: list[dict], elapsed) -> str:
-    if not history:
-        return f"training done in {_fmt(elapsed, 1)} s"
-    last = history[-1]
-    text = (f"training done: {len(history)} rounds in {_fmt(elapsed, 1)} s, "
-            f"final loss {_fmt(last.get('loss'))}, accuracy {_fmt(last.get('accuracy'))}")
-    if last.get("val_accuracy") is not None:
-        text += f", val_accuracy {_fmt(last.get('val_accuracy'))}"
-    return text
-
-
-def _html_paragraph(text: str) -> str:
-    import html
-
-    return f'<pre style="margin:0">{html.escape(text)}</pre>'
 
 
 __all__ = ["MLSQLKernel"]

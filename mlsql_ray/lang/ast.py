@@ -48,6 +48,19 @@ def substitute(text: str, variables: Mapping[str, str], strict: bool = True, _de
     return _VARIABLE.sub(value, text) if "${" in text else text
 
 
+def variable_text(value) -> str:
+    """A value from outside MLSQL (a papermill parameter, a Python variable) as the text a
+    variable holds: strings as they are, numbers, booleans, lists and maps as JSON."""
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def referenced_variables(text: str) -> set[str]:
+    """The names ``text`` refers to as ``${name}``."""
+    return {match.group(1).strip() for match in _VARIABLE.finditer(text)}
+
+
 _TEMPLATE_GET = re.compile(r"\s*template\.get\((.*)\)\s*", re.DOTALL)
 _QUOTED_ARGUMENT = re.compile(r"""\s*(?:"([^"]*)"|'([^']*)')\s*(?:,|$)""")
 
