@@ -104,7 +104,7 @@ def run_file(args: argparse.Namespace) -> int:
 
 
 def _print_progress(kind: str, event: dict) -> None:
-    """Training progress as one line per round on stderr."""
+    """Training progress as one line per round, or per parameter group, on stderr."""
     if kind == "train_start":
         print(f"training: {event['total_rounds']} rounds on {event['workers']} workers", file=sys.stderr, flush=True)
     elif kind == "train_round":
@@ -113,6 +113,8 @@ def _print_progress(kind: str, event: dict) -> None:
         print(f"  round {event['round']}/{event['total_rounds']}: loss {event['loss']:.4f}  "
               f"accuracy {event.get('accuracy', float('nan')):.4f}{extra}  {event['elapsed']:.1f}s{retried}",
               file=sys.stderr, flush=True)
+    elif kind in ("group_start", "group_end"):
+        print(progress.group_text(kind, event), file=sys.stderr, flush=True)
 
 
 def _format_error(path: Path, cell: int | None, exc: MLSQLError | InternalError) -> str:

@@ -5,6 +5,9 @@ Events are a kind plus plain fields. Training sends:
   ``train_start``  total_rounds, workers, actors (the worker actor handles, for supervisors)
   ``train_round``  round, total_rounds, loss, accuracy, elapsed (s), val_loss/val_accuracy if any
   ``train_end``    history (a list of per-round dicts), elapsed
+SQL ``train`` sends, per parameter group (``fitParam.N``):
+  ``group_start``  alg, group (its N), groups (how many)
+  ``group_end``    alg, group, groups, status (success/fail), metrics (name → value), message, elapsed (s)
 """
 
 from __future__ import annotations
@@ -28,3 +31,15 @@ def reporting_to(sink: Sink) -> Iterator[None]:
         yield
     finally:
         _sinks.remove(sink)
+
+
+def group_text(kind: str, event: dict) -> str:
+    """One line for a parameter group's ``group_start`` or ``group_end`` (the CLI and the kernel show it)."""
+    head = f"{event['alg']} group {event['group']} ({event['groups']} in all)"
+    if kind == "group_start":
+        return f"{head}: training…"
+    elapsed = f" in {event['elapsed']:.1f}s" if event.get("elapsed") is not None else ""
+    if event["status"] != "success":
+        return f"{head}: {event['status']}{elapsed}: {event.get('message', '')}"
+    metrics = "".join(f"  {name} {value:.4f}" for name, value in event.get("metrics", {}).items())
+    return f"{head}: {event['status']}{elapsed}{metrics}"

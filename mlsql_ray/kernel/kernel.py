@@ -386,6 +386,7 @@ class _ProgressDisplay:
         self.display_id: str | None = None
         self.total_rounds = None
         self.workers = None
+        self.group_displays: dict[int, str] = {}  # a parameter group's line, updated when it ends
 
     def __call__(self, kind: str, fields: dict) -> None:
         if self.silent:
@@ -406,6 +407,15 @@ class _ProgressDisplay:
                 data = training_summary(_summary_text(history, fields.get("elapsed")), history)
                 self.kernel._display(self.parent, "update_display_data", data, self.display_id)
                 self.display_id = None
+            elif kind in ("group_start", "group_end"):
+                from ..progress import group_text
+
+                display_id = self.group_displays.setdefault(fields["group"], uuid.uuid4().hex)
+                text = group_text(kind, fields)
+                self.kernel._display(self.parent, "display_data" if kind == "group_start" else "update_display_data",
+                                     {"text/plain": text, "text/html": _html_paragraph(text)}, display_id)
+                if kind == "group_end":
+                    del self.group_displays[fields["group"]]
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - a display problem must not fail the training
