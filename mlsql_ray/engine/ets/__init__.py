@@ -17,14 +17,16 @@ from . import (
     distributions,
     json_expand,
     sampling,
+    scaling,
     syntax,
     tables,
     transpose,
     tree,
 )
+from . import fitted
 from .base import ET, Call
 
-_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling)
+_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
@@ -49,6 +51,16 @@ def params(name: str) -> pa.Table:
     return params_table(find(name).params)
 
 
+def fitted_function(session, s: ast.Register):
+    """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as a function."""
+    et = find(s.format)
+    if et.apply is None:
+        raise MLSQLError(f"{et.name} learns nothing to register; ETs that do: "
+                         f"{', '.join(e.name for e in ETS.values() if e.apply) or 'none'}")
+    version, state = fitted.load(session, s.path, et.name)
+    return fitted.FittedFunction(s.function, s.path, version, lambda x: et.apply(state, x))
+
+
 def run(session, s: ast.Train) -> Result:
     """``run|train T as NAME.`PATH` where ... [as OUT];``: the ET's output, named OUT when given.
     Options the ET does not know are ignored, as Byzer does, with a warning (a typo such as
@@ -58,7 +70,7 @@ def run(session, s: ast.Train) -> Result:
     unknown = sorted(k for k in s.options if k.lower() not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, dict(s.options)))
+    table = et.run(session, Call(s.table, dict(s.options), s.path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     if s.output:

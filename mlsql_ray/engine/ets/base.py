@@ -21,6 +21,8 @@ class ET:
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
+    #: (state, rows × values) -> rows × values: what ``register NAME.`TARGET` as f`` applies (fitted.py)
+    apply: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Call:
 
     table: str  # T ("command" when the ET reads no table)
     options: dict[str, str]
+    path: str = ""  # PATH: where the feature ETs that learn something save it (fitted.py)
 
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
