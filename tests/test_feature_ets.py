@@ -84,3 +84,59 @@ def test_registering_with_another_ets_state_is_refused(session):
     session.execute(DOC_DATA + 'train data as ScalerInPlace.`db.s` where inputCols="a";')
     with pytest.raises(MLSQLError, match="trained by ScalerInPlace, not NormalizeInPlace"):
         session.execute("register NormalizeInPlace.`db.s` as f;")
+
+
+DISCRETIZER_DATA = """set jsonStr='''
+{"features":[5.1,3.5,1.4,0.2],"label":0.0},
+{"features":[5.1,3.5,1.4,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[4.4,2.9,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[4.7,3.2,1.3,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+''';
+load jsonStr.`jsonStr` as data;
+select features[0] AS a ,features[1] as b from data as data1;
+"""
+
+
+def test_discretizer_bucketizer_and_quantile_as_the_docs_show(session, tmp_path):
+    session.execute(DISCRETIZER_DATA + f"""
+        TRAIN data1 AS Discretizer.`{tmp_path}/b` WHERE method="bucketizer"
+        and `fitParam.0.inputCol`="a" and `fitParam.0.splitArray`="-inf,0.0,1.0,inf"
+        and `fitParam.1.inputCol`="b" and `fitParam.1.splitArray`="-inf,0.0,1.0,inf";
+        REGISTER Discretizer.`{tmp_path}/b` as bucket_of;
+        SELECT bucket_of(array(7,8)) as features as output;""")
+    assert session.table("output").to_pylist() == [{"features": [2.0, 2.0]}]
+    session.execute(f"""
+        TRAIN data1 AS Discretizer.`{tmp_path}/q` WHERE method="quantile"
+        and `fitParam.0.inputCol`="a" and `fitParam.0.outputCol`="a_v" and `fitParam.0.numBuckets`="3"
+        and `fitParam.1.inputCol`="b" and `fitParam.1.outputCol`="b_v" and `fitParam.1.numBuckets`="3" as quantiles;
+        REGISTER Discretizer.`{tmp_path}/q` AS quantile_of;
+        SELECT quantile_of(array(7,8)) AS features AS output;""")
+    assert session.table("output").to_pylist() == [{"features": [1.0, 1.0]}]
+    assert session.table("quantiles").column("a_v").to_pylist() == [1, 1, 1, 0, 1, 1, 1, 0, 1, 1]
+
+
+def test_discretizer_quantiles_match_numpy_and_warns_of_nothing(session):
+    [*_, trained] = session.execute("""
+        select cast((id * 37) % 101 as double) as x from range(200) as pts;
+        train pts as Discretizer.`db.q` where method="quantile" and `fitParam.0.inputCol`="x"
+          and `fitParam.0.outputCol`="bucket" and `fitParam.0.numBuckets`="4" as out;""")
+    assert trained.warnings == []
+    x = np.array([(i * 37) % 101 for i in range(200)], float)
+    edges = np.quantile(x, [0.25, 0.5, 0.75], method="inverted_cdf")  # the element at rank ceil(q·n)
+    assert session.table("out").column("bucket").to_pylist() == np.digitize(x, edges).astype(float).tolist()
+
+
+def test_discretizer_mistakes_are_the_users(session):
+    session.execute(DISCRETIZER_DATA)
+    with pytest.raises(MLSQLError, match="strictly increasing"):
+        session.execute('train data1 as Discretizer.`db.d` where `fitParam.0.inputCol`="a" '
+                        'and `fitParam.0.splitArray`="1,0,2";')
+    with pytest.raises(MLSQLError, match="outside the bucket edges"):
+        session.execute('train data1 as Discretizer.`db.d` where `fitParam.0.inputCol`="a" '
+                        'and `fitParam.0.splitArray`="0,1,2";')

@@ -6,6 +6,8 @@ Adding one is one small module in this package defining an ``ET`` (``base.ET``) 
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 from ...errors import MLSQLError
@@ -14,6 +16,7 @@ from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
 from . import (
     data_summary,
+    discretizer,
     distributions,
     json_expand,
     sampling,
@@ -26,9 +29,13 @@ from . import (
 from . import fitted
 from .base import ET, Call
 
-_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling)
+_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
+            discretizer)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
+
+
+_GROUP_OPTION = re.compile(r"^fitparam\.\d+\.")  # `fitParam.0.inputCol` is the ET's `fitParam.N.inputCol`
 
 
 def find(name: str) -> ET:
@@ -67,7 +74,7 @@ def run(session, s: ast.Train) -> Result:
     ``rountAt`` would otherwise go unnoticed)."""
     et = find(s.format)
     known = {p.name.lower() for p in et.params}
-    unknown = sorted(k for k in s.options if k.lower() not in known)
+    unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
     table = et.run(session, Call(s.table, dict(s.options), s.path))
