@@ -140,3 +140,24 @@ def test_discretizer_mistakes_are_the_users(session):
     with pytest.raises(MLSQLError, match="outside the bucket edges"):
         session.execute('train data1 as Discretizer.`db.d` where `fitParam.0.inputCol`="a" '
                         'and `fitParam.0.splitArray`="0,1,2";')
+
+
+def test_string_index_orders_by_frequency_and_register_maps_new_values(session):
+    session.execute("""
+        select word from values ('pear'), ('apple'), ('fig'), ('apple'), ('pear'), ('apple'), ('kiwi'), ('fig')
+          as t(word) as words;
+        train words as StringIndex.`db.si` where inputCol="word" as indexed;
+        register StringIndex.`db.si` as word_index;
+        select word, word_index(word) as i from values ('fig'), ('kiwi'), ('mango'), ('apple') as t(word) as scored;""")
+    # Spark's frequencyDesc: apple ×3, then fig and pear ×2 in alphabetical order, then kiwi
+    order = {"apple": 0.0, "fig": 1.0, "pear": 2.0, "kiwi": 3.0}
+    words = session.table("indexed").column("word").to_pylist()
+    assert session.table("indexed").column("word_index").to_pylist() == [order[w] for w in words]
+    assert session.table("scored").to_pylist() == [{"word": "fig", "i": 1.0}, {"word": "kiwi", "i": 3.0},
+                                                   {"word": "mango", "i": -1.0}, {"word": "apple", "i": 0.0}]
+
+
+def test_a_registered_function_given_the_wrong_shape_is_the_users_error(session):
+    session.execute(DOC_DATA + 'train data as ScalerInPlace.`db.s` where inputCols="a,b"; register ScalerInPlace.`db.s` as sc;')
+    with pytest.raises(MLSQLError, match="sc: the function was trained on 2 values per row, not 1"):
+        session.execute("select sc(array(1.0)) as x as y;")

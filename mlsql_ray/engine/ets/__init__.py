@@ -17,6 +17,7 @@ from ..result import PREVIEW_ROWS, Result
 from . import (
     data_summary,
     discretizer,
+    indexing,
     distributions,
     json_expand,
     sampling,
@@ -30,7 +31,7 @@ from . import fitted
 from .base import ET, Call
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer)
+            discretizer, indexing)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
@@ -65,7 +66,7 @@ def fitted_function(session, s: ast.Register):
         raise MLSQLError(f"{et.name} learns nothing to register; ETs that do: "
                          f"{', '.join(e.name for e in ETS.values() if e.apply) or 'none'}")
     version, state = fitted.load(session, s.path, et.name)
-    return fitted.FittedFunction(s.function, s.path, version, lambda x: et.apply(state, x))
+    return fitted.FittedFunction(s.function, s.path, version, et.apply, state)
 
 
 def run(session, s: ast.Train) -> Result:

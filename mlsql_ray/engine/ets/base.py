@@ -21,8 +21,8 @@ class ET:
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
-    #: (state, rows × values) -> rows × values: what ``register NAME.`TARGET` as f`` applies (fitted.py)
-    apply: Callable | None = None
+    #: what ``register NAME.`TARGET` as f`` applies to the state ``train`` saved (a fitted.Applier)
+    apply: object | None = None
 
 
 @dataclass(frozen=True)

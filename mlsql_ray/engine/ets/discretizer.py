@@ -119,5 +119,5 @@ ETS = (
         Param("fitParam.N.outputCol", "", "where group N's buckets go (default: in place of inputCol)"),
         Param("fitParam.N.splitArray", "", "bucketizer: the edges, e.g. -inf,0.0,1.0,inf ([x, y) buckets)"),
         Param("fitParam.N.numBuckets", "2", "quantile: how many buckets to learn")),
-       kind="feature engineer", apply=_apply),
+       kind="feature engineer", apply=fitted.on_number_rows(_apply)),
 )

@@ -50,27 +50,50 @@ def load(session, target: str, et: str) -> tuple[int, dict]:
     return table.version(), json.loads(row["state"])
 
 
+@dataclass(frozen=True)
+class Applier:
+    """What ``register ET.`TARGET` as f`` runs: (state, the argument column) → the result column."""
+
+    transform: Callable[[dict, pa.Array], pa.Array]
+    duckdb_type: str = "DOUBLE[]"
+
+
+def on_number_rows(transform: Callable[[dict, np.ndarray], np.ndarray]) -> Applier:
+    """An Applier over lists of numbers (``f(array(7, 8))``): rows × values in, rows × values out."""
+
+    def apply(state: dict, values: pa.Array) -> pa.Array:
+        from ...arrays import matrix
+
+        if values.null_count:
+            raise MLSQLError("an input row is null")
+        return pa.array(list(transform(state, matrix(values, np.float64))), pa.list_(pa.float64()))
+
+    return Applier(apply)
+
+
 @dataclass
 class FittedFunction:
-    """A registered feature ET: a DuckDB function from a list of doubles to a list of doubles
-    (what session.FunctionRegistry expects of a function; it runs in this process, no actors)."""
+    """A registered feature ET as a DuckDB function (what session.FunctionRegistry expects of a
+    function; it runs in this process: no actors)."""
 
     name: str
     table: str
     version: int
-    transform: Callable[[np.ndarray], np.ndarray]  # rows × values → rows × values
-    duckdb_type: str = "DOUBLE[]"
+    applier: Applier
+    state: dict
     output: str = "features"
     argument: str | None = None
     actors: list = field(default_factory=list)
 
-    def __call__(self, values: pa.Array) -> pa.Array:
-        from ...arrays import matrix
+    @property
+    def duckdb_type(self) -> str:
+        return self.applier.duckdb_type
 
-        if values.null_count:
-            raise MLSQLError(f"{self.name}: an input row is null")
-        x = matrix(values, np.float64)
-        return pa.array(list(self.transform(x)), pa.list_(pa.float64()))
+    def __call__(self, values: pa.Array) -> pa.Array:
+        try:
+            return self.applier.transform(self.state, values)
+        except MLSQLError as exc:
+            raise MLSQLError(f"{self.name}: {exc.message}") from exc
 
     def close(self) -> None:
         pass

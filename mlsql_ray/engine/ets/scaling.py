@@ -112,9 +112,9 @@ ETS = (
     ET("ScalerInPlace", "rescale numeric columns in place (min-max); register applies the learnt range",
        _trainer("ScalerInPlace", SCALER_METHODS, "min-max"),
        (*_PARAMS, Param("scaleMethod", "min-max", "how to rescale: min-max")), kind="feature engineer",
-       apply=_applier(SCALER_METHODS)),
+       apply=fitted.on_number_rows(_applier(SCALER_METHODS))),
     ET("NormalizeInPlace", "standardize numeric columns in place (mean 0, sample std 1); register applies them",
        _trainer("NormalizeInPlace", NORMALIZE_METHODS, "standard"),
        (*_PARAMS, Param("scaleMethod", "standard", "how to normalize: standard")), kind="feature engineer",
-       apply=_applier(NORMALIZE_METHODS)),
+       apply=fitted.on_number_rows(_applier(NORMALIZE_METHODS))),
 )
