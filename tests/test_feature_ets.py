@@ -161,3 +161,32 @@ def test_a_registered_function_given_the_wrong_shape_is_the_users_error(session)
     session.execute(DOC_DATA + 'train data as ScalerInPlace.`db.s` where inputCols="a,b"; register ScalerInPlace.`db.s` as sc;')
     with pytest.raises(MLSQLError, match="sc: the function was trained on 2 values per row, not 1"):
         session.execute("select sc(array(1.0)) as x as y;")
+
+
+def test_confusion_matrix_as_the_doc_shows_and_as_scikit_learn_counts(session, tmp_path):
+    from sklearn.metrics import confusion_matrix, f1_score, precision_score, recall_score
+
+    session.execute(f"""set rawData='''
+{{"label":"cat","predict":"rabbit"}}
+{{"label":"cat","predict":"dog"}}
+{{"label":"cat","predict":"cat"}}
+{{"label":"dog","predict":"dog"}}
+{{"label":"cat","predict":"dog"}}
+''';
+        load jsonStr.`rawData` as data;
+        train data as ConfusionMatrix.`{tmp_path}/model` where actualCol="label" and predictCol="predict";
+        load parquet.`{tmp_path}/model/data` as output;
+        load parquet.`{tmp_path}/model/detail` as detail;""")
+    actual, predicted = ["cat", "cat", "cat", "dog", "cat"], ["rabbit", "dog", "cat", "dog", "dog"]
+    labels = ["cat", "dog", "rabbit"]
+    matrix = session.table("output")
+    assert matrix.column_names == ["act\\prt", *labels] and matrix.column("act\\prt").to_pylist() == labels
+    assert np.array_equal(np.column_stack([matrix.column(l).to_numpy() for l in labels]),
+                          confusion_matrix(actual, predicted, labels=labels))
+    detail = {(r["lable"], r["name"]): r["value"] for r in session.table("detail").to_pylist()}
+    assert len(detail) == 36  # the doc's "Total 36": 12 figures per label
+    assert [detail[("dog", n)] for n in ("TN", "FP", "FN", "TPR", "SPC")] == ["2", "2", "0", "1.0", "0.5"]  # the doc's
+    for label, scorer, name in [(l, s, n) for l in labels for s, n in ((precision_score, "PPV"), (recall_score, "TPR"),
+                                                                        (f1_score, "F1"))]:
+        want = scorer(actual, predicted, labels=[label], average=None, zero_division=0)[0]
+        assert float(detail[(label, name)]) == pytest.approx(want), (label, name)

@@ -15,6 +15,7 @@ from ...lang import ast
 from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
 from . import (
+    confusion,
     data_summary,
     discretizer,
     indexing,
@@ -31,7 +32,7 @@ from . import fitted
 from .base import ET, Call
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing)
+            discretizer, indexing, confusion)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
