@@ -190,3 +190,22 @@ def test_confusion_matrix_as_the_doc_shows_and_as_scikit_learn_counts(session, t
                                                                         (f1_score, "F1"))]:
         want = scorer(actual, predicted, labels=[label], average=None, zero_division=0)[0]
         assert float(detail[(label, name)]) == pytest.approx(want), (label, name)
+
+
+def test_vec_map_in_place_as_the_doc_shows(session, tmp_path):
+    session.execute(f"""set jsonStr='''
+{{"features":{{"a":1.6,"b":1.2}},"label":0.0}}
+{{"features":{{"a":1.5,"b":0.2}},"label":0.0}}
+{{"features":{{"a":1.6,"b":1.2}},"label":0.0}}
+{{"features":{{"a":1.6,"b":7.2}},"label":0.0}}
+''';
+        load jsonStr.`jsonStr` as data;
+        select map("a", features.a, "b", features.b) as f from data as newdata;
+        train newdata as VecMapInPlace.`{tmp_path}/model` where inputCol="f";
+        load parquet.`{tmp_path}/model/data` as output;
+        register VecMapInPlace.`{tmp_path}/model` as to_vec;
+        select to_vec(map("a", 1, "b", 0)) as features, to_vec(map("b", 2.5, "zzz", 9)) as partial as applied;""")
+    assert session.table("output").column("f").to_pylist() == [[1.6, 1.2], [1.5, 0.2], [1.6, 1.2], [1.6, 7.2]]
+    assert session.table("applied").to_pylist() == [{"features": [1.0, 0.0], "partial": [0.0, 2.5]}]
+    with pytest.raises(MLSQLError, match="must be a map of names to numbers"):
+        session.execute(f'train data as VecMapInPlace.`{tmp_path}/m2` where inputCol="label";')

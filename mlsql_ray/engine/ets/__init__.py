@@ -26,13 +26,14 @@ from . import (
     syntax,
     tables,
     transpose,
+    vecmap,
     tree,
 )
 from . import fitted
 from .base import ET, Call
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing, confusion)
+            discretizer, indexing, confusion, vecmap)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
