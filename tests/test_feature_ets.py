@@ -209,3 +209,9 @@ def test_vec_map_in_place_as_the_doc_shows(session, tmp_path):
     assert session.table("applied").to_pylist() == [{"features": [1.0, 0.0], "partial": [0.0, 2.5]}]
     with pytest.raises(MLSQLError, match="must be a map of names to numbers"):
         session.execute(f'train data as VecMapInPlace.`{tmp_path}/m2` where inputCol="label";')
+
+
+def test_an_et_taking_one_column_refuses_two(session):
+    session.execute(DOC_DATA)
+    with pytest.raises(MLSQLError, match="inputCol names one column, not 2"):
+        session.execute('train data as StringIndex.`db.si` where inputCol="a,b";')

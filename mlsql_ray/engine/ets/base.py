@@ -63,6 +63,13 @@ class Call:
             raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
         return number
 
+    def column(self, key: str, table_columns: list[str], et: str) -> str:
+        """One column name, checked against the table's."""
+        names = self.columns(key, table_columns, et)
+        if len(names) != 1:
+            raise MLSQLError(f"{et}: {key} names one column, not {len(names)} ({', '.join(names)})")
+        return names[0]
+
     def columns(self, key: str, table_columns: list[str], et: str, required: bool = True) -> list[str]:
         """A comma-separated list of column names, each checked against the table's."""
         text = self.required(key, et) if required else self.options.get(key, "")

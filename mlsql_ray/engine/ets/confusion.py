@@ -40,8 +40,8 @@ DETAILS = {
 
 def _train(session, call: Call) -> pa.Table:
     table = input_table(session, call)
-    [actual_col] = call.columns("actualCol", table.column_names, NAME)
-    [predict_col] = call.columns("predictCol", table.column_names, NAME)
+    actual_col = call.column("actualCol", table.column_names, NAME)
+    predict_col = call.column("predictCol", table.column_names, NAME)
     actual = [str(v) for v in table.column(actual_col).to_pylist()]
     predicted = [str(v) for v in table.column(predict_col).to_pylist()]
     labels = sorted(set(actual) | set(predicted))

@@ -33,7 +33,7 @@ def _index(state: dict, values: pa.Array) -> pa.Array:
 
 def _train(session, call: Call) -> pa.Table:
     table = input_table(session, call)
-    [column] = call.columns("inputCol", table.column_names, NAME)
+    column = call.column("inputCol", table.column_names, NAME)
     if table.column(column).null_count:
         raise MLSQLError(f"{NAME}: inputCol {column!r} has nulls; fill or filter them first")
     text = pc.cast(table.column(column), pa.string())

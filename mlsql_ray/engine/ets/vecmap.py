@@ -29,7 +29,7 @@ def _vectors(state: dict, maps: pa.Array) -> pa.Array:
 
 def _train(session, call: Call) -> pa.Table:
     table = input_table(session, call)
-    [column] = call.columns("inputCol", table.column_names, NAME)
+    column = call.column("inputCol", table.column_names, NAME)
     kind = table.schema.field(column).type
     if not (pa.types.is_map(kind) and (pa.types.is_integer(kind.item_type) or pa.types.is_floating(kind.item_type)
                                        or pa.types.is_decimal(kind.item_type))):
