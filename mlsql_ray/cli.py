@@ -114,9 +114,10 @@ def _traceback_text(exc: BaseException) -> str:
 
 
 def _print_progress(view) -> None:
-    """Training progress as one line per round on stderr (the summary ends it; no plot here)."""
+    """Training progress as one line per round, or per parameter group, on stderr (no plot here)."""
     if view is not None:
-        print(view.text if view.stage == "start" else f"  {view.text}", file=sys.stderr, flush=True)
+        indent = "  " if view.stage != "start" and view.key is None else ""  # a run's rounds under its first line
+        print(f"{indent}{view.text}", file=sys.stderr, flush=True)
 
 
 def _format_error(path: Path, cell: int | None, view) -> str:

@@ -117,10 +117,10 @@ class MLSQLMagic(Magics):
             view = presenter(kind, fields)
             if view is None:
                 return
-            if view.stage == "start":
-                handle["display"] = display(view.bundle(), raw=True, display_id=True)
-            elif "display" in handle:
-                handle["display"].update(view.bundle(), raw=True)
+            if view.stage == "start":  # one display per training run, and per parameter group
+                handle[view.key] = display(view.bundle(), raw=True, display_id=True)
+            elif view.key in handle:
+                handle[view.key].update(view.bundle(), raw=True)
 
         self._failed = None
         try:

@@ -184,6 +184,7 @@ class ProgressView:
     stage: str
     text: str
     history: list[dict] = field(default_factory=list)
+    key: int | None = None  # which display: None for a training run, N for parameter group N
 
     def html(self) -> str:
         return f'<pre style="margin:0">{html.escape(self.text)}</pre>'
@@ -219,7 +220,22 @@ class ProgressPresenter:
         if kind == "train_end":
             history = fields.get("history") or []
             return ProgressView("end", summary_text(history, fields.get("elapsed")), history)
+        if kind in ("group_start", "group_end"):  # parameter groups of `train ... as ALG`, which overlap
+            return ProgressView("start" if kind == "group_start" else "end", group_text(kind, fields),
+                                key=fields["group"])
         return None
+
+
+def group_text(kind: str, event: dict) -> str:
+    """One line for a parameter group's ``group_start`` or ``group_end`` (the CLI and the kernel show it)."""
+    head = f"{event['alg']} group {event['group']} ({event['groups']} in all)"
+    if kind == "group_start":
+        return f"{head}: training…"
+    elapsed = f" in {event['elapsed']:.1f}s" if event.get("elapsed") is not None else ""
+    if event["status"] != "success":
+        return f"{head}: {event['status']}{elapsed}: {event.get('message', '')}"
+    metrics = "".join(f"  {name} {value:.4f}" for name, value in event.get("metrics", {}).items())
+    return f"{head}: {event['status']}{elapsed}{metrics}"
 
 
 def _fmt(value, digits: int = 4) -> str:

@@ -5,6 +5,9 @@ Events are a kind plus plain fields. Training sends:
   ``train_start``  total_rounds, workers, actors (the worker actor handles, for supervisors)
   ``train_round``  round, total_rounds, loss, accuracy, elapsed (s), val_loss/val_accuracy if any
   ``train_end``    history (a list of per-round dicts), elapsed
+SQL ``train`` sends, per parameter group (``fitParam.N``):
+  ``group_start``  alg, group (its N), groups (how many)
+  ``group_end``    alg, group, groups, status (success/fail), metrics (name → value), message, elapsed (s)
 """
 
 from __future__ import annotations

@@ -265,6 +265,8 @@ class Session:
             return handler(self, s)
         if learning.is_algorithm(s.format):
             function = learning.model_function(self, s)
+        elif s.format.lower() in ets.ETS:
+            function = ets.fitted_function(self, s)
         else:
             function = self._model_function(s.function, s.format, s.path, dict(s.options))
         if self._functions is None:

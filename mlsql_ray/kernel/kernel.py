@@ -333,21 +333,21 @@ class _ProgressDisplay:
         self.parent = parent
         self.silent = silent
         self.presenter = presenter
-        self.display_id: str | None = None
+        self.display_ids: dict[int | None, str] = {}  # a training run's display (None), each parameter group's
 
     def __call__(self, kind: str, fields: dict) -> None:
         if self.silent:
             return
         try:
             view = self.presenter(kind, fields)
-            if view is None or (view.stage != "start" and not self.display_id):
+            if view is None or (view.stage != "start" and view.key not in self.display_ids):
                 return
             if view.stage == "start":
-                self.display_id = uuid.uuid4().hex
+                self.display_ids[view.key] = uuid.uuid4().hex
             msg_type = "display_data" if view.stage == "start" else "update_display_data"
-            self.kernel._display(self.parent, msg_type, view.bundle(), self.display_id)
+            self.kernel._display(self.parent, msg_type, view.bundle(), self.display_ids[view.key])
             if view.stage == "end":
-                self.display_id = None
+                del self.display_ids[view.key]
         except KeyboardInterrupt:
             raise
         except Exception:  # noqa: BLE001 - a display problem must not fail the training

@@ -17,6 +17,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
+from .. import progress
 from ..arrays import matrix
 from ..errors import MLSQLError
 from ..raycluster import local_cpus, remote_error_line
@@ -205,7 +206,11 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     if len(plans) == 1 if in_process is None else in_process:
         if any(registry.get(p.alg).in_process for p in plans):
             ray_link.ensure()  # their fit starts Ray actors
-        return [fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()) for p in plans]
+        done = []
+        for p in plans:
+            _report_start(p, len(plans))
+            done.append(_report_end(fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()), len(plans)))
+        return done
     local = [p for p in plans if registry.get(p.alg).in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
         remote = run_groups([p for p in plans if p not in local], data, ray_link) if len(local) < len(plans) else []
@@ -216,15 +221,36 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     threads = max(1, cpus // min(len(plans), cpus))
     refs = {key: (ray.put(train), ray.put(check)) for key, (train, check) in data.items()}
     task = ray.remote(fit_group).options(num_cpus=threads, max_retries=0)
-    futures = [task.remote(p, *refs[(p.features_col, p.label_col)], threads) for p in plans]
-    done = []
-    for p, future in zip(plans, futures):
+    futures = {}
+    for p in plans:
+        _report_start(p, len(plans))
+        futures[task.remote(p, *refs[(p.features_col, p.label_col)], threads)] = p
+    done, pending = {}, list(futures)
+    while pending:  # in the order they finish, so progress reports each group when it is done
+        [future], pending = ray.wait(pending, num_returns=1)
+        p = futures[future]
         try:
-            done.append(ray.get(future))
+            group = ray.get(future)
         except Exception as exc:  # noqa: BLE001 - a worker that died: that group fails, not the others
-            done.append(StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index,
-                                                             "reason": remote_error_line(exc), "metrics": {}}))
-    return done
+            group = StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index,
+                                                         "reason": remote_error_line(exc), "metrics": {}})
+        done[p.index] = _report_end(group, len(plans))
+    return [done[p.index] for p in plans]
+
+
+def _report_start(group: GroupPlan, groups: int) -> None:
+    progress.report("group_start", alg=group.alg, group=group.index, groups=groups)
+
+
+def _report_end(group: StoredGroup, groups: int) -> StoredGroup:
+    """``group_end`` with the group's status, metrics and fit time (start to end, wherever it ran)."""
+    m = group.metadata
+    elapsed = None
+    if m.get("startTime") and m.get("endTime"):
+        elapsed = (datetime.fromisoformat(m["endTime"]) - datetime.fromisoformat(m["startTime"])).total_seconds()
+    progress.report("group_end", alg=group.alg, group=group.index, groups=groups, status=group.status,
+                    metrics=dict(group.metrics), message=m.get("reason", ""), elapsed=elapsed)
+    return group
 
 
 def result_table(groups: list[StoredGroup], target: str, version: int | None) -> pa.Table:

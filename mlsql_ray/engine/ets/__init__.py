@@ -6,6 +6,8 @@ Adding one is one small module in this package defining an ``ET`` (``base.ET``) 
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 from ...errors import MLSQLError
@@ -13,20 +15,30 @@ from ...lang import ast
 from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
 from . import (
+    confusion,
     data_summary,
+    discretizer,
+    indexing,
     distributions,
     json_expand,
     sampling,
+    scaling,
     syntax,
     tables,
     transpose,
+    vecmap,
     tree,
 )
+from . import fitted
 from .base import ET, Call
 
-_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling)
+_MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
+            discretizer, indexing, confusion, vecmap)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
+
+
+_GROUP_OPTION = re.compile(r"^fitparam\.\d+\.")  # `fitParam.0.inputCol` is the ET's `fitParam.N.inputCol`
 
 
 def find(name: str) -> ET:
@@ -49,16 +61,26 @@ def params(name: str) -> pa.Table:
     return params_table(find(name).params)
 
 
+def fitted_function(session, s: ast.Register):
+    """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as a function."""
+    et = find(s.format)
+    if et.apply is None:
+        raise MLSQLError(f"{et.name} learns nothing to register; ETs that do: "
+                         f"{', '.join(e.name for e in ETS.values() if e.apply) or 'none'}")
+    version, state = fitted.load(session, s.path, et.name)
+    return fitted.FittedFunction(s.function, s.path, version, et.apply, state)
+
+
 def run(session, s: ast.Train) -> Result:
     """``run|train T as NAME.`PATH` where ... [as OUT];``: the ET's output, named OUT when given.
     Options the ET does not know are ignored, as Byzer does, with a warning (a typo such as
     ``rountAt`` would otherwise go unnoticed)."""
     et = find(s.format)
     known = {p.name.lower() for p in et.params}
-    unknown = sorted(k for k in s.options if k.lower() not in known)
+    unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, dict(s.options)))
+    table = et.run(session, Call(s.table, dict(s.options), s.path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     if s.output:

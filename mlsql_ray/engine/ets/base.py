@@ -21,6 +21,8 @@ class ET:
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
+    #: what ``register NAME.`TARGET` as f`` applies to the state ``train`` saved (a fitted.Applier)
+    apply: object | None = None
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Call:
 
     table: str  # T ("command" when the ET reads no table)
     options: dict[str, str]
+    path: str = ""  # PATH: where the feature ETs that learn something save it (fitted.py)
 
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
@@ -59,6 +62,13 @@ class Call:
         if minimum is not None and number < minimum:
             raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
         return number
+
+    def column(self, key: str, table_columns: list[str], et: str) -> str:
+        """One column name, checked against the table's."""
+        names = self.columns(key, table_columns, et)
+        if len(names) != 1:
+            raise MLSQLError(f"{et}: {key} names one column, not {len(names)} ({', '.join(names)})")
+        return names[0]
 
     def columns(self, key: str, table_columns: list[str], et: str, required: bool = True) -> list[str]:
         """A comma-separated list of column names, each checked against the table's."""

@@ -1,0 +1,56 @@
+"""``StringIndex``: a string column to numbers, as Spark's StringIndexer orders them (the most
+frequent value is 0.0; equal counts in alphabetical order). ``train T as StringIndex.`TARGET`
+where inputCol="word" [and outputCol="word_index"]`` learns the order and writes the indexed
+table; ``register StringIndex.`TARGET` as f`` gives ``f(word)``, -1.0 for a value never seen
+(so scoring new rows never fails on one)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from . import fitted
+from .base import ET, Call, input_table
+
+NAME = "StringIndex"
+UNSEEN = -1.0
+
+
+def _labels(column: pa.ChunkedArray) -> list[str]:
+    counts = Counter(v for v in column.to_pylist() if v is not None)
+    return [label for label, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def _index(state: dict, values: pa.Array) -> pa.Array:
+    labels = pa.array(state["labels"], pa.string())
+    position = pc.index_in(pc.cast(values, pa.string()), value_set=labels)
+    return pc.cast(pc.fill_null(position, -1), pa.float64())
+
+
+def _train(session, call: Call) -> pa.Table:
+    table = input_table(session, call)
+    column = call.column("inputCol", table.column_names, NAME)
+    if table.column(column).null_count:
+        raise MLSQLError(f"{NAME}: inputCol {column!r} has nulls; fill or filter them first")
+    text = pc.cast(table.column(column), pa.string())
+    state = {"inputCol": column, "labels": _labels(text)}
+    output = call.option("outputCol", f"{column}_index") or f"{column}_index"
+    indexed = pa.chunked_array([_index(state, chunk) for chunk in text.chunks], pa.float64())
+    out = table.drop_columns([output]) if output in table.column_names and output != column else table
+    out = (out.set_column(out.schema.get_field_index(column), column, indexed) if output == column
+           else out.append_column(output, indexed))
+    fitted.save(session, call.path, NAME, state, out)
+    return out
+
+
+ETS = (
+    ET(NAME, "a string column to numbers, most frequent first (Spark's StringIndexer); register maps new values",
+       _train,
+       (Param("inputCol", "", "the column to index (numbers are indexed as their text)"),
+        Param("outputCol", "INPUTCOL_index", "the index column's name (the inputCol itself: in place)")),
+       kind="feature engineer", apply=fitted.Applier(_index, "DOUBLE")),
+)

@@ -1,0 +1,120 @@
+"""``ScalerInPlace`` (``ml/feature/scale.md``) and ``NormalizeInPlace`` (``ml/feature/normalize.md``):
+columns rescaled in place with statistics learnt at ``train`` and reapplied by ``register``.
+
+``inputCols="a,b"`` names numeric columns (each scaled on its own), or one column of number lists
+(each position scaled on its own). The statistics are Spark's: ``min-max`` is MinMaxScaler's (a
+constant column becomes 0.5), ``standard`` is StandardScaler with mean and the sample standard
+deviation (a constant column becomes 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...arrays import matrix
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from . import fitted
+from .base import ET, Call, input_table
+
+
+def _min_max(x: np.ndarray) -> dict:
+    return {"min": x.min(axis=0).tolist(), "max": x.max(axis=0).tolist()}
+
+
+def _apply_min_max(state: dict, x: np.ndarray) -> np.ndarray:
+    low, high = np.asarray(state["min"]), np.asarray(state["max"])
+    span = high - low
+    return np.where(span == 0, 0.5, (x - low) / np.where(span == 0, 1, span))
+
+
+def _standard(x: np.ndarray) -> dict:
+    std = x.std(axis=0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1])
+    return {"mean": x.mean(axis=0).tolist(), "std": std.tolist()}
+
+
+def _apply_standard(state: dict, x: np.ndarray) -> np.ndarray:
+    mean, std = np.asarray(state["mean"]), np.asarray(state["std"])
+    return np.where(std == 0, 0.0, (x - mean) / np.where(std == 0, 1, std))
+
+
+#: scaleMethod → (fit: rows × values → state, apply: state, rows × values → rows × values)
+SCALER_METHODS = {"min-max": (_min_max, _apply_min_max)}
+NORMALIZE_METHODS = {"standard": (_standard, _apply_standard)}
+
+
+def _inputs(table: pa.Table, call: Call, et: str) -> tuple[list[str], np.ndarray, bool]:
+    """(inputCols, rows × values, whether it is one list column)."""
+    names = call.columns("inputCols", table.column_names, et)
+    kinds = [table.schema.field(n).type for n in names]
+    vector = len(names) == 1 and (pa.types.is_list(kinds[0]) or pa.types.is_fixed_size_list(kinds[0])
+                                  or pa.types.is_large_list(kinds[0]))
+    for name, kind in zip(names, kinds):
+        inner = kind.value_type if vector else kind
+        if not (pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_decimal(inner)):
+            raise MLSQLError(f"{et}: inputCols column {name!r} must hold numbers"
+                             f"{' (or, alone, lists of numbers)' if not vector else ''}, not {kind}")
+        if table.column(name).null_count:
+            raise MLSQLError(f"{et}: inputCols column {name!r} has nulls; fill or filter them first")
+    if vector:
+        return names, matrix(table.column(names[0]), np.float64), True
+    return names, np.column_stack([matrix(table.column(n), np.float64)[:, 0] for n in names]), False
+
+
+def _method(call: Call, methods: dict, default: str, et: str):
+    name = call.option("scaleMethod", default).strip()
+    if name not in methods:
+        raise MLSQLError(f"{et}: scaleMethod {name!r} is not supported (supported: {', '.join(methods)})")
+    if call.flag("removeOutlierValue", False):
+        raise MLSQLError(f"{et}: removeOutlierValue=\"true\" is not supported yet")
+    return name, methods[name]
+
+
+def _trainer(et: str, methods: dict, default: str):
+    def train(session, call: Call) -> pa.Table:
+        table = input_table(session, call)
+        names, x, vector = _inputs(table, call, et)
+        method, (fit, apply) = _method(call, methods, default, et)
+        if len(x) == 0:
+            raise MLSQLError(f"{et}: {call.table} has no rows to learn from")
+        state = {"method": method, "inputCols": names, "vector": vector, **fit(x)}
+        scaled = apply(state, x)
+        out = table
+        if vector:
+            out = out.set_column(out.schema.get_field_index(names[0]), names[0],
+                                 pa.array(list(scaled), pa.list_(pa.float64())))
+        else:
+            for i, name in enumerate(names):
+                out = out.set_column(out.schema.get_field_index(name), name, pa.array(scaled[:, i], pa.float64()))
+        fitted.save(session, call.path, et, state, out)
+        return out
+
+    return train
+
+
+def _applier(methods: dict):
+    def transform(state: dict, x: np.ndarray) -> np.ndarray:
+        expected = len(state[next(k for k in state if k not in ("method", "inputCols", "vector"))])
+        if x.shape[1] != expected:
+            raise MLSQLError(f"the function was trained on {expected} values per row, not {x.shape[1]}")
+        return methods[state["method"]][1](state, x)
+
+    return transform
+
+
+_PARAMS = (
+    Param("inputCols", "", "the numeric columns to rescale, comma-separated, or one column of number lists"),
+    Param("removeOutlierValue", "false", "replace outliers by the median first (only \"false\" for now)"),
+)
+
+ETS = (
+    ET("ScalerInPlace", "rescale numeric columns in place (min-max); register applies the learnt range",
+       _trainer("ScalerInPlace", SCALER_METHODS, "min-max"),
+       (*_PARAMS, Param("scaleMethod", "min-max", "how to rescale: min-max")), kind="feature engineer",
+       apply=fitted.on_number_rows(_applier(SCALER_METHODS))),
+    ET("NormalizeInPlace", "standardize numeric columns in place (mean 0, sample std 1); register applies them",
+       _trainer("NormalizeInPlace", NORMALIZE_METHODS, "standard"),
+       (*_PARAMS, Param("scaleMethod", "standard", "how to normalize: standard")), kind="feature engineer",
+       apply=fitted.on_number_rows(_applier(NORMALIZE_METHODS))),
+)

@@ -1,0 +1,50 @@
+"""``VecMapInPlace`` (``ml/feature/vecmap.md``): a column of maps (name → number) to vectors.
+``train`` learns the names (sorted: name i is position i) and replaces the column by dense
+``DOUBLE[]`` vectors (our vectors are dense, so Byzer's sparse rows print as plain lists); a name
+missing in a row is 0, one never seen at ``train`` is dropped. ``register VecMapInPlace.`TARGET`
+as f`` gives ``f(map(...))``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import MLSQLError
+from ..datasources.base import Param
+from . import fitted
+from .base import ET, Call, input_table
+
+NAME = "VecMapInPlace"
+
+
+def _vectors(state: dict, maps: pa.Array) -> pa.Array:
+    position = {name: i for i, name in enumerate(state["names"])}
+    rows = np.zeros((len(maps), len(position)))
+    for r, pairs in enumerate(maps.to_pylist()):
+        for key, value in pairs or ():
+            if key in position and value is not None:
+                rows[r, position[key]] = value
+    return pa.array(list(rows), pa.list_(pa.float64()))
+
+
+def _train(session, call: Call) -> pa.Table:
+    table = input_table(session, call)
+    column = call.column("inputCol", table.column_names, NAME)
+    kind = table.schema.field(column).type
+    if not (pa.types.is_map(kind) and (pa.types.is_integer(kind.item_type) or pa.types.is_floating(kind.item_type)
+                                       or pa.types.is_decimal(kind.item_type))):
+        raise MLSQLError(f"{NAME}: inputCol {column!r} must be a map of names to numbers, not {kind}")
+    names = sorted({str(k) for pairs in table.column(column).to_pylist() for k, _ in pairs or ()})
+    state = {"inputCol": column, "names": names}
+    vectors = pa.chunked_array([_vectors(state, chunk) for chunk in table.column(column).chunks],
+                               pa.list_(pa.float64()))
+    out = table.set_column(table.schema.get_field_index(column), column, vectors)
+    fitted.save(session, call.path, NAME, state, out)
+    return out
+
+
+ETS = (
+    ET(NAME, "a map column (name → number) to vectors, one position per name seen", _train,
+       (Param("inputCol", "", "the map column"),), kind="feature engineer",
+       apply=fitted.Applier(_vectors)),
+)

@@ -1,0 +1,217 @@
+"""Feature ETs that learn at ``train`` and apply at ``register`` (``ml/feature/scale.md``,
+``normalize.md``): the docs' own examples give the expected numbers, and scikit-learn / numpy
+compute the same statistics independently on other data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.preprocessing import MinMaxScaler
+
+from mlsql_ray.errors import MLSQLError
+
+DOC_DATA = """set jsonStr='''
+{"a":1,    "b":100, "label":0.0},
+{"a":100,  "b":100, "label":1.0}
+{"a":1000, "b":100, "label":0.0}
+{"a":10,   "b":100, "label":0.0}
+{"a":1,    "b":100, "label":1.0}
+''';
+load jsonStr.`jsonStr` as data;
+"""
+
+
+def test_scaler_in_place_as_the_doc_shows(session, tmp_path):
+    session.execute(DOC_DATA + f"""
+        train data as ScalerInPlace.`{tmp_path}/scaler` where inputCols="a,b" and scaleMethod="min-max"
+          and removeOutlierValue="false";
+        load parquet.`{tmp_path}/scaler/data` as featurize_table;
+        register ScalerInPlace.`{tmp_path}/scaler` as scale_convert;
+        select scale_convert(array(cast(7.0 as double), cast(8.0 as double))) as features as output;""")
+    assert session.table("output").to_pylist() == [{"features": [0.006006006006006006, 0.5]}]
+    want = MinMaxScaler().fit_transform(np.array([[1, 100], [100, 100], [1000, 100], [10, 100], [1, 100]], float))
+    want[:, 1] = 0.5  # Spark's MinMaxScaler puts a constant column in the middle; scikit-learn at 0
+    got = session.table("featurize_table")
+    assert np.allclose(np.column_stack([got.column("a").to_numpy(), got.column("b").to_numpy()]), want)
+    assert got.column("label").to_pylist() == [0.0, 1.0, 0.0, 0.0, 1.0]
+
+
+def test_normalize_in_place_as_the_doc_shows(session, tmp_path):
+    session.execute(DOC_DATA + f"""
+        train data as NormalizeInPlace.`{tmp_path}/model` where inputCols="a,b" and scaleMethod="standard"
+          and removeOutlierValue="false";
+        load parquet.`{tmp_path}/model/data` as normalized;
+        register NormalizeInPlace.`{tmp_path}/model` as norm_convert;
+        select norm_convert(array(cast(7.0 as double), cast(8.0 as double))) as features as output;""")
+    assert session.table("output").to_pylist() == [{"features": [-0.4932558994483363, 0.0]}]
+    a = np.array([1, 100, 1000, 10, 1], float)
+    assert np.allclose(session.table("normalized").column("a").to_numpy(), (a - a.mean()) / a.std(ddof=1))
+    assert session.table("normalized").column("b").to_pylist() == [0.0] * 5
+
+
+def test_a_list_column_is_scaled_per_position_and_the_function_agrees(session):
+    session.execute("""
+        select vec_dense(array(id * 3, 10 - id, id % 4)) as features from range(12) as pts;
+        train pts as NormalizeInPlace.`db.norm` where inputCols="features" as scaled;
+        register NormalizeInPlace.`db.norm` as standardize;
+        select standardize(features) as again from pts as applied;""")
+    x = np.arange(12, dtype=float)
+    raw = np.column_stack([x * 3, 10 - x, x % 4])
+    want = (raw - raw.mean(axis=0)) / raw.std(axis=0, ddof=1)
+    assert np.allclose(np.stack(session.table("scaled").column("features").to_pylist()), want)
+    assert np.allclose(np.stack(session.table("applied").column("again").to_pylist()), want)
+    # the state is JSON in a Delta table, nothing to unpickle
+    from deltalake import DeltaTable
+
+    [row] = DeltaTable(str(session.warehouse / "db" / "norm" / "model")).to_pyarrow_table().to_pylist()
+    assert row["et"] == "NormalizeInPlace" and json.loads(row["state"])["inputCols"] == ["features"]
+
+
+@pytest.mark.parametrize("statement, message", [
+    ('train data as ScalerInPlace.`db.s` where inputCols="a,nope";', "'nope', which data does not have"),
+    ('train data as ScalerInPlace.`db.s` where inputCols="a" and scaleMethod="log3";', "scaleMethod 'log3'"),
+    ('register ScalerInPlace.`db.never` as f;', "db.never holds no ScalerInPlace state"),
+])
+def test_mistakes_are_the_users(session, statement, message):
+    session.execute(DOC_DATA)
+    with pytest.raises(MLSQLError, match=message):
+        session.execute(statement)
+
+
+def test_registering_with_another_ets_state_is_refused(session):
+    session.execute(DOC_DATA + 'train data as ScalerInPlace.`db.s` where inputCols="a";')
+    with pytest.raises(MLSQLError, match="trained by ScalerInPlace, not NormalizeInPlace"):
+        session.execute("register NormalizeInPlace.`db.s` as f;")
+
+
+DISCRETIZER_DATA = """set jsonStr='''
+{"features":[5.1,3.5,1.4,0.2],"label":0.0},
+{"features":[5.1,3.5,1.4,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[4.4,2.9,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[4.7,3.2,1.3,0.2],"label":1.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+''';
+load jsonStr.`jsonStr` as data;
+select features[0] AS a ,features[1] as b from data as data1;
+"""
+
+
+def test_discretizer_bucketizer_and_quantile_as_the_docs_show(session, tmp_path):
+    session.execute(DISCRETIZER_DATA + f"""
+        TRAIN data1 AS Discretizer.`{tmp_path}/b` WHERE method="bucketizer"
+        and `fitParam.0.inputCol`="a" and `fitParam.0.splitArray`="-inf,0.0,1.0,inf"
+        and `fitParam.1.inputCol`="b" and `fitParam.1.splitArray`="-inf,0.0,1.0,inf";
+        REGISTER Discretizer.`{tmp_path}/b` as bucket_of;
+        SELECT bucket_of(array(7,8)) as features as output;""")
+    assert session.table("output").to_pylist() == [{"features": [2.0, 2.0]}]
+    session.execute(f"""
+        TRAIN data1 AS Discretizer.`{tmp_path}/q` WHERE method="quantile"
+        and `fitParam.0.inputCol`="a" and `fitParam.0.outputCol`="a_v" and `fitParam.0.numBuckets`="3"
+        and `fitParam.1.inputCol`="b" and `fitParam.1.outputCol`="b_v" and `fitParam.1.numBuckets`="3" as quantiles;
+        REGISTER Discretizer.`{tmp_path}/q` AS quantile_of;
+        SELECT quantile_of(array(7,8)) AS features AS output;""")
+    assert session.table("output").to_pylist() == [{"features": [1.0, 1.0]}]
+    assert session.table("quantiles").column("a_v").to_pylist() == [1, 1, 1, 0, 1, 1, 1, 0, 1, 1]
+
+
+def test_discretizer_quantiles_match_numpy_and_warns_of_nothing(session):
+    [*_, trained] = session.execute("""
+        select cast((id * 37) % 101 as double) as x from range(200) as pts;
+        train pts as Discretizer.`db.q` where method="quantile" and `fitParam.0.inputCol`="x"
+          and `fitParam.0.outputCol`="bucket" and `fitParam.0.numBuckets`="4" as out;""")
+    assert trained.warnings == []
+    x = np.array([(i * 37) % 101 for i in range(200)], float)
+    edges = np.quantile(x, [0.25, 0.5, 0.75], method="inverted_cdf")  # the element at rank ceil(q·n)
+    assert session.table("out").column("bucket").to_pylist() == np.digitize(x, edges).astype(float).tolist()
+
+
+def test_discretizer_mistakes_are_the_users(session):
+    session.execute(DISCRETIZER_DATA)
+    with pytest.raises(MLSQLError, match="strictly increasing"):
+        session.execute('train data1 as Discretizer.`db.d` where `fitParam.0.inputCol`="a" '
+                        'and `fitParam.0.splitArray`="1,0,2";')
+    with pytest.raises(MLSQLError, match="outside the bucket edges"):
+        session.execute('train data1 as Discretizer.`db.d` where `fitParam.0.inputCol`="a" '
+                        'and `fitParam.0.splitArray`="0,1,2";')
+
+
+def test_string_index_orders_by_frequency_and_register_maps_new_values(session):
+    session.execute("""
+        select word from values ('pear'), ('apple'), ('fig'), ('apple'), ('pear'), ('apple'), ('kiwi'), ('fig')
+          as t(word) as words;
+        train words as StringIndex.`db.si` where inputCol="word" as indexed;
+        register StringIndex.`db.si` as word_index;
+        select word, word_index(word) as i from values ('fig'), ('kiwi'), ('mango'), ('apple') as t(word) as scored;""")
+    # Spark's frequencyDesc: apple ×3, then fig and pear ×2 in alphabetical order, then kiwi
+    order = {"apple": 0.0, "fig": 1.0, "pear": 2.0, "kiwi": 3.0}
+    words = session.table("indexed").column("word").to_pylist()
+    assert session.table("indexed").column("word_index").to_pylist() == [order[w] for w in words]
+    assert session.table("scored").to_pylist() == [{"word": "fig", "i": 1.0}, {"word": "kiwi", "i": 3.0},
+                                                   {"word": "mango", "i": -1.0}, {"word": "apple", "i": 0.0}]
+
+
+def test_a_registered_function_given_the_wrong_shape_is_the_users_error(session):
+    session.execute(DOC_DATA + 'train data as ScalerInPlace.`db.s` where inputCols="a,b"; register ScalerInPlace.`db.s` as sc;')
+    with pytest.raises(MLSQLError, match="sc: the function was trained on 2 values per row, not 1"):
+        session.execute("select sc(array(1.0)) as x as y;")
+
+
+def test_confusion_matrix_as_the_doc_shows_and_as_scikit_learn_counts(session, tmp_path):
+    from sklearn.metrics import confusion_matrix, f1_score, precision_score, recall_score
+
+    session.execute(f"""set rawData='''
+{{"label":"cat","predict":"rabbit"}}
+{{"label":"cat","predict":"dog"}}
+{{"label":"cat","predict":"cat"}}
+{{"label":"dog","predict":"dog"}}
+{{"label":"cat","predict":"dog"}}
+''';
+        load jsonStr.`rawData` as data;
+        train data as ConfusionMatrix.`{tmp_path}/model` where actualCol="label" and predictCol="predict";
+        load parquet.`{tmp_path}/model/data` as output;
+        load parquet.`{tmp_path}/model/detail` as detail;""")
+    actual, predicted = ["cat", "cat", "cat", "dog", "cat"], ["rabbit", "dog", "cat", "dog", "dog"]
+    labels = ["cat", "dog", "rabbit"]
+    matrix = session.table("output")
+    assert matrix.column_names == ["act\\prt", *labels] and matrix.column("act\\prt").to_pylist() == labels
+    assert np.array_equal(np.column_stack([matrix.column(l).to_numpy() for l in labels]),
+                          confusion_matrix(actual, predicted, labels=labels))
+    detail = {(r["lable"], r["name"]): r["value"] for r in session.table("detail").to_pylist()}
+    assert len(detail) == 36  # the doc's "Total 36": 12 figures per label
+    assert [detail[("dog", n)] for n in ("TN", "FP", "FN", "TPR", "SPC")] == ["2", "2", "0", "1.0", "0.5"]  # the doc's
+    for label, scorer, name in [(l, s, n) for l in labels for s, n in ((precision_score, "PPV"), (recall_score, "TPR"),
+                                                                        (f1_score, "F1"))]:
+        want = scorer(actual, predicted, labels=[label], average=None, zero_division=0)[0]
+        assert float(detail[(label, name)]) == pytest.approx(want), (label, name)
+
+
+def test_vec_map_in_place_as_the_doc_shows(session, tmp_path):
+    session.execute(f"""set jsonStr='''
+{{"features":{{"a":1.6,"b":1.2}},"label":0.0}}
+{{"features":{{"a":1.5,"b":0.2}},"label":0.0}}
+{{"features":{{"a":1.6,"b":1.2}},"label":0.0}}
+{{"features":{{"a":1.6,"b":7.2}},"label":0.0}}
+''';
+        load jsonStr.`jsonStr` as data;
+        select map("a", features.a, "b", features.b) as f from data as newdata;
+        train newdata as VecMapInPlace.`{tmp_path}/model` where inputCol="f";
+        load parquet.`{tmp_path}/model/data` as output;
+        register VecMapInPlace.`{tmp_path}/model` as to_vec;
+        select to_vec(map("a", 1, "b", 0)) as features, to_vec(map("b", 2.5, "zzz", 9)) as partial as applied;""")
+    assert session.table("output").column("f").to_pylist() == [[1.6, 1.2], [1.5, 0.2], [1.6, 1.2], [1.6, 7.2]]
+    assert session.table("applied").to_pylist() == [{"features": [1.0, 0.0], "partial": [0.0, 2.5]}]
+    with pytest.raises(MLSQLError, match="must be a map of names to numbers"):
+        session.execute(f'train data as VecMapInPlace.`{tmp_path}/m2` where inputCol="label";')
+
+
+def test_an_et_taking_one_column_refuses_two(session):
+    session.execute(DOC_DATA)
+    with pytest.raises(MLSQLError, match="inputCol names one column, not 2"):
+        session.execute('train data as StringIndex.`db.si` where inputCol="a,b";')
