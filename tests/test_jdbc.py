@@ -271,3 +271,25 @@ def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp
     assert done.returncode == 0, done.stderr
     wrong = pg(postgres, "SELECT count(*) FROM scored s JOIN points p USING (id) WHERE s.prediction <> p.y")[0][0]
     assert pg(postgres, "SELECT count(*) FROM scored")[0][0] == 200 and wrong == 0
+
+
+def test_a_partitioned_read_feeds_one_data_server_per_partition(ray_runtime, postgres, numbers, warehouse):
+    """numPartitions="4": a Python cell's data servers are the four reads, as the database split them."""
+    with Session(warehouse=warehouse, variables={"pgpw": pg_server.PASSWORD}) as s:
+        s.execute(connect_text(postgres))
+        s.execute('load jdbc.`pg.numbers` where partitionColumn="id" and lowerBound="150" and upperBound="500" '
+                  'and numPartitions="4" as parts;')
+        s.execute("--%python\n--%input=parts\n--%output=sizes\n"
+                  "ray_context = RayContext.connect(globals(), None)\n"
+                  "servers = ray_context.data_servers()\n"
+                  "ray_context.build_result([{'part': i, 'rows': RayContext.to_arrow([s]).num_rows,\n"
+                  "                           'low': min((r for r in RayContext.to_arrow([s]).column('id').to_pylist()"
+                  " if r is not None), default=None)} for i, s in enumerate(servers)])\n")
+        sizes = s.table("sizes").to_pylist()
+    # Spark's stride: 500/4 - 150/4 = 88 (integer division), so < 238, [238, 326), [326, 414), >= 414
+    expected = [pg(postgres, "SELECT count(*) FROM numbers WHERE id < 238 OR id IS NULL")[0][0],
+                pg(postgres, "SELECT count(*) FROM numbers WHERE id >= 238 AND id < 326")[0][0],
+                pg(postgres, "SELECT count(*) FROM numbers WHERE id >= 326 AND id < 414")[0][0],
+                pg(postgres, "SELECT count(*) FROM numbers WHERE id >= 414")[0][0]]
+    assert [r["rows"] for r in sizes] == expected == [238, 88, 88, 587]
+    assert [r["low"] for r in sizes] == [1, 238, 326, 414]

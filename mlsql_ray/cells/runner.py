@@ -255,13 +255,17 @@ def merged_settings(session, cell: ast.PythonCell) -> tuple[dict[str, str], list
 
 
 def partition(session, name: str, num_partitions: int | None) -> list[DataServer]:
-    """Split the table into at most ``num_partitions`` slices and put each into Ray."""
+    """Split the table into at most ``num_partitions`` slices (by default the cluster's CPUs, or
+    the parts its source read it in) and put each into Ray."""
     import ray
 
     table = session.catalog.arrow(name)
-    count = num_partitions or session.ray_link.cpus()
-    count = max(1, min(count, table.num_rows))
-    bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
+    parts = session.catalog.partitions(name)
+    if parts and not num_partitions:  # the source read it in parts (a partitioned jdbc load): keep them
+        count, bounds = len(parts), [sum(parts[:i]) for i in range(len(parts) + 1)]
+    else:
+        count = max(1, min(num_partitions or session.ray_link.cpus(), table.num_rows))
+        bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
     servers = []
     for index in range(count):
         piece = compact(table.slice(bounds[index], bounds[index + 1] - bounds[index]))

@@ -42,6 +42,7 @@ class Entry:
     cache_lifecycle: str = ""  # !cache's "script" (dropped when the run ends) or "session"
     sql: str | None = None  # a select's DuckDB query: the entry is a view over it
     reads: frozenset[str] = field(default_factory=frozenset)  # lower-case names the query reads
+    partitions: tuple[int, ...] = ()  # rows per part when the source read it in parts (a partitioned jdbc load)
 
 
 class Catalog:
@@ -60,10 +61,17 @@ class Catalog:
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
         self._define(Entry(name, "lazy", source, sql=sql, reads=frozenset(known)), register=True)
 
-    def add_arrow(self, name: str, table, source: str, kind: str = "arrow") -> None:
+    def add_arrow(self, name: str, table, source: str, kind: str = "arrow", partitions: tuple[int, ...] = ()) -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
-        registering costs about as much as a small query, and most results are never re-queried."""
-        self._define(Entry(name, kind, source, data=table), register=False)
+        registering costs about as much as a small query, and most results are never re-queried.
+        ``partitions``: the rows of each part the source read separately, in order (a Python cell's
+        data servers then follow those parts)."""
+        self._define(Entry(name, kind, source, data=table, partitions=tuple(partitions)), register=False)
+
+    def partitions(self, name: str) -> tuple[int, ...]:
+        """Rows per part of a table its source read in parts, or () when it was read whole."""
+        entry = self._entries.get(name.lower())
+        return entry.partitions if entry is not None else ()
 
     def _define(self, entry: Entry, register: bool) -> None:
         key = entry.name.lower()

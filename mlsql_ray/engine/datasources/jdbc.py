@@ -176,19 +176,18 @@ def target(path: str, options: Mapping[str, str], connections: Mapping[str, Data
 
 # -- reading ----------------------------------------------------------------------------------------
 
-def read(where: Target, options: Mapping[str, str]) -> pa.Table:
-    """The table, or ``directQuery``'s result, as Arrow; partitioned options read in parallel,
-    one connection per partition."""
+def read(where: Target, options: Mapping[str, str]) -> list[pa.Table]:
+    """The table, or ``directQuery``'s result, as Arrow, in the parts it was read in: partitioned
+    options read in parallel, one connection per partition; otherwise one part."""
     if options.get("directQuery"):
-        return _query(where.database, options["directQuery"])
+        return [_query(where.database, options["directQuery"])]
     predicates = partition_predicates(options, where.dialect)
     base = f"SELECT * FROM {where.sql(where.dialect)}"
     if not predicates:
-        return _query(where.database, base)
+        return [_query(where.database, base)]
     queries = [f"{base} WHERE {p}" for p in predicates]
     with ThreadPoolExecutor(max_workers=min(len(queries), 8), thread_name_prefix="mlsql-jdbc") as pool:
-        parts = list(pool.map(lambda q: _query(where.database, q), queries))
-    return pa.concat_tables(parts)
+        return list(pool.map(lambda q: _query(where.database, q), queries))
 
 
 def _query(db: Database, sql: str) -> pa.Table:
@@ -424,7 +423,10 @@ def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str
 
 def _load(session, s) -> None:
     where = target(s.path, s.options, session.connections, "load")
-    session.catalog.add_arrow(s.table, read(where, s.options), f"jdbc.`{s.path}`")
+    parts = read(where, s.options)
+    # a partitioned read's parts become a Python cell's data servers as they are
+    session.catalog.add_arrow(s.table, pa.concat_tables(parts), f"jdbc.`{s.path}`",
+                              partitions=tuple(p.num_rows for p in parts) if len(parts) > 1 else ())
 
 
 def _save(session, s) -> Result:
