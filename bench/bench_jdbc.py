@@ -47,7 +47,7 @@ def main() -> None:
     server = pg_server.start()
     try:
         with psycopg.connect(server.uri, autocommit=True) as con:
-            con.execute("""CREATE TABLE bench AS SELECT g AS id, g * 0.5 AS score, 'name ' || g AS name,
+            con.execute("""CREATE TABLE bench AS SELECT g AS id, (g * 0.5)::float8 AS score, 'name ' || g AS name,
                            now() - g * interval '1 second' AS at, g %% 2 = 0 AS even, (g %% 100)::int AS bucket
                            FROM generate_series(1, %s) g""", (args.rows,))
         rows = args.rows
