@@ -73,6 +73,26 @@ class Kernel:
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 return messages
 
+    def interrupt_once_running(self, code: str, running, timeout: float = 10, start_timeout: float | None = None):
+        """Run ``code``, interrupt it as soon as an iopub message of its own satisfies
+        ``running(msg)`` (say, a line the cell prints before it blocks): no guessed sleep, so the
+        interrupt lands inside the work on a loaded machine as on a quiet one.
+        ``timeout`` bounds the wait for the reply, ``start_timeout`` the wait for ``running``.
+        Returns (reply content, the cell's iopub messages, how long the reply took after the interrupt)."""
+        msg_id = self.kc.execute(code)
+        seen = []
+        deadline = time.monotonic() + (start_timeout or self.timeout)
+        while not (seen and running(seen[-1])):
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id:
+                seen.append(msg)
+        assert self.km.is_alive()
+        interrupted_at = time.monotonic()
+        self.km.interrupt_kernel()
+        reply = self.reply(msg_id, timeout)["content"]
+        stopped_in = time.monotonic() - interrupted_at
+        return reply, seen + self.iopub(msg_id, timeout), stopped_in
+
     def request(self, method: str, *args, **kwargs) -> dict:
         msg_id = getattr(self.kc, method)(*args, **kwargs)
         return self.reply(msg_id)["content"]
