@@ -22,7 +22,7 @@ import pytest
 from mlsql_ray.kernel import assist
 from mlsql_ray.kernel.install import KERNEL_JSON
 
-from kernel_helpers import Kernel, checkout_kernelspec
+from kernel_helpers import INTERRUPTIBLE, TRAIN_CELL, Kernel, checkout_kernelspec, prints, shown
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -54,11 +54,6 @@ def outputs(messages: list[dict]) -> list[dict]:
 
 def stdout(messages: list[dict], name: str = "stdout") -> str:
     return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream" and m["content"]["name"] == name)
-
-
-def prints(text: str):
-    """An iopub test: the message is stdout containing ``text``."""
-    return lambda msg: msg["msg_type"] == "stream" and text in msg["content"]["text"]
 
 
 def displays(messages: list[dict]) -> list[dict]:
@@ -297,38 +292,32 @@ def test_kernel_survives_errors(kernel):
 
 # -- interrupts -----------------------------------------------------------------------------------------
 
-def _interrupt_then_follow_up(kernel: Kernel, code: str, running):
-    """Interrupt ``code`` once it is seen running, then run a cell that must work as usual.
-    (How fast both happen is bench/bench_interrupt.py's figure: wall clock is no test on a loaded machine.)"""
-    reply, messages, _ = kernel.interrupt_once_running(code, running)
+def _interrupt_then_follow_up(kernel: Kernel, cell: str, folder: Path):
+    """Interrupt one of ``INTERRUPTIBLE`` once it is seen running, then run a cell that must work
+    as usual. (How fast both happen is bench/bench_interrupt.py's figure: wall clock is no test on
+    a loaded machine.)"""
+    reply, messages, _ = kernel.interrupt_once_running(*INTERRUPTIBLE[cell](folder / "running"))
     follow, follow_messages = kernel.execute("select 'still here' as state as after_interrupt;", timeout=10)
     return reply, messages, follow, follow_messages
 
 
-def test_interrupt_stops_a_python_cell(kernel):
-    reply, messages, follow, follow_messages = _interrupt_then_follow_up(
-        kernel, "--%python\nimport time\nprint('running', flush=True)\nwhile True:\n    time.sleep(0.05)\n", prints("running"))
+def test_interrupt_stops_a_python_cell(kernel, tmp_path):
+    reply, messages, follow, follow_messages = _interrupt_then_follow_up(kernel, "python cell sleeping in a loop", tmp_path)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert error_of(messages)["evalue"] == "interrupted at line 5"
+    assert error_of(messages)["evalue"] == "interrupted at line 6"
     assert follow["status"] == "ok"
     assert "still here" in displays(follow_messages)[0]["data"]["text/plain"]
 
 
-def test_interrupt_stops_a_busy_python_loop(kernel):
-    reply, messages, follow, _ = _interrupt_then_follow_up(
-        kernel, "--%python\nprint('running', flush=True)\nn = 0\nwhile True:\n    n += 1\n", prints("running"))
+def test_interrupt_stops_a_busy_python_loop(kernel, tmp_path):
+    reply, messages, follow, _ = _interrupt_then_follow_up(kernel, "busy python loop", tmp_path)
     assert reply["ename"] == "KeyboardInterrupt"
-    assert error_of(messages)["evalue"] in ("interrupted at line 4", "interrupted at line 5")
+    assert error_of(messages)["evalue"] in ("interrupted at line 5", "interrupted at line 6")  # the while or its body
     assert follow["status"] == "ok"
 
 
-def test_interrupt_stops_a_long_duckdb_query(kernel):
-    # ~10^14 rows of cross join: hours of work, inside DuckDB's C++ where no Python handler runs;
-    # the first statement's table on iopub says the cell has reached the query
-    code = ("select 1 as a as started;\n"
-            "select count(*) as n from range(100000) a, range(100000) b, range(10000) c as huge;")
-    reply, messages, follow, follow_messages = _interrupt_then_follow_up(
-        kernel, code, lambda msg: msg["msg_type"] == "display_data")
+def test_interrupt_stops_a_long_duckdb_query(kernel, tmp_path):
+    reply, messages, follow, follow_messages = _interrupt_then_follow_up(kernel, "long DuckDB query", tmp_path)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
     assert error_of(messages)["evalue"] == "interrupted at line 2"
     assert follow["status"] == "ok"
@@ -385,24 +374,6 @@ def ray_kernel(kernelspec, tmp_path_factory):
     k.close()
 
 
-TRAIN_CELL = """--%python
---%input=small
---%num_partitions=2
-from mlsql_ray import train
-from pyjava.api.mlsql import RayContext
-
-ray_context = RayContext.connect(globals(), None)
-
-def create_model():
-    from tensorflow.keras import layers, models
-    model = models.Sequential([layers.Input(shape=(784,)), layers.Dense(32, activation="relu"),
-                               layers.Dense(10, activation="softmax")])
-    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return model
-
-result = train.fit(create_model, ray_context.data_servers(), rounds=ROUNDS, batch_size=64, scale=1 / 255, one_hot=10)
-print("final accuracy", round(result.history[-1]["accuracy"], 3))
-"""
 
 
 @pytest.mark.parametrize("code, runs_on_ray", [
@@ -448,8 +419,8 @@ def test_real_training_shows_live_progress(ray_kernel):
 @pytest.mark.slow
 def test_interrupt_stops_training_and_frees_its_workers(ray_kernel):
     # interrupt once the training is under way: its display got a round
-    reply, _, _ = ray_kernel.interrupt_once_running(TRAIN_CELL.replace("ROUNDS", "1000"),
-                                                    lambda msg: msg["msg_type"] == "update_display_data", start_timeout=240)
+    reply, _, _ = ray_kernel.interrupt_once_running(TRAIN_CELL.replace("ROUNDS", "1000"), shown("update_display_data"),
+                                                    start_timeout=240)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
     follow, follow_messages = ray_kernel.execute("select count(*) as n from small as counted;", timeout=10)
     assert follow["status"] == "ok"
