@@ -68,9 +68,10 @@ def _kernel_pids(runtime_dir: Path) -> list[int]:
 
 
 class JupyterLab:
-    """``jupyter lab`` on a random localhost port with token auth, over a temp root folder."""
+    """``jupyter lab`` on a random localhost port with token auth, over a temp root folder; its
+    kernels join the Ray at ``ray_address`` (the test run's) instead of each starting one."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, ray_address: str):
         self.root = base / "root"
         self.root.mkdir()
         shutil.copytree(ROOT / "notebooks", self.root / "notebooks",
@@ -90,7 +91,8 @@ class JupyterLab:
                "JUPYTER_RUNTIME_DIR": str(self.runtime),
                "JUPYTER_CONFIG_DIR": str(base / "config"),
                "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
-               "MLSQL_WAREHOUSE": str(base / "warehouse")}
+               "MLSQL_WAREHOUSE": str(base / "warehouse"),
+               "MLSQL_RAY_ADDRESS": ray_address}
         self.log = open(base / "jupyterlab.log", "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
@@ -147,8 +149,8 @@ class JupyterLab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    server = JupyterLab(tmp_path_factory.mktemp("lab"))
+def lab(tmp_path_factory, ray_address):
+    server = JupyterLab(tmp_path_factory.mktemp("lab"), ray_address)
     yield server
     server.stop()
     assert not _kernel_pids(server.runtime), "a kernel outlived JupyterLab"
