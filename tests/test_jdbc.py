@@ -244,6 +244,7 @@ def test_show_tables_from_an_alias_and_completion_of_aliases_and_tables(db_sessi
     assert assist.complete(code, len(code), db_session)[1] == ["pg.public.numbers"]
 
 
+@pytest.mark.slow  # a CLI run whose Python cell trains (scikit-learn)
 def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp_path, run_cli, ray_address):
     """Features from a PostgreSQL table → a model in a Python cell (scikit-learn) → predictions
     saved back to PostgreSQL; checked against the server with psycopg."""
