@@ -127,7 +127,9 @@ def mnist_servers(ray_runtime):
     return servers_from(ray_runtime, SAMPLE_MNIST / "train.parquet")
 
 
-MNIST_ROUNDS = 7  # what the seed's model needs for >= 0.85 held-out accuracy on two workers
+# The seed's model, seeded, two workers: 0.864 held-out accuracy after 5 rounds (>= 0.85 is asserted),
+# the rounds test_train_advanced's resumed run and reliability/test_worker_death's runs train.
+MNIST_ROUNDS = 5
 
 
 @pytest.fixture(scope="session")
