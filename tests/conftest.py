@@ -7,11 +7,65 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+from mlsql_ray.config import RAY_ADDRESS_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_MNIST = ROOT / "sample_data" / "mnist"
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# Hypothesis profiles: "ci" (chosen when CI=true, as .ci/run sets) gives the fuzz suite its full
+# 10 000 inputs (tests/reliability/test_fuzz.py); "dev", the default elsewhere, a tenth, so a local
+# run spends seconds there, not a minute and a half. HYPOTHESIS_PROFILE=ci runs the full budget
+# locally. A profile's max_examples is the scale: 100 (Hypothesis' own default) is 100 %; property
+# tests that cost under a second keep their fixed budgets.
+settings.register_profile("ci", max_examples=100)
+settings.register_profile("dev", max_examples=10)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() in ("1", "true") else "dev"))
+
+
+def examples(full: int) -> int:
+    """How many inputs a property test whose CI budget is ``full`` tries under the loaded profile."""
+    return max(1, full * settings.default.max_examples // 100)
+
+
+# Tests that use these fixtures train on MNIST or start a Ray of their own: the slow tier.
+SLOW_FIXTURES = {"mnist_servers", "mnist_trained"}
+
+
+# Tests that need a Debian package (scripts/system-packages.sh installs both when ./test.sh runs
+# as root): (what they are, how to tell them, how to get and run them). A run where they skipped
+# ends by saying so, after pytest's own last line, so nobody takes the green bar for all of it.
+NEEDS_PACKAGE = {
+    "browser": ("the browser test", lambda item: item.path.name == "test_browser.py",
+                "apt-get install chromium && ./test.sh tests/test_browser.py"),
+    "jdbc": ("the JDBC tests against PostgreSQL", lambda item: "postgres" in getattr(item, "fixturenames", ()),
+             "apt-get install postgresql && ./test.sh tests/test_jdbc.py"),
+}
+_needs: dict[str, str] = {}  # test id -> NEEDS_PACKAGE key
+
+
+def pytest_collection_modifyitems(config, items):
+    """``-m "not slow"`` is the loop to run while coding; whatever trains MNIST is slow by
+    definition, without each test having to say so."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        for key, (_, needs, _) in NEEDS_PACKAGE.items():
+            if needs(item):
+                _needs[item.nodeid] = key
+
+
+def pytest_unconfigure(config):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = {_needs[r.nodeid] for r in reporter.stats.get("skipped", []) if r.nodeid in _needs}
+    for key in sorted(skipped):
+        what, _, command = NEEDS_PACKAGE[key]
+        reporter.write_line(f"NOT RUN: {what} skipped (see the skip reasons above); to run: {command}", red=True, bold=True)
 
 
 @pytest.fixture
@@ -32,10 +86,13 @@ def run_cli(tmp_path: Path):
     """Run ``mlsql-ray`` in a subprocess (the real console entry point) and return the result."""
     import subprocess
 
-    def run(*args: str, cwd: Path | None = None, timeout: float = 300):
+    def run(*args: str, cwd: Path | None = None, timeout: float = 300, ray_address: str | None = None):
+        """``ray_address``: the Ray its Python cells join (the ``ray_address`` fixture: the test
+        run's, instead of an embedded Ray started and stopped by every such run)."""
+        env = {**os.environ, RAY_ADDRESS_ENV: ray_address} if ray_address else None
         return subprocess.run(
             [sys.executable, "-m", "mlsql_ray.cli", *args],
-            cwd=cwd or tmp_path, capture_output=True, text=True, timeout=timeout,
+            cwd=cwd or tmp_path, capture_output=True, text=True, timeout=timeout, env=env,
         )
 
     return run
@@ -55,11 +112,35 @@ def ray_runtime():
 
 
 @pytest.fixture(scope="session")
+def ray_address(ray_runtime) -> str:
+    """The test run's Ray for subprocesses (CLI runs, kernels, JupyterLab) to join through
+    ``$MLSQL_RAY_ADDRESS``: an embedded Ray costs each of them seconds to start and stop. One test
+    keeps the embedded start (test_kernel.py's ``ray_kernel``)."""
+    return ray_runtime.get_runtime_context().gcs_address
+
+
+@pytest.fixture(scope="session")
 def mnist_servers(ray_runtime):
     """The sample MNIST train set as two data servers, in the session's Ray."""
     from training_helpers import servers_from
 
     return servers_from(ray_runtime, SAMPLE_MNIST / "train.parquet")
+
+
+# The seed's model, seeded, two workers: 0.864 held-out accuracy after 5 rounds (>= 0.85 is asserted),
+# the rounds test_train_advanced's resumed run and reliability/test_worker_death's runs train.
+MNIST_ROUNDS = 5
+
+
+@pytest.fixture(scope="session")
+def mnist_trained(mnist_servers):
+    """One seeded MNIST training run (the seed's model, two workers, ``MNIST_ROUNDS`` rounds) for
+    every test that only needs a good trained model: the run is the suite's biggest single cost,
+    so it happens once. Tests of the training mechanics use tiny models (training_helpers)."""
+    from mlsql_ray import train
+    from training_helpers import seeded_mnist_model
+
+    return train.fit(seeded_mnist_model, mnist_servers, rounds=MNIST_ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
 
 
 @pytest.fixture(scope="session")

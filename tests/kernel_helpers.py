@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import time
 from pathlib import Path
 
@@ -37,7 +38,59 @@ def notebooks(root: Path) -> list:
 
 
 #: notebooks too slow for the fast tier, and why (the one list every notebook test reads)
-SLOW_NOTEBOOKS = {"mnist_distributed.ipynb": "trains a Keras model on Ray for minutes"}
+SLOW_NOTEBOOKS = {"mnist_distributed.ipynb": "trains a Keras model on Ray for minutes",
+                  "sql_training.ipynb": "fits four models, two of them as Ray tasks"}
+
+
+def prints(text: str):
+    """An iopub test: the message is stdout containing ``text``."""
+    return lambda msg: msg["msg_type"] == "stream" and text in msg["content"]["text"]
+
+
+def shown(msg_type: str = "display_data"):
+    """A ``running`` test for Kernel.interrupt_once_running: the cell has sent such a message."""
+    return lambda seen: any(m["msg_type"] == msg_type for m in seen)
+
+
+def _touches(mark: Path) -> str:
+    return f"from pathlib import Path\nPath({str(mark)!r}).touch()\n"
+
+
+# Cells that run until interrupted, made for a marker path: (code, the ``running`` test that says
+# the cell is under way, for Kernel.interrupt_once_running). A Python cell touches the marker just
+# before its loop (a printed line would not do: the interrupt can land while print still flushes).
+# test_kernel.py checks what an interrupt does to them, bench/bench_interrupt.py how fast.
+INTERRUPTIBLE = {
+    "python cell sleeping in a loop": lambda mark: (
+        f"--%python\nimport time\n{_touches(mark)}while True:\n    time.sleep(0.05)\n", lambda seen: mark.exists()),
+    "busy python loop": lambda mark: (
+        f"--%python\n{_touches(mark)}n = 0\nwhile True:\n    n += 1\n", lambda seen: mark.exists()),
+    # ~10^14 rows of cross join: hours of work inside DuckDB's C++, where no Python handler runs;
+    # the first statement's table on iopub says the cell has reached the query
+    "long DuckDB query": lambda mark: (
+        "select 1 as a as started;\nselect count(*) as n from range(100000) a, range(100000) b, range(10000) c as huge;",
+        shown()),
+}
+
+# Real training in a cell, over a table ``small`` of MNIST rows; ROUNDS is replaced by the caller.
+TRAIN_CELL = """--%python
+--%input=small
+--%num_partitions=2
+from mlsql_ray import train
+from pyjava.api.mlsql import RayContext
+
+ray_context = RayContext.connect(globals(), None)
+
+def create_model():
+    from tensorflow.keras import layers, models
+    model = models.Sequential([layers.Input(shape=(784,)), layers.Dense(32, activation="relu"),
+                               layers.Dense(10, activation="softmax")])
+    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+result = train.fit(create_model, ray_context.data_servers(), rounds=ROUNDS, batch_size=64, scale=1 / 255, one_hot=10)
+print("final accuracy", round(result.history[-1]["accuracy"], 3))
+"""
 
 
 class Kernel:
@@ -85,6 +138,31 @@ class Kernel:
             messages.append(msg)
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                 return messages
+
+    def interrupt_once_running(self, code: str, running, timeout: float = 10, start_timeout: float | None = None):
+        """Run ``code``, interrupt it as soon as ``running(its iopub messages so far)`` says it is
+        under way (a marker file it touched, a table it showed): no guessed sleep, so the interrupt
+        lands inside the work on a loaded machine as on a quiet one. ``timeout`` bounds the wait
+        for the reply, ``start_timeout`` the wait for ``running``.
+        Returns (reply content, the cell's iopub messages, how long the reply took after the interrupt)."""
+        msg_id = self.kc.execute(code)
+        seen = []
+        deadline = time.monotonic() + (start_timeout or self.timeout)
+        while not running(seen):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the cell was not seen running in time: {seen}")
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.02)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                seen.append(msg)
+        assert self.km.is_alive()
+        interrupted_at = time.monotonic()
+        self.km.interrupt_kernel()
+        reply = self.reply(msg_id, timeout)["content"]
+        stopped_in = time.monotonic() - interrupted_at
+        return reply, seen + self.iopub(msg_id, timeout), stopped_in
 
     def request(self, method: str, *args, **kwargs) -> dict:
         msg_id = getattr(self.kc, method)(*args, **kwargs)

@@ -334,6 +334,7 @@ def test_python_env_is_the_driver_cells_environment_while_it_runs(session: Sessi
     assert info.value.line == 2
 
 
+@pytest.mark.slow  # a runtime env: Ray starts fresh worker processes for it
 def test_python_env_reaches_ray_tasks_of_the_cell(mnist: Session):
     mnist.execute('!python env "MLSQL_I12_A=on ray";')
     run_cell(mnist, REPORT_ENV + """

@@ -150,6 +150,7 @@ def start_cli(script: Path, warehouse: Path, *args: str, env: dict[str, str]) ->
                             text=True)
 
 
+@pytest.mark.slow  # starts a `ray start --head` of its own
 def test_cells_run_on_an_existing_cluster(ray_head, tmp_path: Path):
     address, head = ray_head
     base_env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}

@@ -244,7 +244,8 @@ def test_show_tables_from_an_alias_and_completion_of_aliases_and_tables(db_sessi
     assert assist.complete(code, len(code), db_session)[1] == ["pg.public.numbers"]
 
 
-def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp_path, run_cli):
+@pytest.mark.slow  # a CLI run whose Python cell trains (scikit-learn)
+def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp_path, run_cli, ray_address):
     """Features from a PostgreSQL table → a model in a Python cell (scikit-learn) → predictions
     saved back to PostgreSQL; checked against the server with psycopg."""
     pg(postgres, "DROP TABLE IF EXISTS points", fetch=False)
@@ -267,7 +268,8 @@ def test_a_script_trains_from_postgres_and_writes_predictions_back(postgres, tmp
         "ray_context.build_result(rows[['id', 'prediction']])\n"
         "-- %%\n"
         "save overwrite scored as jdbc.`pg.public.scored`;\n")
-    done = run_cli("run", str(script), "--set", f"pgpw={pg_server.PASSWORD}", "--warehouse", str(tmp_path / "wh"))
+    done = run_cli("run", str(script), "--set", f"pgpw={pg_server.PASSWORD}", "--warehouse", str(tmp_path / "wh"),
+                   ray_address=ray_address)
     assert done.returncode == 0, done.stderr
     wrong = pg(postgres, "SELECT count(*) FROM scored s JOIN points p USING (id) WHERE s.prediction <> p.y")[0][0]
     assert pg(postgres, "SELECT count(*) FROM scored")[0][0] == 200 and wrong == 0

@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ import pytest
 from mlsql_ray.kernel import assist
 from mlsql_ray.kernel.install import KERNEL_JSON
 
-from kernel_helpers import Kernel, checkout_kernelspec, notebooks
+from kernel_helpers import INTERRUPTIBLE, TRAIN_CELL, Kernel, checkout_kernelspec, notebooks, prints, shown
 
 ROOT = Path(__file__).resolve().parent.parent
 MNIST = (ROOT / "sample_data" / "mnist" / "train.parquet").as_posix()
@@ -177,26 +176,32 @@ def test_show_and_desc_are_tables(kernel):
     assert "<table" in desc["data"]["text/html"] and "nullable" in desc["data"]["text/plain"]
 
 
-def test_python_cell_output_streams_while_it_runs(kernel):
-    code = ("--%python\nimport sys, time\nprint('first', flush=True)\nprint('oops', file=sys.stderr, flush=True)\n"
-            "time.sleep(1.5)\nprint('second')")
-    started = time.monotonic()
+def test_python_cell_output_streams_while_it_runs(kernel, tmp_path):
+    """The cell prints, then waits for a file the test writes only once that print has arrived:
+    output held back until the cell ends would leave the cell waiting and failing."""
+    go = tmp_path / "go"
+    code = ("--%python\nimport sys, time\nfrom pathlib import Path\nprint('first', flush=True)\n"
+            "print('oops', file=sys.stderr, flush=True)\n"
+            f"deadline = time.monotonic() + {TIMEOUT / 2}\n"
+            f"while not Path({str(go)!r}).exists():\n"
+            "    assert time.monotonic() < deadline, 'the test never saw the first line'\n"
+            "    time.sleep(0.02)\n"
+            "print('second')")
     msg_id = kernel.kc.execute(code)
-    arrivals = []
+    messages = []
     while True:
         msg = kernel.kc.get_iopub_msg(timeout=TIMEOUT)
         if msg["parent_header"].get("msg_id") != msg_id:
             continue
-        arrivals.append((time.monotonic() - started, msg))
+        messages.append(msg)
+        if prints("first")(msg):
+            go.touch()
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
-    assert kernel.reply(msg_id)["content"]["status"] == "ok"
-    messages = [m for _, m in arrivals]
-    assert stdout(messages).startswith("first\n") and "second\n" in stdout(messages)
+    reply = kernel.reply(msg_id)["content"]
+    assert reply["status"] == "ok", reply.get("evalue")
+    assert stdout(messages).startswith("first\nsecond\n")
     assert stdout(messages, "stderr") == "oops\n"
-    first_at = next(t for t, m in arrivals if m["msg_type"] == "stream" and "first" in m["content"]["text"])
-    done_at = arrivals[-1][0]
-    assert done_at - first_at > 1.0, "output arrived only when the cell ended"
 
 
 def test_python_cell_result_is_a_table_and_warnings_go_to_stderr(kernel):
@@ -258,58 +263,62 @@ def test_python_cell_error_names_the_cell_line(kernel):
     assert any("ValueError: bad value" in line for line in error["traceback"])
 
 
+SURVIVABLE = [  # (cell, the reply's status and ename, what its evalue says)
+    ("load nosuchformat.`/nowhere` as x;", ("error", "MLSQLError"), "line 1, column 1: unknown format 'nosuchformat'"),
+    ("select 1/0 as x as y;", ("ok", None), None),  # Spark's (non-ANSI) division: null, not an error
+    ("!nosuch command;", ("error", "MLSQLError"), "line 1, column 1: unknown command !nosuch"),
+    ("--%python\nimport sys\nsys.exit(3)", ("error", "MLSQLError"), "line 3, column 1: the Python cell failed: SystemExit: 3"),
+    ("--%python\nraise SystemExit", ("ok", None), None),  # exit status None: a clean exit, as in Python
+    ("'''unterminated", ("error", "MLSQLSyntaxError"), "line 1, column 1: unterminated ''' string"),
+    ("select ${undefined} as a as b;", ("error", "MLSQLError"), "line 1, column 1: undefined variable ${undefined}"),
+]
+
+
 def test_kernel_survives_errors(kernel):
-    for code in ["load nosuchformat.`/nowhere` as x;", "select 1/0 as x as y;", "!nosuch command;",
-                 "--%python\nimport sys\nsys.exit(3)", "--%python\nraise SystemExit", "'''unterminated",
-                 "select ${undefined} as a as b;"]:
+    """Each cell ends the way it should (no crash dressed as an error, no error swallowed), and the
+    kernel process that ran them all still answers."""
+    pid = kernel.process.pid
+    for code, (status, ename), says in SURVIVABLE:
         reply, messages = kernel.execute(code)
-        assert reply["status"] in ("ok", "error"), (code, reply)
+        assert (reply["status"], reply.get("ename")) == (status, ename), (code, reply)
+        if says:
+            assert reply["evalue"].startswith(says) and error_of(messages)["evalue"] == reply["evalue"], (code, reply)
+    assert kernel.process.pid == pid and kernel.km.is_alive()
     reply, messages = kernel.execute("select 42 as answer as alive;")
     assert reply["status"] == "ok" and "42" in displays(messages)[0]["data"]["text/plain"]
 
 
 # -- interrupts -----------------------------------------------------------------------------------------
 
-def _interrupt_then_follow_up(kernel: Kernel, code: str, wait: float = 1.5):
-    msg_id = kernel.kc.execute(code)
-    time.sleep(wait)
-    assert kernel.km.is_alive()
-    interrupted_at = time.monotonic()
-    kernel.km.interrupt_kernel()
-    reply = kernel.reply(msg_id, timeout=10)["content"]
-    stopped_in = time.monotonic() - interrupted_at
-    messages = kernel.iopub(msg_id)
-    follow_started = time.monotonic()
+def _interrupt_then_follow_up(kernel: Kernel, cell: str, folder: Path):
+    """Interrupt one of ``INTERRUPTIBLE`` once it is seen running, then run a cell that must work
+    as usual. (How fast both happen is bench/bench_interrupt.py's figure: wall clock is no test on
+    a loaded machine.)"""
+    reply, messages, _ = kernel.interrupt_once_running(*INTERRUPTIBLE[cell](folder / "running"))
     follow, follow_messages = kernel.execute("select 'still here' as state as after_interrupt;", timeout=10)
-    follow_took = time.monotonic() - follow_started
-    return reply, messages, stopped_in, follow, follow_messages, follow_took
+    return reply, messages, follow, follow_messages
 
 
-def test_interrupt_stops_a_python_cell(kernel):
-    reply, messages, stopped_in, follow, follow_messages, follow_took = _interrupt_then_follow_up(
-        kernel, "--%python\nimport time\nwhile True:\n    time.sleep(0.05)\n")
-    assert stopped_in < 5
+def test_interrupt_stops_a_python_cell(kernel, tmp_path):
+    reply, messages, follow, follow_messages = _interrupt_then_follow_up(kernel, "python cell sleeping in a loop", tmp_path)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert error_of(messages)["evalue"] == "interrupted at line 4"
-    assert follow["status"] == "ok" and follow_took < 5
+    assert error_of(messages)["evalue"] == "interrupted at line 6"
+    assert follow["status"] == "ok"
     assert "still here" in displays(follow_messages)[0]["data"]["text/plain"]
 
 
-def test_interrupt_stops_a_busy_python_loop(kernel):
-    reply, messages, stopped_in, follow, _, follow_took = _interrupt_then_follow_up(
-        kernel, "--%python\nn = 0\nwhile True:\n    n += 1\n")
-    assert stopped_in < 5 and reply["ename"] == "KeyboardInterrupt"
-    assert follow["status"] == "ok" and follow_took < 5
+def test_interrupt_stops_a_busy_python_loop(kernel, tmp_path):
+    reply, messages, follow, _ = _interrupt_then_follow_up(kernel, "busy python loop", tmp_path)
+    assert reply["ename"] == "KeyboardInterrupt"
+    assert error_of(messages)["evalue"] in ("interrupted at line 5", "interrupted at line 6")  # the while or its body
+    assert follow["status"] == "ok"
 
 
-def test_interrupt_stops_a_long_duckdb_query(kernel):
-    # ~10^14 rows of cross join: hours of work, inside DuckDB's C++ where no Python handler runs
-    code = "select count(*) as n from range(100000) a, range(100000) b, range(10000) c as huge;"
-    reply, messages, stopped_in, follow, follow_messages, follow_took = _interrupt_then_follow_up(kernel, code)
-    assert stopped_in < 5
+def test_interrupt_stops_a_long_duckdb_query(kernel, tmp_path):
+    reply, messages, follow, follow_messages = _interrupt_then_follow_up(kernel, "long DuckDB query", tmp_path)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    assert error_of(messages)["evalue"] == "interrupted at line 1"
-    assert follow["status"] == "ok" and follow_took < 5
+    assert error_of(messages)["evalue"] == "interrupted at line 2"
+    assert follow["status"] == "ok"
     assert "still here" in displays(follow_messages)[0]["data"]["text/plain"]
 
 
@@ -354,7 +363,9 @@ def test_training_progress_updates_one_display_then_plots(kernel):
 @pytest.fixture(scope="module")
 def ray_kernel(kernelspec, tmp_path_factory):
     """A kernel of its own for the cells that use Ray: the embedded Ray a notebook user gets,
-    started by the first cell that needs it, stopped with the kernel."""
+    started by the first cell that needs it, stopped with the kernel. The suite's one test of the
+    embedded start: every other kernel, notebook and CLI run with Python cells joins the test
+    run's Ray (the ``ray_address`` fixture)."""
     work = tmp_path_factory.mktemp("ray-kernel-cwd")
     k = Kernel(cwd=work, warehouse=work / "warehouse")
     reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
@@ -363,24 +374,6 @@ def ray_kernel(kernelspec, tmp_path_factory):
     k.close()
 
 
-TRAIN_CELL = """--%python
---%input=small
---%num_partitions=2
-from mlsql_ray import train
-from pyjava.api.mlsql import RayContext
-
-ray_context = RayContext.connect(globals(), None)
-
-def create_model():
-    from tensorflow.keras import layers, models
-    model = models.Sequential([layers.Input(shape=(784,)), layers.Dense(32, activation="relu"),
-                               layers.Dense(10, activation="softmax")])
-    model.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return model
-
-result = train.fit(create_model, ray_context.data_servers(), rounds=ROUNDS, batch_size=64, scale=1 / 255, one_hot=10)
-print("final accuracy", round(result.history[-1]["accuracy"], 3))
-"""
 
 
 @pytest.mark.parametrize("code, runs_on_ray", [
@@ -425,21 +418,12 @@ def test_real_training_shows_live_progress(ray_kernel):
 
 @pytest.mark.slow
 def test_interrupt_stops_training_and_frees_its_workers(ray_kernel):
-    msg_id = ray_kernel.kc.execute(TRAIN_CELL.replace("ROUNDS", "1000"))
-    deadline = time.monotonic() + 240
-    while True:  # interrupt once the training is under way: its display got a round
-        msg = ray_kernel.kc.get_iopub_msg(timeout=max(1, deadline - time.monotonic()))
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "update_display_data":
-            break
-    interrupted_at = time.monotonic()
-    ray_kernel.km.interrupt_kernel()
-    reply = ray_kernel.reply(msg_id, timeout=10)["content"]
-    assert time.monotonic() - interrupted_at < 5
+    # interrupt once the training is under way: its display got a round
+    reply, _, _ = ray_kernel.interrupt_once_running(TRAIN_CELL.replace("ROUNDS", "1000"), shown("update_display_data"),
+                                                    start_timeout=240)
     assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
-    ray_kernel.iopub(msg_id)
-    started = time.monotonic()
     follow, follow_messages = ray_kernel.execute("select count(*) as n from small as counted;", timeout=10)
-    assert follow["status"] == "ok" and time.monotonic() - started < 5
+    assert follow["status"] == "ok"
     assert "1200" in displays(follow_messages)[0]["data"]["text/plain"]
     # no training actor outlives the interrupted run: the cluster's CPUs come back
     check = ("--%python\nimport ray, time\ndeadline = time.time() + 20\n"
@@ -635,13 +619,15 @@ class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
 # -- notebooks ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", notebooks(ROOT))
-def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch):
+def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch, ray_address):
     """Every notebook in notebooks/ runs top to bottom headless in its kernel (mlsql, or Python
-    for the magic's), its folder as the kernel's cwd."""
+    for the magic's), its folder as the kernel's cwd; the kernel joins the test run's Ray
+    (``ray_kernel`` is the test of the embedded start)."""
     import nbformat
     from nbclient import NotebookClient
 
     monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("MLSQL_RAY_ADDRESS", ray_address)
     notebook = nbformat.read(path, as_version=4)
     kernel_name = notebook.metadata["kernelspec"]["name"]
     assert kernel_name in ("mlsql", "python3")

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import SAMPLE_MNIST
+from conftest import MNIST_ROUNDS, SAMPLE_MNIST
 from mlsql_ray import MLSQLError, train
 from training_helpers import alive_actors, eventually, mnist_model
 
@@ -21,11 +21,10 @@ TEST_PARQUET = SAMPLE_MNIST / "test.parquet"
 
 
 @pytest.fixture(scope="module")
-def trained(mnist_servers):
-    """Two runs: a weak one (1 round) and a good one (7 rounds)."""
+def trained(mnist_servers, mnist_trained):
+    """Two runs: a weak one (1 round) and a good one (the suite's shared seeded run, MNIST_ROUNDS)."""
     weak = train.fit(mnist_model, mnist_servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
-    good = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10)
-    return weak, good
+    return weak, mnist_trained
 
 
 @pytest.fixture
@@ -86,7 +85,7 @@ def test_history_lists_versions_with_rows_and_training_metrics(model_session, tr
     assert [h["rows"] for h in history] == [len(good.model_rows()), len(weak.model_rows())]
     assert all(h["timestamp"] is not None and h["operation"] == "WRITE" for h in history)
     metrics = [json.loads(json.loads(h["metadata"])["mlsql.train"]) for h in history]
-    assert [m["rounds"] for m in metrics] == ["7", "1"]
+    assert [m["rounds"] for m in metrics] == [str(MNIST_ROUNDS), "1"]
     assert float(metrics[0]["loss"]) == pytest.approx(good.history[-1]["loss"], rel=1e-3)
 
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from deltalake import DeltaTable
-
-from mlsql_ray.raycluster import local_cpus
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "mnist"
 
@@ -107,16 +106,18 @@ save overwrite mnist_model as delta.`ai_model.mnist_model`;
 '''
 
 
-def test_seed_cell_trains_a_model_any_delta_reader_can_rebuild(run_cli, tmp_path: Path):
+@pytest.mark.slow
+def test_seed_cell_trains_a_model_any_delta_reader_can_rebuild(run_cli, tmp_path: Path, ray_runtime, ray_address):
     model_dir = tmp_path / "model_out"
     model_dir.mkdir()
     script = tmp_path / "seed.mlsql"
     script.write_text(SCRIPT.format(train=SAMPLE / "train.parquet", model_dir=str(model_dir)))
     warehouse = tmp_path / "warehouse"
 
-    done = run_cli("run", str(script), "--warehouse", str(warehouse), timeout=600)
+    done = run_cli("run", str(script), "--warehouse", str(warehouse), timeout=600, ray_address=ray_address)
     assert done.returncode == 0, done.stderr[-4000:]
-    assert f"total workers {local_cpus()}" in done.stdout  # one data server per CPU of the embedded Ray
+    cpus = int(ray_runtime.cluster_resources()["CPU"])
+    assert f"total workers {cpus}" in done.stdout  # one data server per CPU of the Ray it joined (the test run's)
     assert "saved" in done.stdout and "ai_model.mnist_model" in done.stdout
 
     # any Delta reader: rows sorted on start are the tar stream of the saved file
@@ -139,3 +140,19 @@ def test_seed_cell_trains_a_model_any_delta_reader_can_rebuild(run_cli, tmp_path
     accuracy = float((predicted == labels).mean())
     assert len(labels) == 2000
     assert accuracy > 0.5, accuracy  # chance is 0.1
+
+
+def test_the_seed_script_parses_whole_into_its_statements():
+    """The fast tier's look at the seed (the training above is slow): the script as users wrote it
+    parses whole, before anything runs, into the load, the four ``!python`` settings, the Python
+    cell with its annotations, and the save; the cell's code is valid Python."""
+    from mlsql_ray import parse
+    from mlsql_ray.lang.ast import Command, Load, PythonCell, Save
+
+    statements = parse(SCRIPT.format(train=SAMPLE / "train.parquet", model_dir="/nowhere"))
+    assert [type(s) for s in statements] == [Load, Command, Command, Command, Command, PythonCell, Save]
+    assert [s.args[:1] for s in statements[1:5]] == [("env",), ("conf",), ("conf",), ("conf",)]
+    cell = statements[5]
+    assert (cell.line, cell.annotations) == (7, {"input": "mnist", "output": "mnist_model", "cache": "true"})
+    compile(cell.code, "seed-cell", "exec")  # a SyntaxError here fails the test
+    assert statements[6].path == "ai_model.mnist_model" and statements[6].line == 87

@@ -12,12 +12,16 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import ROOT, SAMPLE_MNIST
+from conftest import MNIST_ROUNDS, ROOT, SAMPLE_MNIST
 from mlsql_ray import train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
 from mlsql_ray.train.worker import stragglers
 from training_helpers import alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model, tiny_model, tiny_partitions
 
+
+# Training actors cost a TensorFlow import apiece (seconds, more on a busy machine): of the tiny-model
+# tests that start them, the fast tier (-m "not slow") keeps test_checkpoints_keep_the_last_n.
+starts_workers = pytest.mark.slow
 
 
 # -- checkpoints --------------------------------------------------------------------------------
@@ -31,15 +35,18 @@ KILLED_RUN = textwrap.dedent("""
     from mlsql_ray import train
     from training_helpers import seeded_mnist_model, servers_from
     servers = servers_from(ray, {train_path!r})
-    train.fit(seeded_mnist_model, servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+    train.fit(seeded_mnist_model, servers, rounds={rounds}, batch_size=128, scale=1 / 255, one_hot=10,
               checkpoints=train.Checkpoints("ckpt.run", warehouse={warehouse!r}))
 """)
 
 
-def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_servers, mnist_test, warehouse):
+def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_servers, mnist_test, mnist_trained, warehouse):
+    """The run is the shared ``mnist_trained`` one (same model, seed, data and rounds), killed and
+    resumed: it must end as good as that run did uninterrupted."""
     checkpoints = train.Checkpoints("ckpt.run", warehouse=warehouse)
     script = KILLED_RUN.format(tests=str(ROOT / "tests"), address=ray_runtime.get_runtime_context().gcs_address,
-                               train_path=str(SAMPLE_MNIST / "train.parquet"), warehouse=str(warehouse))
+                               train_path=str(SAMPLE_MNIST / "train.parquet"), warehouse=str(warehouse),
+                               rounds=MNIST_ROUNDS)
     driver = subprocess.Popen([sys.executable, "-c", script], start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -51,13 +58,12 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
     saved = checkpoints.rounds()
-    assert 2 <= saved[-1] < 5
-    resumed = train.fit(seeded_mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10,
+    assert 2 <= saved[-1] < MNIST_ROUNDS
+    resumed = train.fit(seeded_mnist_model, mnist_servers, rounds=MNIST_ROUNDS, batch_size=128, scale=1 / 255, one_hot=10,
                         checkpoints=checkpoints, resume=True)
     assert resumed.history[saved[-1]]["resumed_from_checkpoint"] == saved[-1]
-    assert [h["round"] for h in resumed.history] == [1, 2, 3, 4, 5]
-    straight = train.fit(seeded_mnist_model, mnist_servers, rounds=5, batch_size=128, scale=1 / 255, one_hot=10)
-    assert abs(held_out_accuracy(resumed, mnist_test) - held_out_accuracy(straight, mnist_test)) <= 0.01
+    assert [h["round"] for h in resumed.history] == list(range(1, MNIST_ROUNDS + 1))
+    assert abs(held_out_accuracy(resumed, mnist_test) - held_out_accuracy(mnist_trained, mnist_test)) <= 0.01
     assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
 
 
@@ -72,6 +78,7 @@ def test_checkpoints_keep_the_last_n(ray_runtime, warehouse):
     assert set(DeltaTable(str(checkpoints.path)).to_pyarrow_table().column_names) == {"round", "start", "offset", "value"}
 
 
+@starts_workers
 def test_checkpoint_every_k_rounds(ray_runtime, warehouse):
     checkpoints = train.Checkpoints("ckpt.every", warehouse=warehouse, every=2, keep=5)
     train.fit(tiny_model(), tiny_partitions(), rounds=5, batch_size=8, checkpoints=checkpoints)
@@ -80,6 +87,7 @@ def test_checkpoint_every_k_rounds(ray_runtime, warehouse):
 
 # -- validation and early stopping --------------------------------------------------------------
 
+@starts_workers
 def test_validation_metrics_each_round_and_early_stop(ray_runtime):
     x, y = tiny_partitions()[0]
     # learning rate 0: the validation loss can never improve, so patience 1 stops after round 2
@@ -90,6 +98,7 @@ def test_validation_metrics_each_round_and_early_stop(ray_runtime):
     assert all("val_loss" in h and "val_accuracy" in h for h in result.history)
 
 
+@starts_workers
 def test_early_stopping_on_an_unknown_metric_says_what_is_there(ray_runtime):
     with pytest.raises(train.TrainingError, match=r"early_stopping watches 'val_loss' but rounds report accuracy, loss \(pass validation="):
         train.fit(tiny_model(), tiny_partitions(), rounds=2, batch_size=8, early_stopping=("val_loss", 1))
@@ -97,6 +106,7 @@ def test_early_stopping_on_an_unknown_metric_says_what_is_there(ray_runtime):
 
 # -- search -----------------------------------------------------------------------------------
 
+@starts_workers
 def test_a_small_search_end_to_end(ray_runtime):
     before = {a["ActorID"] for a in alive_actors()}
     result = train.search(tiny_model(), tiny_partitions(), {"learning_rate": [0.0, 0.5], "workers": [1, 2]},
@@ -135,6 +145,7 @@ def test_shard_layout_balances_values():
     assert layout[0] == [0]  # the big kernel alone on one shard
 
 
+@starts_workers
 def test_async_workers_push_their_changes_until_the_budget_is_spent(ray_runtime):
     """On a tiny model: every step is counted, the shards apply the pushes, and with a 3x
     straggler the fast worker takes more of the shared budget."""

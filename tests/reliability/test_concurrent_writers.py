@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
 from mlsql_ray import Session
@@ -87,6 +88,7 @@ def start_table(warehouse: Path) -> Path:
     return warehouse / "race" / "t"
 
 
+@pytest.mark.slow  # two processes x 50 commits
 def test_two_processes_appending_50_times_each_make_100_commits_and_lose_nothing(tmp_path: Path, figures):
     warehouse = tmp_path / "warehouse"
     path = start_table(warehouse)

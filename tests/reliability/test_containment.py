@@ -338,6 +338,7 @@ def test_the_test_runs_ray_is_loopback_only_and_token_protected(ray_runtime, fig
     check_ray(ray_runtime.get_runtime_context().gcs_address, psutil.Process(), figures, "test run")
 
 
+@pytest.mark.slow  # starts an embedded Ray of its own in a subprocess
 def test_an_embedded_ray_keeps_token_auth_even_when_the_environment_disables_it(tmp_path: Path, figures):
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "warehouse")], stdin=subprocess.PIPE,

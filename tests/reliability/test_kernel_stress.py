@@ -104,6 +104,7 @@ def test_200_cells_in_a_row_keep_the_kernel_right_and_its_memory_bounded(kernel,
     assert after - warm <= GROWTH_BOUND_MB, (warm, after)
 
 
+@pytest.mark.slow  # waits for Ray's object store to drain
 def test_no_ray_object_outlives_its_cell_across_conf_resets(kernel, ray_runtime, figures):
     kernel.ok(f"load parquet.`{MNIST}` as mnist;\nselect image, label from mnist as digits;")
     assert kernel.ok(RAY_CELL) == "2000\n" + DONE  # connects the kernel to the test run's Ray
