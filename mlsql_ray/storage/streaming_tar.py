@@ -120,10 +120,11 @@ def _safe_member(member: tarfile.TarInfo, target: str) -> tarfile.TarInfo:
     place of an extracted entry or hard links to anything but an extracted file (where a link
     cannot be made tarfile extracts the pointee again from the archive, which a stream cannot
     rewind to, and may recurse forever), and symlinks spelled ``x/..`` (inside by their
-    spelling, elsewhere once x is a link)."""
+    spelling, elsewhere once x is a link). A name is judged as written on disk (``a//.`` is ``a``)."""
     _refuse_bad_name(Path(target), member)
-    if member.name.endswith("/"):  # extracted without it, but the filter would judge a symlink "a/" -> ".."
-        member = member.replace(name=member.name.rstrip("/"), deep=False)  # as if it were inside a
+    normalized = os.path.normpath(member.name)  # "a/", "a//." and "./a" are written where "a" is: the
+    if normalized != member.name:  # filter would judge a symlink "a//." -> ".." as if it were inside a
+        member = member.replace(name=normalized, deep=False)
     if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
         raise ValueError(f"refusing archive member {member.name!r}: devices and pipes are not extracted")
     if (member.issym() or member.islnk()) and os.path.lexists(os.path.join(target, member.name)):
