@@ -85,11 +85,12 @@ def undisturbed(ray_runtime, mnist_servers, mnist_test):
 
 
 class Killer:
-    """A progress sink that kills worker ``victim`` during round ``KILL_ROUND``: with
-    ``ray.kill`` on its handle, or with SIGKILL to the pid its ``pid()`` method reported."""
+    """A progress sink that kills worker ``victim`` during round ``KILL_ROUND`` (``delay`` after
+    the previous round is reported; 0: at once, before the round starts): with ``ray.kill`` on its
+    handle, or with SIGKILL to the pid its ``pid()`` method reported."""
 
-    def __init__(self, ray, how: str, victim: int = 1):
-        self.ray, self.how, self.victim = ray, how, victim
+    def __init__(self, ray, how: str, victim: int = 1, delay: float = KILL_DELAY_S):
+        self.ray, self.how, self.victim, self.delay = ray, how, victim, delay
         self.pids: list[int] = []
         self.actors = None
         self.killed_at_round = None
@@ -102,7 +103,10 @@ class Killer:
             self.pids = self.ray.get([actor.pid.remote() for actor in self.actors])
         elif kind == "train_round" and event["round"] == KILL_ROUND - 1 and self.killed_at_round is None:
             self.killed_at_round = KILL_ROUND
-            threading.Timer(KILL_DELAY_S, self.kill).start()
+            if self.delay:
+                threading.Timer(self.delay, self.kill).start()
+            else:  # before round KILL_ROUND asks anything of the victim: that round finds it dead
+                self.kill()
         elif kind == "train_end":
             self.ended = True
 
@@ -165,7 +169,7 @@ ray_context.build_result(result.model_rows())
 -- %%
 save overwrite mnist_model as delta.`ai_model.kept`;
 """
-    killer = Killer(ray, "ray.kill", victim=0)
+    killer = Killer(ray, "ray.kill", victim=0, delay=0)  # a round of 4 000 rows can end within KILL_DELAY_S
     started_before = set(worker_actors())
     with progress.reporting_to(killer), pytest.raises(MLSQLError) as caught:
         session.execute(script)
