@@ -7,7 +7,8 @@ temporary folder (the current directory, and where the docs' ``/tmp/`` paths lea
 finish without error; where the doc shows the result, the result is checked. Around the block:
 
 - ``AFTER``: earlier blocks of the same page it builds on, run first in the same session, each as its
-  own request (as a notebook runs cells);
+  own request (as a notebook runs cells) — or, for the keys in ``ONE_REQUEST``, as one script with
+  the block (they use a variable an earlier block sets, and a variable lasts one request);
 - ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first;
 - ``EXPECT`` / ``EXPECT_ERROR``: the result table, or the error, the doc shows;
 - ``SKIP``: blocks that cannot run here, with the reason — a service (a MySQL server, the internet,
@@ -83,6 +84,10 @@ AFTER: dict[str, list[str]] = {
     "ml/feature/rate_sample.md#1": ["#0"],
     "ml/feature/rate_sample.md#2": ["#0", "#1"],
 }
+
+# the earlier blocks set a variable the block reads: the doc continues one script
+ONE_REQUEST = {"grammar/load.md#1", "grammar/outline.md#11", "extension/et/TreeBuildExt.md#1",
+               "extension/et/TreeBuildExt.md#3", "extension/et/TreeBuildExt.md#5"}
 
 GIVEN: dict[str, str] = {
     "grammar/assert.md#10": VEGA_CSV, "grammar/assert.md#11": VEGA_CSV,
@@ -163,8 +168,8 @@ EXPECT_ERROR: dict[str, str] = {
     "grammar/assert.md#6": r"Assert Failed: conflict key: z,y",
     # errorIfExists after the first block saved to the same path
     "grammar/save.md#5": "already exists",
-    # the doc's second request: the variable of the first is gone (NOT_YET here)
-    "grammar/set.md#4": r"hello",
+    # the doc's second request: the variable of the first request is gone (its default scope is request)
+    "grammar/set.md#4": r"undefined variable \$\{hello\}",
     # the module checks its parameters: run on its own, inputTable is not set
     "grammar/assert.md#12": "inputTable is missing",
     # the doc's point: without the taken branch, b was never made
@@ -232,8 +237,6 @@ SKIP: dict[str, str] = {
 }
 
 NOT_YET: dict[str, str] = {
-    "grammar/set.md#4": "a variable's default lifetime: Byzer forgets it when the request (a notebook cell) ends, "
-                        "so the doc's second request fails; mlsql-ray keeps it for the session",
     "extension/et/JsonExpandExt.md#0": "load modelExample.`ET` (an ET's example code as a table)",
     "extension/et/TableRepartition.md#4": "spark_partition_id() (Spark's partition of a row)",
 }
@@ -243,8 +246,11 @@ def _run_block(session: Session, key: str, tmp_path: Path):
     page = key.split("#")[0]
     if key in GIVEN:
         session.execute(_local(GIVEN[key], tmp_path))
-    for earlier in AFTER.get(key, []):
-        session.execute(_local(BLOCKS[page + earlier], tmp_path))
+    earlier = [_local(BLOCKS[page + block], tmp_path) for block in AFTER.get(key, [])]
+    if key in ONE_REQUEST:
+        return session.execute("\n".join([*earlier, _local(BLOCKS[key], tmp_path)]))
+    for text in earlier:
+        session.execute(text)
     return session.execute(_local(BLOCKS[key], tmp_path))
 
 
@@ -281,9 +287,10 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
 
 def test_the_lists_name_real_blocks_and_agree():
     """Every key names a block of the pages, and no block is both skipped and expected to run."""
-    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY):
+    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY, ONE_REQUEST):
         assert set(listing) <= set(BLOCKS), set(listing) - set(BLOCKS)
     assert not set(SKIP) & set(NOT_YET)
     assert not set(SKIP) & (set(EXPECT) | set(EXPECT_ERROR))
     assert not set(EXPECT) & set(EXPECT_ERROR)
+    assert ONE_REQUEST <= set(AFTER)
     assert len(BLOCKS) > 130  # every page was found and read

@@ -67,7 +67,7 @@ class Session:
         self._functions = None  # model functions (register), created with the first one
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
-        self._request_variables: set[str] = set()
+        self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._sources: list[Path] = []  # the include stack: the file being run is last
 
     # -- public API ------------------------------------------------------------------------
@@ -82,8 +82,9 @@ class Session:
 
     def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
-        includes). Variables set with scope "request", and tables cached with ``!cache T script``,
-        are forgotten when this ends, and so are the tables it defined if
+        includes). This is one request, in Byzer's words: variables set with scope "request" (the
+        default) and tables cached with ``!cache T script`` are forgotten when it ends (a request
+        variable that hid a session one gives it back), and so are the tables it defined if
         ``set __table_name_cache__ = "false";`` (Byzer's switch, so that a table an untaken ``!if``
         branch would define does not linger from an earlier run)."""
         tables_before = set(self.catalog.names())
@@ -91,12 +92,19 @@ class Session:
             yield from self._run(statements, Path(source).resolve() if source else None)
         finally:
             self.catalog.uncache_script()
-            for key in self._request_variables:
-                self.variables.pop(key, None)
-            self._request_variables.clear()
             if self.variables.get("__table_name_cache__") == "false":
                 for name in set(self.catalog.names()) - tables_before:
                     self.catalog.remove(name)
+            self._end_request_variables()
+
+    def _end_request_variables(self) -> None:
+        """Forget the request's variables, giving back the session values they hid."""
+        for key, hidden in self._request_hidden.items():
+            if hidden is None:
+                self.variables.pop(key, None)
+            else:
+                self.variables[key] = hidden
+        self._request_hidden.clear()
 
     def table(self, name: str) -> pa.Table:
         """The named table as Arrow."""
@@ -223,9 +231,11 @@ class Session:
         if kind == "conf":
             self.conf[s.key] = value
         else:
-            self.variables[s.key] = value
             if s.scope == "request":
-                self._request_variables.add(s.key)
+                self._request_hidden.setdefault(s.key, self.variables.get(s.key))
+            else:
+                self._request_hidden.pop(s.key, None)  # now a session variable: it outlives the request
+            self.variables[s.key] = value
         return Result(s, f"set {s.key}")
 
     def _python(self, s: ast.PythonCell) -> Result:
