@@ -10,7 +10,8 @@ finish without error; where the doc shows the result, the result is checked. Aro
   own request (as a notebook runs cells) — or, for the keys in ``ONE_REQUEST``, as one script with
   the block (they use a variable an earlier block sets, and a variable lasts one request);
 - ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first;
-- ``EXPECT`` / ``EXPECT_ERROR``: the result table, or the error, the doc shows;
+- ``EXPECT`` / ``EXPECT_ERROR``: the result table (named, or "" for the table of the block's last
+  statement, e.g. a ``!profiler sql``), or the error, the doc shows;
 - ``SKIP``: blocks that cannot run here, with the reason — a service (a MySQL server, the internet,
   Byzer's JVM or notebook server) or not a whole script (an outline with placeholders, a piece of
   a larger example);
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from mlsql_ray import MLSQLError, Session
+from mlsql_ray.engine import ets
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
@@ -142,6 +144,16 @@ EXPECT: dict[str, tuple[str, list[dict]]] = {
     "ml/eda/DescriptiveMetrics.md#0": ("descriptiveMetrics", [
         {"columnName": "age", "descriptiveMetrics": '[{"18":1},{"21":7}]'},
         {"columnName": "address", "descriptiveMetrics": '[{"上海":1},{"广州":7}]'}]),
+    "extension/et/JsonExpandExt.md#0": ("output", [  # Byzer's ModelExample rows; the example runs (test_ets.py)
+        {"name": "name", "value": "JsonExpandExt"},
+        {"name": "codeExample", "value": ets.find("JsonExpandExt").example},
+        {"name": "codeType", "value": "sql"},
+        {"name": "doc", "value": ets.find("JsonExpandExt").description},
+        {"name": "docType", "value": "text"}]),
+    # after partitionType="range" on id (block #6): the doc's table
+    "extension/et/TableRepartition.md#4": ("", [{"partition": 0, "min_id": 0, "max_id": 2, "count": 3},
+                                               {"partition": 1, "min_id": 3, "max_id": 199, "count": 3},
+                                               {"partition": 2, "min_id": 200, "max_id": 201, "count": 2}]),
     "extension/et/JsonExpandExt.md#1": ("table_2", [{"age": None, "name": "Michael"}, {"age": "30", "name": "Andy"}]),
     "extension/et/JsonExpandExt.md#2": ("table_3", [{"name": "Michael", "city": "hangzhou", "district": "xihu"}]),
     "extension/et/SyntaxAnalyzeExt.md#1": ("output", [{"tableName": "table1"}, {"tableName": "table2"}]),
@@ -236,10 +248,7 @@ SKIP: dict[str, str] = {
     "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
 }
 
-NOT_YET: dict[str, str] = {
-    "extension/et/JsonExpandExt.md#0": "load modelExample.`ET` (an ET's example code as a table)",
-    "extension/et/TableRepartition.md#4": "spark_partition_id() (Spark's partition of a row)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _run_block(session: Session, key: str, tmp_path: Path):
@@ -279,10 +288,10 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
             with pytest.raises(MLSQLError, match=EXPECT_ERROR[key]):
                 _run_block(session, key, tmp_path)
             return
-        _run_block(session, key, tmp_path)
+        results = _run_block(session, key, tmp_path)
         if key in EXPECT:
             table, expected = EXPECT[key]
-            assert session.table(table).to_pylist() == expected
+            assert (session.table(table) if table else results[-1].table).to_pylist() == expected
 
 
 def test_the_lists_name_real_blocks_and_agree():

@@ -20,7 +20,7 @@ from ..raycluster import RayLink
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, spark_functions, udfs
+from . import datasources, ets, partition_ids, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
@@ -69,6 +69,7 @@ class Session:
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._sources: list[Path] = []  # the include stack: the file being run is last
+        self._statement_tables: list[str] = []  # DuckDB names a statement registered for itself (partition_ids)
 
     # -- public API ------------------------------------------------------------------------
 
@@ -159,6 +160,9 @@ class Session:
                 # DuckDB's answer to Ctrl-C: an interrupt, not a crash
                 raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
             raise InternalError(exc, statement.line, statement.col, self._source()) from exc
+        finally:
+            while self._statement_tables:
+                self.con.unregister(self._statement_tables.pop())
 
     def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
         """Give the error the statement's position and file. Done here, while the statement's
@@ -185,7 +189,8 @@ class Session:
         sql, tables, calls = self._prepare(s.sql, s.line, s.col)
         relation = self.con.sql(sql)  # DuckDB checks the query here
         # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
-        if self._calls_session_functions(calls) or len(set(relation.columns)) != len(relation.columns):
+        if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
+                or len(set(relation.columns)) != len(relation.columns)):
             table = relation.to_arrow_table()
             self.catalog.add_arrow(s.table, table, "select")
             head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
@@ -369,6 +374,9 @@ class Session:
         its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
+        if partition_ids.called(spark_sql):
+            sql, helpers = partition_ids.rewrite(self, sql)
+            self._statement_tables.extend(helpers)
         if self._functions is not None:
             self._functions.note_calls(calls)
         return spark_functions.spark_result_sql(self.con, sql), tables, calls
