@@ -7,6 +7,7 @@ whole text first, then runs statement by statement and yields one ``Result`` per
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -27,6 +28,7 @@ from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
+from .jobs import Jobs
 from .result import PREVIEW_ROWS, Result
 from .shell import run_shell
 from .sql import duckdb_message, translate
@@ -69,7 +71,9 @@ class Session:
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._sources: list[Path] = []  # the include stack: the file being run is last
-        self._statement_tables: list[str] = []  # DuckDB names a statement registered for itself (partition_ids)
+        self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
+        self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
+        self._requests = threading.RLock()  # held by the thread running a request (see run)
 
     # -- public API ------------------------------------------------------------------------
 
@@ -87,7 +91,28 @@ class Session:
         default) and tables cached with ``!cache T script`` are forgotten when it ends (a request
         variable that hid a session one gives it back), and so are the tables it defined if
         ``set __table_name_cache__ = "false";`` (Byzer's switch, so that a table an untaken ``!if``
-        branch would define does not linger from an earlier run)."""
+        branch would define does not linger from an earlier run).
+
+        A session runs one request at a time. While one runs, another thread may run only
+        ``!show jobs`` and ``!kill`` (a side request: it leaves the running request's state alone)."""
+        if not self._requests.acquire(blocking=False):
+            yield from self._side_request(statements)
+            return
+        try:
+            yield from self._request(statements, source)
+        finally:
+            self._requests.release()
+
+    def _side_request(self, statements: list[ast.Statement]) -> Iterator[Result]:
+        running = ", ".join(f"{job.id} ({job.text})" for job in self.jobs.running()) or "a request"
+        for statement in statements:
+            if not _is_side_statement(statement):
+                raise MLSQLError(f"this session is running job {running}: while it runs, another thread may "
+                                 f"only run !show jobs and !kill", statement.line, statement.col)
+        for statement in statements:
+            yield from self._run_one(statement)
+
+    def _request(self, statements: list[ast.Statement], source) -> Iterator[Result]:
         tables_before = set(self.catalog.names())
         try:
             yield from self._run(statements, Path(source).resolve() if source else None)
@@ -138,6 +163,26 @@ class Session:
                 self._sources.pop()
 
     def _run_one(self, statement: ast.Statement) -> Iterator[Result]:
+        """Run one statement; at the top of a script (not inside an include or a branch) as a job."""
+        if getattr(self._thread, "job", None) is not None:
+            yield from self._run_statement(statement)
+            return
+        job = self.jobs.start(statement)
+        self._thread.job, self._thread.tables = job, []
+        try:
+            yield from self._run_statement(statement)
+        except BaseException as exc:
+            if self.jobs.finish(job, exc):
+                raise self._locate(MLSQLError(f"job {job.id} was killed (!kill {job.id})"), statement) from exc
+            raise
+        else:
+            self.jobs.finish(job, None)
+        finally:
+            self._thread.job = None
+            while self._thread.tables:
+                self.con.unregister(self._thread.tables.pop())
+
+    def _run_statement(self, statement: ast.Statement) -> Iterator[Result]:
         try:
             if not isinstance(statement, ast.Set):
                 statement = statement.substituted(self.variables)
@@ -160,9 +205,6 @@ class Session:
                 # DuckDB's answer to Ctrl-C: an interrupt, not a crash
                 raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
             raise InternalError(exc, statement.line, statement.col, self._source()) from exc
-        finally:
-            while self._statement_tables:
-                self.con.unregister(self._statement_tables.pop())
 
     def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
         """Give the error the statement's position and file. Done here, while the statement's
@@ -376,7 +418,7 @@ class Session:
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
-            self._statement_tables.extend(helpers)
+            self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
         if self._functions is not None:
             self._functions.note_calls(calls)
         return spark_functions.spark_result_sql(self.con, sql), tables, calls
@@ -387,6 +429,14 @@ class Session:
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
         return p
+
+
+def _is_side_statement(statement: ast.Statement) -> bool:
+    """``!show jobs`` and ``!kill``: what another thread may run while a request runs."""
+    if not isinstance(statement, ast.Command):
+        return False
+    name, args = statement.name.lower(), [a.lower() for a in statement.args]
+    return name == "kill" or (name == "show" and args == ["jobs"])
 
 
 def _describe(statement: ast.Statement) -> str:
