@@ -7,9 +7,11 @@ temporary folder (the current directory, and where the docs' ``/tmp/`` paths lea
 finish without error; where the doc shows the result, the result is checked. Around the block:
 
 - ``AFTER``: earlier blocks of the same page it builds on, run first in the same session, each as its
-  own request (as a notebook runs cells);
+  own request (as a notebook runs cells) — or, for the keys in ``ONE_REQUEST``, as one script with
+  the block (they use a variable an earlier block sets, and a variable lasts one request);
 - ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first;
-- ``EXPECT`` / ``EXPECT_ERROR``: the result table, or the error, the doc shows;
+- ``EXPECT`` / ``EXPECT_ERROR``: the result table (named, or "" for the table of the block's last
+  statement, e.g. a ``!profiler sql``), or the error, the doc shows;
 - ``SKIP``: blocks that cannot run here, with the reason — a service (a MySQL server, the internet,
   Byzer's JVM or notebook server) or not a whole script (an outline with placeholders, a piece of
   a larger example);
@@ -27,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from mlsql_ray import MLSQLError, Session
+from mlsql_ray.engine import ets
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
@@ -84,6 +87,10 @@ AFTER: dict[str, list[str]] = {
     "ml/feature/rate_sample.md#2": ["#0", "#1"],
 }
 
+# the earlier blocks set a variable the block reads: the doc continues one script
+ONE_REQUEST = {"grammar/load.md#1", "grammar/outline.md#11", "extension/et/TreeBuildExt.md#1",
+               "extension/et/TreeBuildExt.md#3", "extension/et/TreeBuildExt.md#5"}
+
 GIVEN: dict[str, str] = {
     "grammar/assert.md#10": VEGA_CSV, "grammar/assert.md#11": VEGA_CSV,
     **{key: HELLO_XLSX for key in ("grammar/macro.md#0", "grammar/macro.md#1", "grammar/macro.md#2", "grammar/macro.md#3",
@@ -137,6 +144,16 @@ EXPECT: dict[str, tuple[str, list[dict]]] = {
     "ml/eda/DescriptiveMetrics.md#0": ("descriptiveMetrics", [
         {"columnName": "age", "descriptiveMetrics": '[{"18":1},{"21":7}]'},
         {"columnName": "address", "descriptiveMetrics": '[{"上海":1},{"广州":7}]'}]),
+    "extension/et/JsonExpandExt.md#0": ("output", [  # Byzer's ModelExample rows; the example runs (test_ets.py)
+        {"name": "name", "value": "JsonExpandExt"},
+        {"name": "codeExample", "value": ets.find("JsonExpandExt").example},
+        {"name": "codeType", "value": "sql"},
+        {"name": "doc", "value": ets.find("JsonExpandExt").description},
+        {"name": "docType", "value": "text"}]),
+    # after partitionType="range" on id (block #6): the doc's table
+    "extension/et/TableRepartition.md#4": ("", [{"partition": 0, "min_id": 0, "max_id": 2, "count": 3},
+                                               {"partition": 1, "min_id": 3, "max_id": 199, "count": 3},
+                                               {"partition": 2, "min_id": 200, "max_id": 201, "count": 2}]),
     "extension/et/JsonExpandExt.md#1": ("table_2", [{"age": None, "name": "Michael"}, {"age": "30", "name": "Andy"}]),
     "extension/et/JsonExpandExt.md#2": ("table_3", [{"name": "Michael", "city": "hangzhou", "district": "xihu"}]),
     "extension/et/SyntaxAnalyzeExt.md#1": ("output", [{"tableName": "table1"}, {"tableName": "table2"}]),
@@ -163,8 +180,8 @@ EXPECT_ERROR: dict[str, str] = {
     "grammar/assert.md#6": r"Assert Failed: conflict key: z,y",
     # errorIfExists after the first block saved to the same path
     "grammar/save.md#5": "already exists",
-    # the doc's second request: the variable of the first is gone (NOT_YET here)
-    "grammar/set.md#4": r"hello",
+    # the doc's second request: the variable of the first request is gone (its default scope is request)
+    "grammar/set.md#4": r"undefined variable \$\{hello\}",
     # the module checks its parameters: run on its own, inputTable is not set
     "grammar/assert.md#12": "inputTable is missing",
     # the doc's point: without the taken branch, b was never made
@@ -231,20 +248,18 @@ SKIP: dict[str, str] = {
     "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
 }
 
-NOT_YET: dict[str, str] = {
-    "grammar/set.md#4": "a variable's default lifetime: Byzer forgets it when the request (a notebook cell) ends, "
-                        "so the doc's second request fails; mlsql-ray keeps it for the session",
-    "extension/et/JsonExpandExt.md#0": "load modelExample.`ET` (an ET's example code as a table)",
-    "extension/et/TableRepartition.md#4": "spark_partition_id() (Spark's partition of a row)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _run_block(session: Session, key: str, tmp_path: Path):
     page = key.split("#")[0]
     if key in GIVEN:
         session.execute(_local(GIVEN[key], tmp_path))
-    for earlier in AFTER.get(key, []):
-        session.execute(_local(BLOCKS[page + earlier], tmp_path))
+    earlier = [_local(BLOCKS[page + block], tmp_path) for block in AFTER.get(key, [])]
+    if key in ONE_REQUEST:
+        return session.execute("\n".join([*earlier, _local(BLOCKS[key], tmp_path)]))
+    for text in earlier:
+        session.execute(text)
     return session.execute(_local(BLOCKS[key], tmp_path))
 
 
@@ -273,17 +288,18 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
             with pytest.raises(MLSQLError, match=EXPECT_ERROR[key]):
                 _run_block(session, key, tmp_path)
             return
-        _run_block(session, key, tmp_path)
+        results = _run_block(session, key, tmp_path)
         if key in EXPECT:
             table, expected = EXPECT[key]
-            assert session.table(table).to_pylist() == expected
+            assert (session.table(table) if table else results[-1].table).to_pylist() == expected
 
 
 def test_the_lists_name_real_blocks_and_agree():
     """Every key names a block of the pages, and no block is both skipped and expected to run."""
-    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY):
+    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY, ONE_REQUEST):
         assert set(listing) <= set(BLOCKS), set(listing) - set(BLOCKS)
     assert not set(SKIP) & set(NOT_YET)
     assert not set(SKIP) & (set(EXPECT) | set(EXPECT_ERROR))
     assert not set(EXPECT) & set(EXPECT_ERROR)
+    assert ONE_REQUEST <= set(AFTER)
     assert len(BLOCKS) > 130  # every page was found and read

@@ -259,7 +259,7 @@ def test_assert_that_a_variable_is_set(session):
     with pytest.raises(MLSQLError) as info:
         run(session, script)
     assert info.value.message == 'inputTable is missing. Try set inputTable=""'
-    run(session, 'set inputTable="abc";\n' + script)
+    run(session, 'set inputTable="abc" where scope="session";\n' + script)
     run(session, '!assert __set__ QQQ :inputTable == "abc" QQQ "wrong input";')
     with pytest.raises(MLSQLError, match="wrong input"):
         run(session, '!assert __set__ QQQ :inputTable == "xyz" QQQ "wrong input";')
@@ -473,17 +473,45 @@ def test_set_mode_must_be_compile_or_runtime():
 def test_a_text_value_may_name_a_variable_set_later(session):
     """As with Byzer's templates, ${x} in a text value that is not set yet stays as written, and
     is resolved when the value is used."""
-    run(session, 'set greeting = QQQhello ${who}QQQ;')
+    run(session, 'set greeting = QQQhello ${who}QQQ where scope="session";')
     assert session.variables["greeting"] == "hello ${who}"
     with pytest.raises(MLSQLError, match="undefined variable \\$\\{who\\}"):
         run(session, 'select "${greeting}" as x as t;')
-    run(session, 'set who = "world";\nselect "${greeting}" as x as t;')
+    run(session, 'set who = "world" where scope="session";\nselect "${greeting}" as x as t;')
     assert column(session, "t", "x") == ["hello world"]
     run(session, '!if QQQ :greeting == "hello world" QQQ;\n select "yes" as x as t;\n!fi;')
     assert column(session, "t", "x") == ["yes"]
-    run(session, 'set loop = QQQ${loop}!QQQ;')
     with pytest.raises(MLSQLError, match="more than 32 levels deep"):
-        run(session, 'select "${loop}" as x as t;')
+        run(session, 'set loop = QQQ${loop}!QQQ;\nselect "${loop}" as x as t;')
+
+
+def test_a_variable_lasts_one_request_unless_its_scope_is_session(session):
+    """set.md: the default lifetime is the request (a script run, one notebook cell); scope="session"
+    keeps it across requests. A request variable hiding a session one gives it back when the
+    request ends; a session set of a request variable keeps it."""
+    run(session, 'set hello = "world";\nselect "hello ${hello}" as title as output;')
+    assert column(session, "output", "title") == ["hello world"]
+    with pytest.raises(MLSQLError, match=r"undefined variable \$\{hello\}"):
+        run(session, 'select "hello ${hello}" as title as output;')
+    run(session, 'set hello = "abc" where scope="session";')
+    run(session, 'set hello = "just now";\nselect "${hello}" as v as inside;')
+    assert column(session, "inside", "v") == ["just now"]
+    run(session, 'select "${hello}" as v as after;')
+    assert column(session, "after", "v") == ["abc"]
+    run(session, 'set kept = "1";\nset kept = "2" where scope="session";')
+    run(session, 'select "${kept}" as v as later;')
+    assert column(session, "later", "v") == ["2"]
+
+
+def test_a_macro_lasts_one_request_unless_its_scope_is_session(session):
+    """outline.md: besides variables, macros are request-scoped by default (a macro is a variable)."""
+    run(session, 'set greet = QQQselect "hi {}" as g as greeting;QQQ;\n!greet bob;')
+    assert column(session, "greeting", "g") == ["hi bob"]
+    with pytest.raises(MLSQLError, match="greet"):
+        run(session, "!greet alice;")
+    run(session, 'set greet = QQQselect "hi {}" as g as greeting;QQQ where scope="session";')
+    run(session, "!greet alice;")
+    assert column(session, "greeting", "g") == ["hi alice"]
 
 
 # -- DSLSQL.g4 leniencies -----------------------------------------------------------------------
@@ -628,7 +656,7 @@ def test_compile_mode_sql_sees_the_text_variables_above_it(session):
 set n = "41";
 set answer=`select ${n} + 1 as v` where type="sql" and mode="compile";
 select "${answer}" as v as output;
-set n = "0";
+set n = "0" where scope="session";
 """)
     assert column(session, "output", "v") == ["42"]
     assert session.variables["n"] == "0"

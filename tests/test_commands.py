@@ -76,7 +76,9 @@ def test_show_functions_and_one_function(session: Session):
 
 def test_show_jobs_resource_and_conf_list(session: Session):
     [jobs] = session.execute("!show jobs;")
-    assert jobs.table.num_rows == 0 and "jobName" in jobs.table.column_names
+    assert jobs.table.column_names == ["owner", "jobType", "jobName", "jobContent", "groupId", "startTime", "state",
+                                       "endTime"]
+    assert [(r["groupId"], r["jobContent"], r["state"]) for r in jobs.table.to_pylist()] == [("1", "!show jobs", "running")]
     [resource] = session.execute("!show resource;")
     assert resource.table.to_pylist()[0]["totalCores"] == os.cpu_count()
     session.execute('!python conf "runIn=driver"; set spark.x="1" where type="conf";')
@@ -182,9 +184,88 @@ def test_profiler_sql_explain_conf(session: Session):
     assert "threads" in session.table("settings").column("name").to_pylist()
 
 
-def test_kill_without_a_running_job_is_an_error(session: Session):
-    with pytest.raises(MLSQLError, match="no running job job1 in this session"):
-        session.execute("!kill job1;")
+def test_show_jobs_lists_recent_statements_without_secrets(session: Session):
+    """jobContent is the statement as written: variables unresolved, secret options and set values as ***."""
+    session.execute('set pwd = "hunter2" where scope="session";')
+    with pytest.raises(MLSQLError):  # nothing listens there: the statement fails, the job is listed as failed
+        session.execute('connect jdbc where url="jdbc:postgresql://127.0.0.1:1/x" and user="u" and password="${pwd}" as db;\n'
+                        'load jdbc.`db.t` where password="hunter2" as t;')
+    session.execute('select 1 as a as one;\n!python env "API_TOKEN=hunter2";')
+    [jobs] = session.execute("!show jobs;")
+    assert [(r["groupId"], r["state"], r["jobContent"]) for r in jobs.table.to_pylist()] == [
+        ("6", "running", "!show jobs"),  # running first, then the recent ones, newest first
+        ("5", "done", "!python env API_TOKEN=***"),
+        ("4", "done", "select 1 as a as one"),
+        ("3", "failed", 'load jdbc.`db.t` where password="***" as t'),
+        ("2", "done", 'connect jdbc where url="jdbc:postgresql://127.0.0.1:1/x" and user="u" and password="***" as db'),
+        ("1", "done", 'set pwd = *** where scope="session"')]
+    assert "hunter2" not in str(jobs.table.to_pylist())
+
+
+def test_kill_stops_a_query_another_thread_runs_and_the_session_goes_on(session: Session):
+    """The job's DuckDB query is interrupted; the statement fails as killed, at its position; the
+    tables are as they were; a job id that is unknown, finished or the script itself is a clear error."""
+    import threading
+    import time
+
+    session.execute("select 1 as a as kept;")
+    outcome = {}
+
+    def long_script():
+        try:
+            session.execute("select 2 as b as t2;\nselect count(*) as n from range(100000000000) as r(x) as kept;")
+        except MLSQLError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=long_script)
+    worker.start()
+    while not any("range(" in job.text for job in session.jobs.running()):
+        assert worker.is_alive(), outcome
+        time.sleep(0.02)
+    [running] = [r for r in session.execute("!show jobs;")[0].table.to_pylist() if r["state"] == "running"
+                 and "range(" in r["jobContent"]]
+    with pytest.raises(MLSQLError, match=f"running job {running['groupId']} .*only run !show jobs and !kill"):
+        session.execute("select 3 as c as meanwhile;")
+    session.execute(f"!kill {running['groupId']};")
+    worker.join(60)
+    assert not worker.is_alive()
+    error = outcome["error"]
+    assert error.message == f"job {running['groupId']} was killed (!kill {running['groupId']})" and error.line == 2
+    states = {r["groupId"]: r["state"] for r in session.execute("!show jobs;")[0].table.to_pylist()}
+    assert states[running["groupId"]] == "killed"
+    assert session.table("kept").to_pylist() == [{"a": 1}]  # the killed select named nothing
+    assert "meanwhile" not in session.catalog
+    with pytest.raises(MLSQLError, match="no job nosuch in this session"):
+        session.execute("!kill nosuch;")
+    with pytest.raises(MLSQLError, match=f"job {running['groupId']} is not running: it ended \\(killed\\)"):
+        session.execute(f"!kill {running['groupId']};")
+    [mine] = [r["groupId"] for r in session.execute("!show jobs;")[0].table.to_pylist() if r["state"] == "running"]
+    with pytest.raises(MLSQLError, match="is this script itself"):
+        session.execute(f"!kill {int(mine) + 1};")
+
+
+def test_kill_stops_a_python_cell_on_the_driver(session: Session):
+    """Python code stops at once (as with Ctrl-C); this cell uses no Ray, so none starts."""
+    import threading
+    import time
+
+    outcome = {}
+
+    def cell():
+        try:
+            session.execute("--%python\nimport time\nwhile True:\n    time.sleep(0.02)\n")
+        except MLSQLError as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=cell)
+    worker.start()
+    while not session.jobs.running():
+        time.sleep(0.02)
+    job = session.jobs.running()[0]
+    session.execute(f"!kill {job.id};")
+    worker.join(60)
+    assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"
+    assert session.execute("select 1 as a as after;")[0].table.to_pylist() == [{"a": 1}]
 
 
 def test_delta_help_and_compact(session: Session):

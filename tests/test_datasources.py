@@ -3,6 +3,7 @@ script), excel and image, with the examples of byzer-doc's grammar/load.md and d
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -89,8 +90,25 @@ Load json.`${{savePath}}` as table2;
 Load text.`${{savePath}}` as table3;""")
     # the values were strings in the CSV, so they are strings in the JSON (as on Spark)
     assert sorted(session.table("table2").to_pylist(), key=lambda r: r["id"])[0] == {"id": "100", "name": "'John'", "age": "30"}
-    [text] = session.table("table3").column("value").to_pylist()
-    assert '{"id":"300","name":"\'Mike\'","age":"80"}' in text
+    # text: one row per line of the part files (file.md's table), each line one of the JSON objects
+    lines = session.table("table3").to_pylist()
+    assert sorted(json.loads(row["value"])["id"] for row in lines) == ["100", "200", "300", "400"]
+    assert '{"id":"300","name":"\'Mike\'","age":"80"}' in [row["value"] for row in lines]
+    assert all(row["file"].startswith(str(tmp_path / "jack")) for row in lines)
+
+
+def test_text_is_one_row_per_line_as_spark_reads_lines(session: Session, tmp_path: Path):
+    """Spark's text source: lines end at \\n, \\r\\n or \\r; a blank line inside is an empty row, the
+    last line's end is not; an empty file has no rows."""
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(b"first\r\nsecond\n\nfourth\rfifth\n")
+    (folder / "b.txt").write_bytes(b"")
+    (folder / "c.txt").write_bytes(b"no newline at the end")
+    session.execute(f"load text.`{folder}` as lines;")
+    assert session.table("lines").to_pylist() == [
+        {"file": str(folder / "a.txt"), "value": v} for v in ("first", "second", "", "fourth", "fifth")
+    ] + [{"file": str(folder / "c.txt"), "value": "no newline at the end"}]
 
 
 def test_script_is_one_row_with_the_variable_text_in_content(session: Session):

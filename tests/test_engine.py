@@ -197,8 +197,9 @@ def test_text_load_gives_file_and_value(session, tmp_path):
     run(session, f"load text.`{folder}` as t;")
     table = session.table("t")
     assert table.column_names == ["file", "value"]
-    assert rows(table, "file") == [
-        {"file": str(folder / "a.txt"), "value": "first\nline two\n"},
+    assert table.to_pylist() == [  # one row per line, as Spark's text source
+        {"file": str(folder / "a.txt"), "value": "first"},
+        {"file": str(folder / "a.txt"), "value": "line two"},
         {"file": str(folder / "b.txt"), "value": "second"},
     ]
 
@@ -457,7 +458,7 @@ def test_load_sees_file_contents_at_query_time(session, tmp_path):
 
 def test_set_text_in_sql_paths_options_and_table_names(session, csv_file):
     run(session, f"""
-        set dir = "{csv_file.parent}";
+        set dir = "{csv_file.parent}" where scope="session";
         set file = "{csv_file.name}";
         set header = "true";
         set name = "loaded";
@@ -472,7 +473,7 @@ def test_set_text_in_sql_paths_options_and_table_names(session, csv_file):
 
 def test_set_sql_takes_the_first_value(session, people):
     run(session, """
-        set n = "select count(*) from people" where type="sql";
+        set n = "select count(*) from people" where type="sql" and scope="session";
         set top = "select name from people order by score desc" where type="sql";
         select '${n}' as n, '${top}' as top as v;
     """)
@@ -484,15 +485,15 @@ def test_set_sql_takes_the_first_value(session, people):
 def test_set_sql_over_a_select_result(session, people):
     run(session, """
         select * from people where score > 3 as good;
-        set n_good = "select count(*) from good" where type="sql";
-        set nothing = "select name from good where id < 0" where type="sql";
+        set n_good = "select count(*) from good" where type="sql" and scope="session";
+        set nothing = "select name from good where id < 0" where type="sql" and scope="session";
     """)
     assert session.variables["n_good"] == str(sum(s > 3 for s in PEOPLE.column("score").to_pylist()))
     assert session.variables["nothing"] == ""
 
 
 def test_set_shell(session, tmp_path):
-    run(session, f"set who = \"printf '%s-%s' abc {tmp_path.name}\" where type=\"shell\";")
+    run(session, f"set who = \"printf '%s-%s' abc {tmp_path.name}\" where type=\"shell\" and scope=\"session\";")
     assert session.variables["who"] == f"abc-{tmp_path.name}"
     with pytest.raises(MLSQLError, match="exit code 3: went wrong$"):
         run(session, 'set bad = "echo ignored; echo went wrong >&2; exit 3" where type="shell";')
@@ -511,9 +512,9 @@ def test_set_shell_takes_variables_from_table_data_as_data(session, tmp_path, ho
     value = hostile.format(file=owned)
     session.catalog.add_arrow("t", pa.table({"v": [value]}), "test")
     run(session, """
-        set a = "select v from t" where type="sql";
-        set quoted = '''printf '%s' "${a}"''' where type="shell";
-        set bare = "echo ${a}" where type="shell";
+        set a = "select v from t" where type="sql" and scope="session";
+        set quoted = '''printf '%s' "${a}"''' where type="shell" and scope="session";
+        set bare = "echo ${a}" where type="shell" and scope="session";
     """)
     assert session.variables["a"] == value
     assert session.variables["quoted"] == value
@@ -525,7 +526,7 @@ def test_set_shell_variable_names_and_environment(session, monkeypatch):
     monkeypatch.setenv("MLSQL_TEST_FROM_ENV", "from the environment")
     run(session, """
         set n = "3";
-        set got = '''echo "${n}|${MLSQL_TEST_FROM_ENV}|${unset_here:-fallback}|${#n}"''' where type="shell";
+        set got = '''echo "${n}|${MLSQL_TEST_FROM_ENV}|${unset_here:-fallback}|${#n}"''' where type="shell" and scope="session";
     """)
     assert session.variables["got"] == "3|from the environment|fallback|1"
     with pytest.raises(MLSQLError, match=r"undefined variable \$\{nope\}") as raised:
@@ -545,7 +546,7 @@ def test_set_shell_timeout(session, tmp_path):
         run(session, f'set slow = "sleep 3 & sleep 3; touch {marker}" where type="shell" and timeout="0.5";')
     assert (raised.value.line, raised.value.column) == (1, 1)
     assert "slow" not in session.variables
-    run(session, 'set quick = "echo done" where type="shell" and timeout="5";')
+    run(session, 'set quick = "echo done" where type="shell" and timeout="5" and scope="session";')
     assert session.variables["quick"] == "done"
     for bad in ("0", "-1", "soon", "inf"):
         with pytest.raises(MLSQLError, match=f"timeout must be a positive number of seconds, not '{bad}'"):
@@ -560,17 +561,19 @@ def test_set_conf_goes_to_session_conf(session):
 
 def test_default_param_does_not_override(warehouse):
     with Session(warehouse=warehouse, variables={"day": "from-cli"}) as s:
-        run(s, 'set day = "2020-01-01" where type="defaultParam"; set fresh = "dflt" where type="defaultParam";')
+        run(s, 'set day = "2020-01-01" where type="defaultParam"; set fresh = "dflt" where type="defaultParam" and scope="session";')
         assert s.variables["day"] == "from-cli"
         assert s.variables["fresh"] == "dflt"
-        run(s, 'set day = "explicit";')  # a plain set does replace it
+        run(s, 'set day = "explicit" where scope="session";')  # a plain set does replace it
         assert s.variables["day"] == "explicit"
 
 
 def test_request_scope_is_forgotten_after_execute(session):
+    """Byzer's grammar/set.md: a variable lasts for the request (one execute, one notebook cell)
+    unless set with scope="session"."""
     run(session, """
-        set keep = "k";
-        set tmp = "t" where scope="request";
+        set keep = "k" where scope="session";
+        set tmp = "t";
         select '${tmp}' as v, '${keep}' as k as inside;
     """)
     assert session.table("inside").to_pylist() == [{"v": "t", "k": "k"}]
@@ -587,7 +590,7 @@ def test_request_scope_is_forgotten_even_after_an_error(session):
 
 
 def test_set_value_can_use_earlier_variables(session):
-    run(session, 'set a = "x"; set b = "${a}-y";')
+    run(session, 'set a = "x"; set b = "${a}-y" where scope="session";')
     assert session.variables["b"] == "x-y"
 
 
@@ -611,7 +614,7 @@ def write(path: Path, text: str) -> Path:
 def test_include_is_relative_to_the_including_file(session, tmp_path, monkeypatch):
     project = tmp_path / "project"
     write(project / "lib" / "data.csv", "a,b\n1,2\n3,4\n")
-    write(project / "lib" / "loader.mlsql", 'set from_lib = "yes";\nload csv.`data.csv` where header="true" as lib_data;\ninclude local.`deeper/more.mlsql`;\n')
+    write(project / "lib" / "loader.mlsql", 'set from_lib = "yes" where scope="session";\nload csv.`data.csv` where header="true" as lib_data;\ninclude local.`deeper/more.mlsql`;\n')
     write(project / "lib" / "deeper" / "more.mlsql", "select count(*) as n from lib_data as nested;\n")
     main = write(project / "main.mlsql", "include local.`lib/loader.mlsql`;\nselect a, b from lib_data as main_view;\n")
     elsewhere = tmp_path / "elsewhere"
@@ -624,7 +627,7 @@ def test_include_is_relative_to_the_including_file(session, tmp_path, monkeypatc
 
 
 def test_include_without_source_is_relative_to_cwd(session, tmp_path, monkeypatch):
-    write(tmp_path / "inc.mlsql", 'set where_from = "cwd";')
+    write(tmp_path / "inc.mlsql", 'set where_from = "cwd" where scope="session";')
     monkeypatch.chdir(tmp_path)
     run(session, "include local.`inc.mlsql`;")
     assert session.variables["where_from"] == "cwd"

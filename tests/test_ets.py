@@ -314,20 +314,88 @@ def test_tree_build_marks_a_cycle_with_the_break_level(session):
                                        {"id": "3", "level": 0, "children": []}]
 
 
+PARTITION_STATS = """QQQselect spark_partition_id() as partition, min(id) as min_id, max(id) as max_id,
+count(id) as count from simpleData group by partition order by partition QQQ"""
+
+
+def partition_stats(session) -> list[tuple]:
+    return [tuple(r.values()) for r in run(session, f"!profiler sql {PARTITION_STATS};")[-1].table.to_pylist()]
+
+
 def test_table_repartition_by_range_gives_the_docs_partitions(session):
     run(session, TREE + 'run data as TableRepartition.`` where partitionNum="3" and partitionType="range" '
                         'and partitionCols="id" as simpleData;')
-    partitions = [(min(b.column("id").to_pylist()), max(b.column("id").to_pylist()), b.num_rows)
-                  for b in session.table("simpleData").to_batches()]
-    assert partitions == [(0, 2, 3), (3, 199, 3), (200, 201, 2)]  # the doc's table for partitionType="range"
+    assert session.catalog.partitions("simpleData") == (3, 3, 2)
+    assert partition_stats(session) == [(0, 0, 2, 3), (1, 3, 199, 3), (2, 200, 201, 2)]  # the doc's table
     run(session, "run data as TableRepartition.`` where partitionNum=2 \nas newdata;")
-    assert session.table("newdata").num_rows == 8 and len(session.table("newdata").to_batches()) == 2
+    assert session.catalog.partitions("newdata") == (4, 4)
     run(session, "!tableRepartition _ -i data -num 3 -o newcc;")  # the command runs the ET
-    assert [b.num_rows for b in session.table("newcc").to_batches()] == [3, 3, 2]
+    assert session.catalog.partitions("newcc") == (3, 3, 2)
     with pytest.raises(MLSQLError, match="needs partitionNum"):
         run(session, "run data as TableRepartition.`` as x;")
     with pytest.raises(MLSQLError, match="partitionCols"):
         run(session, 'run data as TableRepartition.`` where partitionNum="2" and partitionType="range" as x;')
+
+
+def test_table_repartition_deals_rows_evenly_and_hashes_keys_into_one_partition(session):
+    run(session, "select id, id % 3 as k from range(10) as t(id) as ten;")
+    run(session, 'run ten as TableRepartition.`` where partitionNum="4" as simpleData;')
+    assert partition_stats(session) == [(0, 0, 2, 3), (1, 3, 5, 3), (2, 6, 7, 2), (3, 8, 9, 2)]
+    run(session, 'run ten as TableRepartition.`` where partitionNum="12" as wide;')
+    assert session.catalog.partitions("wide") == (1,) * 10 + (0, 0)  # Spark too leaves partitions empty
+    run(session, 'run ten as TableRepartition.`` where partitionNum="2" and partitionType="hash" and partitionCols="k" as hashed;')
+    by_partition = run(session, "!profiler sql QQQselect spark_partition_id() as p, collect_set(k) as keys, count(*) as n "
+                                "from hashed group by p order by p QQQ;")[-1].table.to_pylist()
+    keys = [set(r["keys"]) for r in by_partition]
+    assert sum(r["n"] for r in by_partition) == 10 and set().union(*keys) == {0, 1, 2}
+    assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1:])  # a key lives in one partition
+    assert sum(session.catalog.partitions("hashed")) == 10 and len(session.catalog.partitions("hashed")) == 2
+
+
+def test_spark_partition_id_reads_the_from_table_and_stars_leave_it_out(session):
+    run(session, TREE + 'run data as TableRepartition.`` where partitionNum="2" as parted;')
+    run(session, "select *, spark_partition_id() as p from parted as seen;")
+    assert session.table("seen").column_names == ["id", "parentId", "p"]
+    assert session.table("seen").column("p").to_pylist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    run(session, "select x.*, d.id as other, spark_partition_id() as p from parted x join data d on x.id = d.id as joined;")
+    assert session.table("joined").column_names == ["id", "parentId", "other", "p"]
+    run(session, "select spark_partition_id() as p from data as whole;")  # a table read whole: one partition
+    assert set(session.table("whole").column("p").to_pylist()) == {0}
+    with pytest.raises(MLSQLError, match="takes no arguments"):
+        run(session, "select spark_partition_id(id) as p from parted as bad;")
+
+
+def test_table_repartition_partitions_are_the_python_cells_data_servers(ray_session):
+    """The partitions reach a Python cell as its data servers, one per partition, in order."""
+    run(ray_session, TREE + 'run data as TableRepartition.`` where partitionNum="3" as parted;\n'
+                           "!tableRepartition _ -i data -num 4 -o four;")
+    for table, sizes in (("parted", [3, 3, 2]), ("four", [2, 2, 2, 2])):
+        run(ray_session, f"""--%python
+--%input={table}
+--%output=servers
+from pyjava.api.mlsql import RayContext
+rc = RayContext.connect(globals(), None)
+rc.build_result([{{"index": s.index, "num_rows": s.num_rows}} for s in rc.data_servers()])
+""")
+        assert rows(ray_session, "servers") == [{"index": i, "num_rows": n} for i, n in enumerate(sizes)]
+
+
+def test_every_example_of_the_et_registry_runs_and_model_example_shows_it(session, tmp_path, monkeypatch):
+    """``load modelExample.`NAME` as t;``: Byzer's rows name/value; the example is the registry's
+    and runs as written, in a fresh session."""
+    from mlsql_ray.engine import ets
+
+    monkeypatch.chdir(tmp_path)
+    assert [et.name for et in ets.ETS.values() if not et.example] == []  # every ET comes with one
+    for et in ets.ETS.values():
+        with Session(warehouse=tmp_path / et.name) as fresh:
+            assert fresh.execute(et.example), et.name
+    run(session, "load modelExample.`TableRepartition` as ex;")
+    assert dict((r["name"], r["value"]) for r in rows(session, "ex")) == {
+        "name": "TableRepartition", "codeExample": ets.find("TableRepartition").example, "codeType": "sql",
+        "doc": ets.find("TableRepartition").description, "docType": "text"}
+    with pytest.raises(MLSQLError, match="no ET or algorithm of that name"):
+        run(session, "load modelExample.`NoSuchExt` as ex;")
 
 
 def test_cache_ext_caches_and_releases(session, tmp_path):

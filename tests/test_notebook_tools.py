@@ -68,7 +68,7 @@ def test_a_parameter_round_trips_through_the_parser(value):
     from mlsql_ray.kernel.parameters import set_statement
 
     [statement] = lang.parse(set_statement("p", value))
-    assert isinstance(statement, ast.Set) and statement.key == "p"
+    assert isinstance(statement, ast.Set) and statement.key == "p" and statement.scope == "session"
     assert statement.value == (value if isinstance(value, str) else json.dumps(value))
 
 
@@ -83,7 +83,7 @@ def test_papermill_injects_set_statements_after_the_parameters_cell(small_data, 
     tags = [c.metadata.get("tags", []) for c in notebook.cells]
     injected = tags.index(["injected-parameters"])
     assert "parameters" in tags[injected - 1]
-    assert notebook.cells[injected].source == f'-- Parameters\nset data = "{small_data}";\n'
+    assert notebook.cells[injected].source == f'-- Parameters\nset data = "{small_data}" where scope="session";\n'
     shown = select_text(notebook)
     assert "(2 rows)" in shown  # digits 0 and 1 only: the parameter changed the data loaded
 
@@ -126,7 +126,7 @@ def test_nbconvert_executes_every_notebook(path, tmp_path):
 def test_jupyter_execute_runs_the_quickstart(tmp_path):
     copy = tmp_path / "quickstart.ipynb"
     notebook = nbformat.read(QUICKSTART, as_version=4)
-    notebook.cells[1].source = f'set data = "{SAMPLE_MNIST}" where type="defaultParam";'  # the copy is elsewhere
+    notebook.cells[1].source = f'set data = "{SAMPLE_MNIST}" where type="defaultParam" and scope="session";'  # the copy is elsewhere
     nbformat.write(notebook, copy)
     done = subprocess.run([sys.executable, "-m", "jupyter", "execute", "--inplace", str(copy)], cwd=tmp_path,
                           env=tool_env(tmp_path), capture_output=True, text=True, timeout=600)

@@ -191,9 +191,9 @@ def test_options_keep_their_order() -> None:
     assert list(load.options) == ["z", "a", "m"]
 
 
-def test_set_type_and_scope_default_to_text_and_session() -> None:
+def test_set_type_and_scope_default_to_text_and_request() -> None:
     plain = one("set a = b;")
-    assert (plain.type, plain.scope) == ("text", "session")
+    assert (plain.type, plain.scope) == ("text", "request")  # Byzer's default: the variable lasts one request
     typed = one('set a = b where type="sql" and scope="request";')
     assert (typed.type, typed.scope) == ("sql", "request")
 

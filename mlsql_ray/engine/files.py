@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 
+_LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes
 _EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
 
 
@@ -60,9 +61,13 @@ def read_json(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[st
 
 
 def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
-    """One row per file; DuckDB refuses a file that is not UTF-8, naming it."""
+    """One row per line, as Spark's text source reads (Byzer's ``file``, ``value``): lines end at
+    ``\\n``, ``\\r\\n`` or ``\\r``, the last line's end makes no empty row, an empty file has no rows.
+    DuckDB refuses a file that is not UTF-8, naming it."""
     listed = ", ".join(exp.Literal.string(f).sql("duckdb") for f in files)
-    return con.sql(f"SELECT filename AS file, content AS value FROM read_text([{listed}])")
+    return con.sql(f"SELECT filename AS file, unnest(CASE WHEN content = '' THEN []::VARCHAR[] ELSE "
+                   f"regexp_split_to_array(regexp_replace(content, '{_LINE_END}$', ''), '{_LINE_END}') END) AS value "
+                   f"FROM read_text([{listed}])")
 
 
 def read_csv(con: duckdb.DuckDBPyConnection, source, options: dict[str, str], hive: bool = False) -> duckdb.DuckDBPyRelation:

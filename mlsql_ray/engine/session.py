@@ -7,6 +7,7 @@ whole text first, then runs statement by statement and yields one ``Result`` per
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -20,13 +21,14 @@ from ..raycluster import RayLink
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, spark_functions, udfs
+from . import datasources, ets, partition_ids, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
+from .jobs import Jobs
 from .result import PREVIEW_ROWS, Result
 from .shell import run_shell
 from .sql import duckdb_message, translate
@@ -67,8 +69,11 @@ class Session:
         self._functions = None  # model functions (register), created with the first one
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
-        self._request_variables: set[str] = set()
+        self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._sources: list[Path] = []  # the include stack: the file being run is last
+        self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
+        self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
+        self._requests = threading.RLock()  # held by the thread running a request (see run)
 
     # -- public API ------------------------------------------------------------------------
 
@@ -82,21 +87,50 @@ class Session:
 
     def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
-        includes). Variables set with scope "request", and tables cached with ``!cache T script``,
-        are forgotten when this ends, and so are the tables it defined if
+        includes). This is one request, in Byzer's words: variables set with scope "request" (the
+        default) and tables cached with ``!cache T script`` are forgotten when it ends (a request
+        variable that hid a session one gives it back), and so are the tables it defined if
         ``set __table_name_cache__ = "false";`` (Byzer's switch, so that a table an untaken ``!if``
-        branch would define does not linger from an earlier run)."""
+        branch would define does not linger from an earlier run).
+
+        A session runs one request at a time. While one runs, another thread may run only
+        ``!show jobs`` and ``!kill`` (a side request: it leaves the running request's state alone)."""
+        if not self._requests.acquire(blocking=False):
+            yield from self._side_request(statements)
+            return
+        try:
+            yield from self._request(statements, source)
+        finally:
+            self._requests.release()
+
+    def _side_request(self, statements: list[ast.Statement]) -> Iterator[Result]:
+        running = ", ".join(f"{job.id} ({job.text})" for job in self.jobs.running()) or "a request"
+        for statement in statements:
+            if not _is_side_statement(statement):
+                raise MLSQLError(f"this session is running job {running}: while it runs, another thread may "
+                                 f"only run !show jobs and !kill", statement.line, statement.col)
+        for statement in statements:
+            yield from self._run_one(statement)
+
+    def _request(self, statements: list[ast.Statement], source) -> Iterator[Result]:
         tables_before = set(self.catalog.names())
         try:
             yield from self._run(statements, Path(source).resolve() if source else None)
         finally:
             self.catalog.uncache_script()
-            for key in self._request_variables:
-                self.variables.pop(key, None)
-            self._request_variables.clear()
             if self.variables.get("__table_name_cache__") == "false":
                 for name in set(self.catalog.names()) - tables_before:
                     self.catalog.remove(name)
+            self._end_request_variables()
+
+    def _end_request_variables(self) -> None:
+        """Forget the request's variables, giving back the session values they hid."""
+        for key, hidden in self._request_hidden.items():
+            if hidden is None:
+                self.variables.pop(key, None)
+            else:
+                self.variables[key] = hidden
+        self._request_hidden.clear()
 
     def table(self, name: str) -> pa.Table:
         """The named table as Arrow."""
@@ -129,6 +163,26 @@ class Session:
                 self._sources.pop()
 
     def _run_one(self, statement: ast.Statement) -> Iterator[Result]:
+        """Run one statement; at the top of a script (not inside an include or a branch) as a job."""
+        if getattr(self._thread, "job", None) is not None:
+            yield from self._run_statement(statement)
+            return
+        job = self.jobs.start(statement)
+        self._thread.job, self._thread.tables = job, []
+        try:
+            yield from self._run_statement(statement)
+        except BaseException as exc:
+            if self.jobs.finish(job, exc):
+                raise self._locate(MLSQLError(f"job {job.id} was killed (!kill {job.id})"), statement) from exc
+            raise
+        else:
+            self.jobs.finish(job, None)
+        finally:
+            self._thread.job = None
+            while self._thread.tables:
+                self.con.unregister(self._thread.tables.pop())
+
+    def _run_statement(self, statement: ast.Statement) -> Iterator[Result]:
         try:
             if not isinstance(statement, ast.Set):
                 statement = statement.substituted(self.variables)
@@ -177,7 +231,8 @@ class Session:
         sql, tables, calls = self._prepare(s.sql, s.line, s.col)
         relation = self.con.sql(sql)  # DuckDB checks the query here
         # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
-        if self._calls_session_functions(calls) or len(set(relation.columns)) != len(relation.columns):
+        if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
+                or len(set(relation.columns)) != len(relation.columns)):
             table = relation.to_arrow_table()
             self.catalog.add_arrow(s.table, table, "select")
             head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
@@ -223,9 +278,11 @@ class Session:
         if kind == "conf":
             self.conf[s.key] = value
         else:
-            self.variables[s.key] = value
             if s.scope == "request":
-                self._request_variables.add(s.key)
+                self._request_hidden.setdefault(s.key, self.variables.get(s.key))
+            else:
+                self._request_hidden.pop(s.key, None)  # now a session variable: it outlives the request
+            self.variables[s.key] = value
         return Result(s, f"set {s.key}")
 
     def _python(self, s: ast.PythonCell) -> Result:
@@ -359,6 +416,9 @@ class Session:
         its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
+        if partition_ids.called(spark_sql):
+            sql, helpers = partition_ids.rewrite(self, sql)
+            self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
         if self._functions is not None:
             self._functions.note_calls(calls)
         return spark_functions.spark_result_sql(self.con, sql), tables, calls
@@ -369,6 +429,14 @@ class Session:
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
         return p
+
+
+def _is_side_statement(statement: ast.Statement) -> bool:
+    """``!show jobs`` and ``!kill``: what another thread may run while a request runs."""
+    if not isinstance(statement, ast.Command):
+        return False
+    name, args = statement.name.lower(), [a.lower() for a in statement.args]
+    return name == "kill" or (name == "show" and args == ["jobs"])
 
 
 def _describe(statement: ast.Statement) -> str:

@@ -1,4 +1,5 @@
-"""papermill parameters for the ``mlsql`` kernel: ``-p key value`` becomes ``set key = "value";``.
+"""papermill parameters for the ``mlsql`` kernel: ``-p key value`` becomes
+``set key = "value" where scope="session";`` (session: a variable otherwise lasts one cell, as in Byzer).
 
 papermill 2.7 looks a kernel's parameter translator up only in its own registry, and has no entry
 point for translators; but whenever it is imported it loads every ``papermill.engine`` entry
@@ -42,14 +43,16 @@ def mlsql_string(text: str) -> str:
 
 
 def set_statement(name: str, value) -> str:
-    """``set name = "value";``, refused if it would not parse back to exactly this name and value."""
+    """``set name = "value" where scope="session";``, refused if it would not parse back to exactly
+    this name and value."""
     from .. import lang
     from ..lang import ast
 
     text = ast.variable_text(value)
-    statement = f"set {name} = {mlsql_string(text)};"
+    statement = f'set {name} = {mlsql_string(text)} where scope="session";'
     parsed = lang.parse(statement)
-    if len(parsed) != 1 or not isinstance(parsed[0], ast.Set) or (parsed[0].key, parsed[0].value) != (name, text):
+    if (len(parsed) != 1 or not isinstance(parsed[0], ast.Set) or (parsed[0].key, parsed[0].value) != (name, text)
+            or parsed[0].scope != "session"):
         raise ValueError(f"parameter {name!r} cannot be written as an MLSQL set statement")
     return statement
 

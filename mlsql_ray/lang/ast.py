@@ -177,7 +177,9 @@ class Set(Statement):
 
     @property
     def scope(self) -> str:
-        return self.options.get("scope", "session")
+        """``request`` (Byzer's default: the variable lasts for this script run or notebook cell)
+        or ``session`` (it lasts for the session, across cells)."""
+        return self.options.get("scope", "request")
 
 
 @dataclass(frozen=True)

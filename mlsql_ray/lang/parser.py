@@ -242,7 +242,7 @@ class Parser:
             raise c.error_at(c.option_values["type"], f"set type must be text, sql, shell, conf or defaultParam, not '{kind}'")
         if kind == "sql":
             self._check_sql(value, tok.line, tok.col + _OPENING_QUOTE.get(tok.type, 0))
-        scope = options.get("scope", "session")
+        scope = options.get("scope", "request")
         if scope not in ("session", "request"):
             raise c.error_at(c.option_values["scope"], f"set scope must be session or request, not '{scope}'")
         mode = options.get("mode", "runtime")

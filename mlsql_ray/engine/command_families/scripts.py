@@ -53,12 +53,11 @@ def _profiler(session, s) -> Result:
 
 
 def _kill(session, s) -> Result:
-    """A session runs one statement at a time: while ``!kill`` runs, no other job of it does.
-    (A running statement is stopped with Ctrl-C, or the notebook's interrupt.)"""
+    """``!kill ID``: stop the job another thread runs (``engine.jobs``); ``!show jobs`` lists the ids."""
     if len(s.args) != 1:
-        raise MLSQLError("usage: !kill JOB_NAME;")
-    raise MLSQLError(f"no running job {s.args[0]} in this session: statements run one at a time "
-                     f"(stop a running one with Ctrl-C or the notebook's interrupt)")
+        raise MLSQLError("usage: !kill JOB_ID; (!show jobs lists the ids)")
+    job = session.jobs.kill(s.args[0], session.con.interrupt)
+    return Result(s, f"killing job {job.id}: {job.text}")
 
 
 COMMANDS: dict[str, Callable] = {"println": _println, "runScript": _run_script, "profiler": _profiler, "kill": _kill}

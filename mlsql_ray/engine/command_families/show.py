@@ -77,9 +77,7 @@ def _function(session, name: str) -> pa.Table:
 
 
 def _jobs(session, name=None) -> pa.Table:
-    """A session runs one statement at a time, and this one is it: no other job is running."""
-    return pa.table({c: [] for c in ("owner", "jobType", "jobName", "jobContent", "groupId", "startTime")},
-                    schema=_strings("owner", "jobType", "jobName", "jobContent", "groupId", "startTime"))
+    return session.jobs.listing()
 
 
 def _resource(session, name=None) -> pa.Table:
@@ -119,7 +117,7 @@ SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [
     (("et", "*"), "one ET", _et),
     (("functions",), "the SQL functions", _functions),
     (("function", "*"), "one SQL function: parameters, result type, description", _function),
-    (("jobs",), "the jobs running in this session", _jobs),
+    (("jobs",), "this session's running and recent statements (!kill ID stops a running one)", _jobs),
     (("resource",), "this machine's cores and memory", _resource),
     (("conf", "list"), "the settings a script can give, with their values", _conf_list),
 ]

@@ -52,8 +52,9 @@ def _table_repartition(session, s) -> Result:
         raise MLSQLError(f"usage: {usage}")
     if not options["num"].isdigit() or int(options["num"]) < 1:
         raise MLSQLError(f"-num must be a positive whole number, not {options['num']!r}")
-    table = find("TableRepartition").run(session, Call(options["i"], {"partitionNum": options["num"]}))
-    session.catalog.add_arrow(options["o"], table, f"!tableRepartition {options['i']}")
+    parted = find("TableRepartition").run(session, Call(options["i"], {"partitionNum": options["num"]}))
+    table = parted.table
+    session.catalog.add_arrow(options["o"], table, f"!tableRepartition {options['i']}", partitions=parted.sizes)
     return Result(s, f"{options['o']}: {table.num_rows} rows", table=table,
                   num_rows=table.num_rows, name=options["o"])
 

@@ -40,6 +40,6 @@ SOURCES = (
                _saver("parquet")),
     DataSource("csv", "CSV files: a file or a folder of part files", _loader("csv", read_csv), _saver("csv"), CSV_PARAMS),
     DataSource("json", "JSON lines files: one object per line", _loader("json", read_json), _saver("json")),
-    DataSource("text", "text files as rows (file, value), one row per file; load only (save as csv, json or parquet)",
+    DataSource("text", "text files as rows (file, value), one row per line; load only (save as csv, json or parquet)",
                _loader("text", read_text)),
 )

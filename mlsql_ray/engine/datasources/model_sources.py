@@ -1,9 +1,13 @@
-"""``modelList``, ``modelParams`` and ``modelExplain``: what the built-in algorithms are, their
-parameters, and what a trained model learned (``load modelExplain.`db.rf` where alg="RandomForest"``)."""
+"""``modelList``, ``modelParams``, ``modelExample`` and ``modelExplain``: what the built-in algorithms
+are, their parameters, an ET's example script, and what a trained model learned
+(``load modelExplain.`db.rf` where alg="RandomForest"``)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from .. import learning
+from ...errors import MLSQLError
 from .base import DataSource, Param
 
 
@@ -14,11 +18,31 @@ def _loader(kind: str):
     return load
 
 
+def _example(session, s) -> None:
+    """Byzer's ModelExample rows (name, value): name, codeExample, codeType, doc, docType; the
+    example is the one the ET's registry entry holds ("" when it has none, as in Byzer)."""
+    from .. import ets
+
+    if s.path.lower() in ets.ETS:
+        et = ets.find(s.path)
+        name, code, doc = et.name, et.example, et.description
+    elif learning.is_algorithm(s.path):
+        name, code, doc = s.path, "", ""
+    else:
+        raise MLSQLError(f"modelExample.`{s.path}`: no ET or algorithm of that name (ETs: {', '.join(e.name for e in ets.ETS.values())}; "
+                         f"algorithms: load modelList.`` as t;)")
+    table = pa.table({"name": ["name", "codeExample", "codeType", "doc", "docType"],
+                      "value": [name, code, "sql", doc, "text"]})
+    session.catalog.add_arrow(s.table, table, f"{s.format}.`{s.path}`")
+
+
 SOURCES = (
     DataSource("modelList", "the built-in algorithms of train/predict/register (load modelList.`` as t)",
                _loader("modellist")),
     DataSource("modelParams", "an algorithm's parameters with their defaults and docs (load modelParams.`ALG` as t)",
                _loader("modelparams")),
+    DataSource("modelExample", "an ET's example script, name and doc as rows (name, value): load modelExample.`JsonExpandExt` as t",
+               _example),
     DataSource("modelExplain", "what a trained model learned: feature importances or coefficients",
                _loader("modelexplain"), params=(Param("alg", "", "the algorithm the model was trained with"),)),
 )

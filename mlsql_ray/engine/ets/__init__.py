@@ -30,7 +30,7 @@ from . import (
     tree,
 )
 from . import fitted
-from .base import ET, Call
+from .base import ET, Call, Partitioned
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
             discretizer, indexing, confusion, vecmap)
@@ -83,8 +83,9 @@ def run(session, s: ast.Train) -> Result:
     table = et.run(session, Call(s.table, dict(s.options), s.path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
+    table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())
     if s.output:
-        session.catalog.add_arrow(s.output, table, f"{s.verb} {et.name}")
+        session.catalog.add_arrow(s.output, table, f"{s.verb} {et.name}", partitions=parts)
     label = s.output or et.name
     return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows,
                   name=s.output, warnings=warnings)

@@ -13,16 +13,55 @@ from ..catalog import quoted
 from ..datasources.base import Param
 
 
+#: the id/parentId rows of Byzer's TableRepartition and TreeBuildExt pages
+PARENT_CHILD_DATA = """set jsonStr = '''
+{"id":0,"parentId":null}
+{"id":1,"parentId":null}
+{"id":2,"parentId":1}
+{"id":3,"parentId":3}
+{"id":7,"parentId":0}
+{"id":199,"parentId":1}
+{"id":200,"parentId":199}
+{"id":201,"parentId":199}
+''';
+load jsonStr.`jsonStr` as data;
+"""
+
+#: the people rows of Byzer's EDA pages (ml/eda/), for the examples
+PEOPLE_DATA = """set abc='''
+{"name": "elena", "age": 57, "phone": 15552231521, "income": 433000, "label": 0}
+{"name": "candy", "age": 67, "phone": 15552231521, "income": 1200, "label": 0}
+{"name": "bob", "age": 57, "phone": 15252211521, "income": 89000, "label": 0}
+{"name": "candy", "age": 25, "phone": 15552211522, "income": 36000, "label": 1}
+{"name": "candy", "age": 31, "phone": 15552211521, "income": 300000, "label": 1}
+{"name": "finn", "age": 23, "phone": 15552211521, "income": 238000, "label": 1}
+''';
+load jsonStr.`abc` as table1;
+"""
+
+
 @dataclass(frozen=True)
 class ET:
     name: str
     description: str
-    #: (session, Call) -> pa.Table | None: the output table of ``run T as NAME.`` ...`` (None: nothing to name)
+    #: (session, Call) -> pa.Table | Partitioned | None: the output table of ``run T as NAME.`` ...``
+    #: (None: nothing to name)
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
     #: what ``register NAME.`TARGET` as f`` applies to the state ``train`` saved (a fitted.Applier)
     apply: object | None = None
+    #: a whole script using it, as ``load modelExample.`NAME` as T;`` shows it ("" when there is none, as in Byzer)
+    example: str = ""
+
+
+@dataclass(frozen=True)
+class Partitioned:
+    """An ET's output whose rows are in parts, in order (``sizes``: rows per part): Python cells'
+    data servers and ``spark_partition_id()`` follow them (``Catalog.add_arrow``'s ``partitions``)."""
+
+    table: pa.Table
+    sizes: tuple[int, ...]
 
 
 @dataclass(frozen=True)

@@ -66,5 +66,14 @@ def _train(session, call: Call) -> pa.Table:
 ETS = (
     ET(NAME, "the confusion matrix of actual and predicted values, and per-label counts and rates", _train,
        (Param("actualCol", "", "the column of actual values"), Param("predictCol", "", "the column of predictions")),
-       kind="feature engineer"),
+       kind="feature engineer", example="""set rawData='''
+{"label":"cat","predict":"rabbit"}
+{"label":"cat","predict":"dog"}
+{"label":"cat","predict":"cat"}
+{"label":"dog","predict":"dog"}
+{"label":"cat","predict":"dog"}
+''';
+load jsonStr.`rawData` as data;
+train data as ConfusionMatrix.`db.confusion` where actualCol="label" and predictCol="predict" as matrix;
+"""),
 )

@@ -19,7 +19,7 @@ import pyarrow as pa
 from ...errors import MLSQLError
 from ..datasources.base import Param
 from . import spark_format
-from .base import ET, Call, column_sql, input_sql, is_numeric, spark_type_name
+from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, is_numeric, spark_type_name
 
 METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
            "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",
@@ -168,5 +168,5 @@ ETS = (
         Param("relativeError", "0.01", "accepted; the numbers here are always exact"),
         Param("approxCountDistinct", "true", "accepted; the numbers here are always exact"),
         Param("threshold", "0.9", "accepted; the numbers here are always exact"),
-    ), kind="data analysis"),
+    ), kind="data analysis", example=PEOPLE_DATA + "run table1 as DataSummary.`` as summaryTable;\n"),
 )

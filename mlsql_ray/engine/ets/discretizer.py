@@ -119,5 +119,17 @@ ETS = (
         Param("fitParam.N.outputCol", "", "where group N's buckets go (default: in place of inputCol)"),
         Param("fitParam.N.splitArray", "", "bucketizer: the edges, e.g. -inf,0.0,1.0,inf ([x, y) buckets)"),
         Param("fitParam.N.numBuckets", "2", "quantile: how many buckets to learn")),
-       kind="feature engineer", apply=fitted.on_number_rows(_apply)),
+       kind="feature engineer", apply=fitted.on_number_rows(_apply), example="""set jsonStr='''
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[4.4,2.9,1.4,0.2],"label":0.0}
+{"features":[4.7,3.2,1.3,0.2],"label":1.0}
+''';
+load jsonStr.`jsonStr` as data;
+select features[0] AS a ,features[1] as b from data as data1;
+train data1 as Discretizer.`db.discretizer` where method="bucketizer"
+and `fitParam.0.inputCol`="a" and `fitParam.0.splitArray`="-inf,0.0,1.0,inf"
+and `fitParam.1.inputCol`="b" and `fitParam.1.splitArray`="-inf,0.0,1.0,inf" as buckets;
+register Discretizer.`db.discretizer` as bucket_of;
+select bucket_of(array(7,8)) as features as output;
+"""),
 )

@@ -10,7 +10,7 @@ import pyarrow as pa
 from ...errors import MLSQLError
 from ..datasources.base import Param
 from . import spark_format
-from .base import ET, Call, column_sql, input_sql
+from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql
 
 
 def _descriptive(session, call: Call) -> pa.Table:
@@ -95,11 +95,11 @@ def _patterns(session, call: Call) -> pa.Table:
 ETS = (
     ET("DescriptiveMetrics", "per column, its most frequent values and their counts, as JSON", _descriptive, (
         Param("metricSize", "100", "how many of the most frequent values to show per column"),
-    ), kind="data analysis"),
+    ), kind="data analysis", example=PEOPLE_DATA + "run table1 as DescriptiveMetrics.`` where metricSize=\"100\" as descriptiveMetrics;\n"),
     ET("PatternDistribution", "per text column, the shapes of its values (a for a-z, A for A-Z, 9 for digits) and their shares",
        _patterns, (
            Param("limit", "100", "how many patterns to show per column"),
            Param("excludeEmptyVal", "true", "leave out empty strings"),
            Param("patternLimit", "1000", "patterns longer than this are cut"),
-       ), kind="data analysis"),
+       ), kind="data analysis", example=PEOPLE_DATA + "run table1 as PatternDistribution.`` as pd_table;\n"),
 )

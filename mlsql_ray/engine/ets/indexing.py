@@ -52,5 +52,9 @@ ETS = (
        _train,
        (Param("inputCol", "", "the column to index (numbers are indexed as their text)"),
         Param("outputCol", "INPUTCOL_index", "the index column's name (the inputCol itself: in place)")),
-       kind="feature engineer", apply=fitted.Applier(_index, "DOUBLE")),
+       kind="feature engineer", apply=fitted.Applier(_index, "DOUBLE"), example="""select word from values ('pear'), ('apple'), ('fig'), ('apple') as t(word) as words;
+train words as StringIndex.`db.si` where inputCol="word" as indexed;
+register StringIndex.`db.si` as word_index;
+select word, word_index(word) as i from values ('fig'), ('mango') as t(word) as scored;
+"""),
 )

@@ -37,5 +37,10 @@ ETS = (
     ET("JsonExpandExt", "a JSON column expanded into one string column per key", _expand, (
         Param("inputCol", "", "the column holding JSON objects as text (required)"),
         Param("samplingRatio", "1.0", "accepted; the keys are read from every row"),
-    )),
+    ), example="""SELECT '{"name":"Michael"}' AS col_1
+UNION ALL
+SELECT '{"name":"Andy", "age":30}' AS col_1 AS table_1;
+
+run table_1 as JsonExpandExt.`` where inputCol="col_1" AND samplingRatio = "1.0" as table_2;
+"""),
 )

@@ -12,7 +12,7 @@ import pyarrow as pa
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
 from ..datasources.base import Param
-from .base import ET, Call, column_sql, input_sql, input_table
+from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, input_table
 
 SPLIT_COLUMN = "__split__"
 
@@ -118,17 +118,21 @@ ETS = (
         Param("labelCol", "label", "the label column (whole numbers or decimals)"),
         Param("sampleRate", "0.9,0.1", "the two shares, summing to 1"),
         Param("isSplitWithSubLabel", "false", "true: split each label's rows exactly, in row order"),
-    ), kind="feature engineer"),
+    ), kind="feature engineer", example=PEOPLE_DATA + (
+        'train table1 as RateSampler.`` where labelCol="label" and sampleRate="0.7,0.3" as marked_dataset;\n'
+        "select * from marked_dataset where __split__=0 as trainingTable;\n")),
     ET("SampleDatasetExt", "mock data: id, features (random floats), label (random class)", _sample_dataset, (
         Param("columns", "id", "which of id, features, label to make, comma-separated"),
         Param("size", "10000", "how many rows"),
         Param("featuresSize", "100", "the length of each features array"),
         Param("labelSize", "2", "how many label classes"),
-    )),
+    ), example='run command as SampleDatasetExt.`` where columns="id,features,label" and size="100" '
+               'and featuresSize="10" and labelSize="2" as mockData;\n'),
     ET("UniqueIdentifier", "numbers the rows 1, 2, ... in a new or an existing column", _unique_identifier, (
         Param("source", "new", "new: a new first column; replace: overwrite columnName"),
         Param("columnName", "Unique_ID", "the column of numbers"),
         Param("mode", "data", "data, or inferSchema: only the resulting columns of inputSchema"),
         Param("inputSchema", "{}", "inferSchema: the input's columns as JSON, name → Spark type"),
-    ), kind="data analysis"),
+    ), kind="data analysis", example=PEOPLE_DATA + (
+        'run table1 as UniqueIdentifier.`` where source="replace" and columnName="income" as uniqueIdentifier;\n')),
 )

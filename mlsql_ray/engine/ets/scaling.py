@@ -108,13 +108,29 @@ _PARAMS = (
     Param("removeOutlierValue", "false", "replace outliers by the median first (only \"false\" for now)"),
 )
 
+def _example(name: str, method: str) -> str:
+    """The script of Byzer's page for ``name``: train on the doc's rows, register, apply."""
+    return f"""set jsonStr='''
+{{"a":1,    "b":100, "label":0.0}}
+{{"a":100,  "b":100, "label":1.0}}
+{{"a":1000, "b":100, "label":0.0}}
+{{"a":10,   "b":100, "label":0.0}}
+{{"a":1,    "b":100, "label":1.0}}
+''';
+load jsonStr.`jsonStr` as data;
+train data as {name}.`db.{name.lower()}` where inputCols="a,b" and scaleMethod="{method}" as featurize_table;
+register {name}.`db.{name.lower()}` as scale_convert;
+select scale_convert(array(cast(7.0 as double), cast(8.0 as double))) as features as output;
+"""
+
+
 ETS = (
     ET("ScalerInPlace", "rescale numeric columns in place (min-max); register applies the learnt range",
        _trainer("ScalerInPlace", SCALER_METHODS, "min-max"),
        (*_PARAMS, Param("scaleMethod", "min-max", "how to rescale: min-max")), kind="feature engineer",
-       apply=fitted.on_number_rows(_applier(SCALER_METHODS))),
+       apply=fitted.on_number_rows(_applier(SCALER_METHODS)), example=_example("ScalerInPlace", "min-max")),
     ET("NormalizeInPlace", "standardize numeric columns in place (mean 0, sample std 1); register applies them",
        _trainer("NormalizeInPlace", NORMALIZE_METHODS, "standard"),
        (*_PARAMS, Param("scaleMethod", "standard", "how to normalize: standard")), kind="feature engineer",
-       apply=fitted.on_number_rows(_applier(NORMALIZE_METHODS))),
+       apply=fitted.on_number_rows(_applier(NORMALIZE_METHODS)), example=_example("NormalizeInPlace", "standard")),
 )

@@ -75,5 +75,8 @@ ETS = (
     ET("SyntaxAnalyzeExt", "the tables (or columns) a Spark SQL statement reads, without running it", _analyze, (
         Param("action", "extractTables", "extractTables (column tableName) or extractColumns (tableName, columnName)"),
         Param("sql", "", "the Spark SQL statement to analyse (required)"),
-    )),
+    ), example="""run command as SyntaxAnalyzeExt.`` where action="extractTables" and sql='''
+select * from (select * from table1 as c) as d left join table2 as e on d.id=e.id
+''' as extractedTables;
+"""),
 )

@@ -3,23 +3,26 @@
 
 from __future__ import annotations
 
-import math
-
+import numpy as np
 import pyarrow as pa
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
 from ..datasources.base import Param
-from .base import ET, Call, input_table
+from .base import PARENT_CHILD_DATA, ET, Call, Partitioned, column_sql, input_table
 
 _PARTITION_TYPES = ("hash", "range")
 
 
-def _repartition(session, call: Call) -> pa.Table:
-    """T's rows in ``partitionNum`` Arrow chunks, which is what a partition is here: Python cells
-    hand each chunk to a worker. ``partitionType="range"`` sorts by ``partitionCols`` first, so each
-    chunk holds one range of their values, as Spark's RangePartitioner does; ``hash`` keeps rows
-    where they are (DuckDB needs no hash placement to parallelise)."""
+
+def _repartition(session, call: Call) -> Partitioned:
+    """T's rows in ``partitionNum`` partitions, recorded with the table: Python cells get one data
+    server per partition and ``spark_partition_id()`` numbers them. Without ``partitionCols`` the
+    rows are dealt out evenly in their order (the first ``rows % N`` partitions one row more);
+    ``hash`` with columns puts the rows of one key in one partition (DuckDB's ``hash(cols) % N``,
+    as Spark's HashPartitioner does with its own hash); ``range`` sorts by ``partitionCols`` and
+    cuts the sorted rows evenly, so each partition holds one range of their values (equal values
+    at a cut may fall on both sides, which Spark's RangePartitioner avoids)."""
     call.required("partitionNum", "TableRepartition")
     number = call.integer("partitionNum", 1, minimum=1)
     kind = call.option("partitionType", "hash").strip().lower()
@@ -31,9 +34,20 @@ def _repartition(session, call: Call) -> pa.Table:
         raise MLSQLError("TableRepartition: partitionCols cannot be given with shuffle=\"false\"")
     if kind == "range":
         table = table.sort_by([(c, "ascending") for c in columns])
-    size = max(1, math.ceil(table.num_rows / number))
-    batches = table.combine_chunks().to_batches(max_chunksize=size)
-    return pa.Table.from_batches(batches, schema=table.schema)
+    elif columns:
+        return _hash_partitioned(session, table, columns, number)
+    base, extra = divmod(table.num_rows, number)
+    return Partitioned(table, tuple(base + (index < extra) for index in range(number)))
+
+
+def _hash_partitioned(session, table: pa.Table, columns: list[str], number: int) -> Partitioned:
+    """The rows grouped by ``hash(columns) % number``, partition 0 first, each keeping its rows' order."""
+    key = ", ".join(column_sql(c) for c in columns)
+    part = session.con.from_arrow(table).project(f"hash({key}) % {number} AS part").to_arrow_table()
+    part = part.column("part").to_numpy().astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    counts = np.bincount(part, minlength=number)
+    return Partitioned(table.take(order), tuple(int(c) for c in counts))
 
 
 _LIFETIMES = {"script": "script", "session": "session", "application": "session"}
@@ -65,19 +79,27 @@ def _empty_with_schema(session, call: Call) -> pa.Table:
 
 
 ETS = (
-    ET("TableRepartition", "T's rows in partitionNum partitions (Arrow chunks)", _repartition, (
+    ET("TableRepartition", "T's rows in partitionNum partitions (Python cells' data servers, spark_partition_id())",
+       _repartition, (
         Param("partitionNum", "", "how many partitions (required)"),
         Param("partitionType", "hash", "hash or range"),
         Param("partitionCols", "", "columns to partition by; required for range"),
         Param("shuffle", "true", "false: no partitionCols allowed"),
-    )),
+    ), example=PARENT_CHILD_DATA + """
+run data as TableRepartition.`` where partitionNum="3" and partitionType="range" and partitionCols="id" as simpleData;
+!profiler sql '''select spark_partition_id() as partition, min(id) as min_id, max(id) as max_id, count(id) as count
+from simpleData group by partition order by partition''';
+"""),
     ET("CacheExt", "keep T in memory for the script or the session (as !cache / !unCache)", _cache, (
         Param("execute", "cache", "cache or uncache"),
         Param("lifeTime", "script", "script, session or application"),
         Param("isEager", "false", "accepted; the rows are always read at once"),
-    )),
-    ET("EmptyTable", "a table without columns or rows", _empty),
+    ), example="""select 1 as a as table1;
+run table1 as CacheExt.`` where execute="cache" and lifeTime="session";
+run table1 as CacheExt.`` where execute="uncache";
+"""),
+    ET("EmptyTable", "a table without columns or rows", _empty, example="run command as EmptyTable.`` as e;\n"),
     ET("EmptyTableWithSchema", "an empty table with the given schema", _empty_with_schema, (
         Param("schema", "", "st(field(a,string),...), Spark DDL, Spark's JSON schema or file (required)"),
-    )),
+    ), example='run command as EmptyTableWithSchema.`` where schema="st(field(a,string),field(b,long))" as s;\n'),
 )

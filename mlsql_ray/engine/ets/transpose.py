@@ -69,5 +69,13 @@ ETS = (
         Param("aggCol", "", "pivot: the column summed; unpivot: the name of the value column"),
         Param("unPivotCols", "", "unpivot: the columns turned into rows, comma-separated"),
         Param("mergedCol", "", "unpivot: the name of the column holding the former column names"),
-    ), kind="data analysis"),
+    ), kind="data analysis", example="""set jsonStr='''
+{"subject":"数学","name":"张三","score":88}
+{"subject":"语文","name":"张三","score":92}
+{"subject":"数学","name":"王五","score":65}
+{"subject":"语文","name":"王五","score":87}
+''';
+load jsonStr.`jsonStr` as data;
+run data as DataTranspose.`` where method='pivot' and indexCols='name' and inputCol='subject' and aggCol='score' as data1;
+"""),
 )

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ..datasources.base import Param
-from .base import ET, Call, column_sql, input_sql
+from .base import PARENT_CHILD_DATA, ET, Call, column_sql, input_sql
 
 
 class _Forest:
@@ -122,5 +122,7 @@ ETS = (
                                         "id, level and all descendants per node"),
         Param("topLevelMark", "", "the parent id that marks a root (besides null)"),
         Param("recurringDependencyBreakTimes", "1000", "the deepest level followed; a node on a cycle gets this level"),
-    )),
+    ), example=PARENT_CHILD_DATA + """
+run data as TreeBuildExt.`` where idCol="id" and parentIdCol="parentId" and treeType="nodeTreePerRow" as result;
+"""),
 )

@@ -46,5 +46,9 @@ def _train(session, call: Call) -> pa.Table:
 ETS = (
     ET(NAME, "a map column (name → number) to vectors, one position per name seen", _train,
        (Param("inputCol", "", "the map column"),), kind="feature engineer",
-       apply=fitted.Applier(_vectors)),
+       apply=fitted.Applier(_vectors), example="""select map("a", 1.6, "b", 1.2) as f union all select map("a", 1.5, "b", 0.2) as f as newdata;
+train newdata as VecMapInPlace.`db.vecmap` where inputCol="f" as vectors;
+register VecMapInPlace.`db.vecmap` as to_vec;
+select to_vec(map("a", 1, "b", 0)) as features as applied;
+"""),
 )
