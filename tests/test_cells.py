@@ -204,6 +204,7 @@ def test_data_servers_without_input_is_a_clear_error(ray_session: Session):
 
 # -- where the cell runs, and per-partition functions -------------------------------------------
 
+@pytest.mark.slow
 def test_executor_mode_runs_the_cell_in_a_ray_task(mnist: Session, source):
     run_cell(mnist, """
         import os
@@ -515,6 +516,7 @@ def test_failing_cell_in_a_script_reports_script_lines_through_nested_calls(ray_
     assert "never" not in ray_session.catalog
 
 
+@pytest.mark.slow
 def test_each_cell_run_shows_its_own_source(ray_session: Session):
     """Two cells, the same line numbers: an actor the first cell started, failing when the second
     calls it, is shown with the first cell's line, and the second cell's line with its own text."""
@@ -577,6 +579,7 @@ def test_error_in_a_foreach_function_reports_the_function_line(mnist: Session):
     assert "inverse" not in mnist.catalog
 
 
+@pytest.mark.slow
 def test_error_in_an_actor_created_by_the_cell_reports_the_actor_line(ray_session: Session):
     text = "\n".join([
         "--%python",                           # 1

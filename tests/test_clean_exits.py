@@ -88,12 +88,14 @@ select * from counts as shown;
 """
 
 
+@pytest.mark.slow
 def test_mlsql_ray_run_with_delta_exits_cleanly(run_cli, tmp_path):
     script = tmp_path / "exits.mlsql"
     script.write_text(SAVE_AND_LOAD)
     _all_exit_cleanly(lambda: run_cli("run", str(script), "--warehouse", str(tmp_path / "warehouse")))
 
 
+@pytest.mark.slow
 def test_a_kernel_shut_down_after_delta_work_exits_cleanly(tmp_path):
     with checkout_kernelspec(tmp_path / "jupyter"):
         kernel = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse")

@@ -198,6 +198,7 @@ def readme_ray_start() -> list[str]:
     return shlex.split(lines[0])
 
 
+@pytest.mark.slow
 def test_the_readme_ray_start_line_gives_the_seeds_address(tmp_path: Path):
     """The README's exact ``ray start`` (plus --block, a temp dir and pinned agent ports, so the
     test can stop it by process group) starts, and a cell's ``RayContext.connect(globals(),
@@ -227,6 +228,7 @@ RayContext.connect(globals(), None)
 """
 
 
+@pytest.mark.slow
 def test_unreachable_address_is_a_quick_clear_error(run_cli, tmp_path: Path):
     port = free_port()  # nobody listens there
     script = tmp_path / "cell.mlsql"

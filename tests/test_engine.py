@@ -820,6 +820,7 @@ def test_explicit_warehouse_wins_over_environment(tmp_path, monkeypatch):
         assert s.warehouse == (tmp_path / "mine").resolve()
 
 
+@pytest.mark.slow
 def test_ray_address_from_environment_reaches_session_and_cli(tmp_path, monkeypatch, run_cli):
     """MLSQL_RAY_ADDRESS is read in one place (mlsql_ray.config) for every entry point: a Python
     cell run by the CLI tries the address from the environment, not an embedded Ray."""

@@ -618,6 +618,7 @@ class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
 
 # -- notebooks ---------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", notebooks(ROOT))
 def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch, ray_address):
     """Every notebook in notebooks/ runs top to bottom headless in its kernel (mlsql, or Python
@@ -646,6 +647,7 @@ def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch, ray_address):
         assert any("Table 10 digits" in o.get("text", "") for o in notebook.cells[4].outputs)
 
 
+@pytest.mark.slow
 def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):
     done = run_cli("run", str(ROOT / "notebooks" / "quickstart.ipynb"), "--warehouse", str(tmp_path / "wh"))
     assert done.returncode == 0, done.stderr

@@ -69,6 +69,7 @@ def lambda_model(marker):
     return model, expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
 def test_load_model_refuses_python_code_unless_unsafe(session, warehouse, lambda_model, marker, suffix):
     model, expected = lambda_model
@@ -89,6 +90,7 @@ def test_a_plain_model_still_loads(session, warehouse):
     np.testing.assert_allclose(loaded.predict(INPUT, verbose=0), model.predict(INPUT, verbose=0), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_keras_unsafe_switch_in_the_process_does_not_open_the_door(session, warehouse, lambda_model, marker):
     """``keras.config.enable_unsafe_deserialization()`` (one line in any Python cell) overrides
     Keras's ``safe_mode=True``; the model is refused all the same."""
@@ -122,6 +124,7 @@ def scoring_session(ray_session):
     return ray_session
 
 
+@pytest.mark.slow
 def test_register_refuses_python_code_unless_unsafe(scoring_session, lambda_model, marker):
     model, expected = lambda_model
     _save(scoring_session, model, "ai_model.with_code")
@@ -142,6 +145,7 @@ def test_register_refuses_python_code_unless_unsafe(scoring_session, lambda_mode
     scoring_session.execute("unregister tf.`scored_by_code`;")
 
 
+@pytest.mark.slow
 def test_predict_refuses_python_code_unless_unsafe(scoring_session, lambda_model, marker):
     model, expected = lambda_model
     _save(scoring_session, model, "ai_model.with_code")

@@ -72,6 +72,7 @@ def test_a_parameter_round_trips_through_the_parser(value):
     assert statement.value == (value if isinstance(value, str) else json.dumps(value))
 
 
+@pytest.mark.slow
 def test_papermill_injects_set_statements_after_the_parameters_cell(small_data, tmp_path, run_cli, monkeypatch):
     import papermill
 
@@ -94,6 +95,7 @@ def test_papermill_injects_set_statements_after_the_parameters_cell(small_data, 
     assert shown in done.stdout
 
 
+@pytest.mark.slow
 def test_papermill_cli_with_awkward_values(small_data, tmp_path):
     out = tmp_path / "out.ipynb"
     note = "it's \"quoted\"; ${data} stays"
@@ -110,6 +112,7 @@ def test_papermill_cli_with_awkward_values(small_data, tmp_path):
 
 # -- nbconvert, jupyter execute, jupyter console ---------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", notebooks(ROOT))
 def test_nbconvert_executes_every_notebook(path, tmp_path):
     out = tmp_path / "executed.ipynb"
@@ -123,6 +126,7 @@ def test_nbconvert_executes_every_notebook(path, tmp_path):
         assert "mean_pixel" in select_text(notebook) and "(10 rows)" in select_text(notebook)
 
 
+@pytest.mark.slow
 def test_jupyter_execute_runs_the_quickstart(tmp_path):
     copy = tmp_path / "quickstart.ipynb"
     notebook = nbformat.read(QUICKSTART, as_version=4)
@@ -135,6 +139,7 @@ def test_jupyter_execute_runs_the_quickstart(tmp_path):
     assert (tmp_path / "warehouse" / "demo" / "digit_stats" / "_delta_log").is_dir()
 
 
+@pytest.mark.slow
 def test_jupyter_console_shows_tables_as_text(tmp_path):
     import pexpect
 

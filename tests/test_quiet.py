@@ -41,6 +41,7 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.Comple
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_c_level_library_lines_are_dropped_and_the_rest_kept(tmp_path):
     """What C++ code writes to file descriptor 2 (as TensorFlow does on import) is filtered;
     a --verbose run, or !python conf "verbose=true", lets it through."""

@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from mlsql_ray import ray_internals
 
 from training_helpers import eventually
@@ -55,6 +57,7 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     assert "ray_constants.ENABLE_RAY_CLUSTER" in inspect.getsource(services.get_node_ip_address)
 
 
+@pytest.mark.slow
 def test_single_machine_mode_keeps_a_loopback_node_address_and_restores_the_constant():
     # a fresh process: once this one is connected to Ray, Ray answers with that node's address
     done = subprocess.run([sys.executable, "-c", SINGLE_MACHINE], capture_output=True, text=True, timeout=120)
@@ -76,6 +79,7 @@ def test_reload_config_and_send_local_token_run(monkeypatch):
     ray_internals.reload_config()
 
 
+@pytest.mark.slow
 def test_actor_states_follow_an_actor_from_alive_to_dead(ray_runtime):
     ray = ray_runtime
 

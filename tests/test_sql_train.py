@@ -58,6 +58,7 @@ def columns(session, table: str, *names: str):
     return [np.asarray(data.column(n).to_pylist()) for n in names]
 
 
+@pytest.mark.slow
 def test_random_forest_groups_in_parallel_with_byzer_result_and_metrics(ray_session):
     s = ray_session
     s.execute(MNIST)
@@ -91,6 +92,7 @@ def test_random_forest_groups_in_parallel_with_byzer_result_and_metrics(ray_sess
     assert (by_function == by_predict).all()
 
 
+@pytest.mark.slow
 def test_register_probability_output_and_algindex(ray_session):
     s = ray_session
     s.execute(MNIST + """train train as LogisticRegression.`db.lr` where featuresCol="image" and maxIter="20"
@@ -135,6 +137,7 @@ def test_regressors_metrics_match_sklearn(session, alg):
     assert "probability" not in session.table("scored").column_names
 
 
+@pytest.mark.slow
 def test_kmeans_and_lda(session):
     session.execute("""
         select vec_dense(array(id % 2 * 10 + (id % 5) * 0.1, id % 2 * 10)) as features from range(60) as pts;
@@ -163,6 +166,7 @@ def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     assert_close(parse_metrics(best["metrics"]), classification_metrics(truth, predicted))
 
 
+@pytest.mark.slow
 def test_doc_example_random_forest(ray_session, tmp_path):
     session = ray_session
     """ml/algs/random_forest.md, with its jsonStr rows written as a select."""
@@ -281,6 +285,7 @@ def test_vec_functions(session):
         assert session.table("out").column("v").to_pylist() == [want], expression
 
 
+@pytest.mark.slow
 def test_keras_classifier_trains_on_ray_actors(ray_session):
     """The seed's network in one statement: train.fit on 2 actors, scale baked into the model."""
     s = ray_session

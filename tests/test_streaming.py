@@ -17,6 +17,7 @@ import numpy as np
 import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from deltalake import DeltaTable
 
 ROW_BYTES = 8 + 8 + 8 + 4  # id, x, y, k in Arrow memory
@@ -55,6 +56,7 @@ def peak_rss_of_run(script: Path, warehouse: Path) -> int:
     return peak
 
 
+@pytest.mark.slow
 def test_saving_a_select_over_a_big_file_streams(tmp_path):
     extra_rows = 600 * 2**20 // ROW_BYTES
     peaks, rows = {}, {}

@@ -60,6 +60,7 @@ def test_matrix_is_vectorised_and_checks_lengths():
 
 # -- on Ray --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_workers_start_from_worker_zeros_weights(ray_runtime, tmp_path: Path):
     """With a learning rate of 0 nothing moves, so the result is the common start itself: it must
     be one worker's own random initialisation, not a blend of two different ones."""
@@ -79,6 +80,7 @@ def test_workers_start_from_worker_zeros_weights(ray_runtime, tmp_path: Path):
     assert alive_workers(ray_runtime) == []
 
 
+@pytest.mark.slow
 def test_learning_rate_is_scaled_by_worker_count(ray_runtime):
     seen = []
     with progress.reporting_to(lambda kind, event: seen.append((kind, event))):
@@ -149,6 +151,7 @@ def kill_before_round(ray, target_round: int, worker: int):
     return sink
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_failures", [1, 0])
 def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
     """The first model built kills its process (inside the actor's constructor): within
@@ -167,6 +170,7 @@ def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_pa
         assert all_dead(before) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_failures", [2, 1])
 def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path, max_failures):
     """Worker 1 is killed before round 2, and its replacement (the third model built) dies in its
@@ -186,6 +190,7 @@ def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path, max_f
             assert all_dead(before) == 3
 
 
+@pytest.mark.slow
 def test_worker_zeros_own_calls_are_supervised_too(ray_runtime, tmp_path):
     """Worker 0 alone evaluates: killed in its first evaluation, it is replaced and the evaluation
     retried; a failing evaluation (features of the wrong width) is a TrainingError naming it."""
@@ -200,6 +205,7 @@ def test_worker_zeros_own_calls_are_supervised_too(ray_runtime, tmp_path):
     assert alive_workers(ray_runtime) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_failures", [1, 0])
 def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
     """The fifth local step of the run kills its worker's process: within max_failures a
@@ -222,6 +228,7 @@ def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_pa
     assert alive_actors("ParameterShard") == []
 
 
+@pytest.mark.slow
 def test_a_dead_parameter_shard_ends_async_training_with_its_name(ray_runtime):
     """A shard holds its part of the weights alone: SIGKILLed as training starts, it cannot be
     replaced, and the error says which shard and why."""
@@ -302,6 +309,7 @@ def test_too_many_workers_for_the_cluster_is_refused_not_a_hang(ray_runtime):
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow
 def test_a_worker_whose_code_fails_names_itself(ray_runtime):
     def bad_prepare(table):
         raise ValueError("no pixels here")

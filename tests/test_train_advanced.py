@@ -67,6 +67,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
     assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
 
 
+@pytest.mark.slow
 def test_checkpoints_keep_the_last_n(ray_runtime, warehouse):
     checkpoints = train.Checkpoints("ckpt.tiny", warehouse=warehouse, every=1, keep=2)
     train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, checkpoints=checkpoints)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import SAMPLE_MNIST
 
 
+@pytest.mark.slow
 def test_cli_prints_each_groups_start_and_end(run_cli, tmp_path):
     script = tmp_path / "groups.mlsql"
     script.write_text(f"""

@@ -118,6 +118,7 @@ def test_two_processes_appending_50_times_each_make_100_commits_and_lose_nothing
     figures["concurrent appends: seconds for 100 commits"] = round(elapsed, 1)
 
 
+@pytest.mark.slow
 def test_two_processes_overwriting_at_once_give_one_winner_or_a_clear_conflict(tmp_path: Path, figures):
     warehouse = tmp_path / "warehouse"
     path = start_table(warehouse)

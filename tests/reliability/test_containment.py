@@ -333,6 +333,7 @@ def check_ray(gcs: str, processes: psutil.Process, figures, label: str) -> None:
     figures[f"embedded Ray ({label}): client without / with a wrong token"] = "refused / refused"
 
 
+@pytest.mark.slow
 def test_the_test_runs_ray_is_loopback_only_and_token_protected(ray_runtime, figures):
     assert os.environ.get("RAY_AUTH_MODE") == "token"
     check_ray(ray_runtime.get_runtime_context().gcs_address, psutil.Process(), figures, "test run")

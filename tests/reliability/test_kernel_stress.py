@@ -94,6 +94,7 @@ def object_store(ray) -> tuple[int, int]:
     return ray_internals.object_store_usage(ray.get_runtime_context().gcs_address)
 
 
+@pytest.mark.slow
 def test_200_cells_in_a_row_keep_the_kernel_right_and_its_memory_bounded(kernel, figures):
     at_start = kernel.rss_mb()
     kernel.ok(f"load parquet.`{MNIST}` as mnist;")

@@ -78,6 +78,7 @@ def thread_names(pid: int) -> set[str]:
         return set()
 
 
+@pytest.mark.slow
 def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, figures):
     warehouse = tmp_path / "warehouse"
     big = tmp_path / "big.parquet"
