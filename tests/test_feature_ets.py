@@ -215,3 +215,56 @@ def test_an_et_taking_one_column_refuses_two(session):
     session.execute(DOC_DATA)
     with pytest.raises(MLSQLError, match="inputCol names one column, not 2"):
         session.execute('train data as StringIndex.`db.si` where inputCol="a,b";')
+
+
+def test_predict_applies_each_fitted_feature_et_to_a_new_table(session):
+    """``predict T as ET.`TARGET``` transforms T with the state train saved, as train did its own
+    table; the expected values come from the training statistics, computed here with numpy."""
+    session.execute(DOC_DATA + """
+        select * from values (7, 8, 1.0), (1000, 100, 0.0) as t(a, b, label) as fresh;
+        train data as ScalerInPlace.`db.s` where inputCols="a,b";
+        predict fresh as ScalerInPlace.`db.s` as scaled;
+        train data as NormalizeInPlace.`db.n` where inputCols="a";
+        predict fresh as NormalizeInPlace.`db.n`;
+        select cast(a as string) as word from data as words;
+        train words as StringIndex.`db.si` where inputCol="word" and outputCol="i";
+        select * from values ('1'), ('10'), ('7') as t(word) as new_words;
+        predict new_words as StringIndex.`db.si` as indexed;
+        train data as Discretizer.`db.d` where `fitParam.0.inputCol`="a" and `fitParam.0.splitArray`="-inf,10,inf"
+          and `fitParam.0.outputCol`="a_bucket";
+        predict fresh as Discretizer.`db.d` as bucketed;""")
+    a = np.array([1, 100, 1000, 10, 1], float)
+    scaled = session.table("scaled")
+    assert scaled.column_names == ["a", "b", "label"]
+    assert np.allclose(scaled.column("a").to_numpy(), (np.array([7, 1000]) - a.min()) / (a.max() - a.min()))
+    assert scaled.column("b").to_pylist() == [0.5, 0.5]  # b was constant at train: Spark's middle
+    assert scaled.column("label").to_pylist() == [1.0, 0.0]
+    assert np.allclose(session.table("fresh_predictions").column("a").to_numpy(),
+                       (np.array([7, 1000]) - a.mean()) / a.std(ddof=1))
+    # at train: "1" twice (index 0), then "10", "100", "1000" once each in alphabetical order; "7" unseen
+    assert session.table("indexed").to_pylist() == [{"word": "1", "i": 0.0}, {"word": "10", "i": 1.0},
+                                                    {"word": "7", "i": -1.0}]
+    assert session.table("bucketed").column("a_bucket").to_pylist() == [0.0, 1.0]
+
+
+def test_predict_with_vec_map_in_place(session):
+    session.execute("""
+        select map('x', 1.0, 'y', 2.0) as f union all select map('z', 3.0) as f as maps;
+        train maps as VecMapInPlace.`db.vm` where inputCol="f";
+        select map('y', 5.0, 'unseen', 9.0) as f, 1 as id as later;
+        predict later as VecMapInPlace.`db.vm` as vectors;""")
+    assert session.table("vectors").to_pylist() == [{"f": [0.0, 5.0, 0.0], "id": 1}]
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("predict data as ScalerInPlace.`db.never`;", "db.never holds no ScalerInPlace state"),
+    ("predict data as RateSampler.`db.s`;", "RateSampler learns nothing to predict; ETs that do: .*ScalerInPlace"),
+    ("predict other as ScalerInPlace.`db.s`;", "ScalerInPlace was trained on a column 'a', which other does not have"),
+    ("predict data as NormalizeInPlace.`db.s`;", "trained by ScalerInPlace, not NormalizeInPlace"),
+])
+def test_predict_mistakes_are_the_users_at_the_statement(session, statement, message):
+    session.execute(DOC_DATA + """train data as ScalerInPlace.`db.s` where inputCols="a,b";
+        select 1 as b as other;""")
+    with pytest.raises(MLSQLError, match=message) as info:
+        session.execute("select 1 as x as one;\n  " + statement)
+    assert (info.value.line, info.value.column) == (2, 3)

@@ -61,14 +61,31 @@ def params(name: str) -> pa.Table:
     return params_table(find(name).params)
 
 
+def _learner(name: str, verb: str):
+    et = find(name)
+    if et.learner is None:
+        raise MLSQLError(f"{et.name} learns nothing to {verb}; ETs that do: "
+                         f"{', '.join(e.name for e in ETS.values() if e.learner) or 'none'}")
+    return et.learner
+
+
 def fitted_function(session, s: ast.Register):
     """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as a function."""
-    et = find(s.format)
-    if et.apply is None:
-        raise MLSQLError(f"{et.name} learns nothing to register; ETs that do: "
-                         f"{', '.join(e.name for e in ETS.values() if e.apply) or 'none'}")
-    version, state = fitted.load(session, s.path, et.name)
-    return fitted.FittedFunction(s.function, s.path, version, et.apply, state)
+    learner = _learner(s.format, "register")
+    version, state = fitted.load(session, s.path, learner.name)
+    return fitted.FittedFunction(s.function, s.path, version, learner.applier, state)
+
+
+def predict(session, s: ast.Train) -> Result:
+    """``predict T as ET.`TARGET` [as OUT]``: T as ``train`` would have transformed it, with the
+    state it saved (named OUT, else T_predictions as for algorithms)."""
+    learner = _learner(s.format, "predict")
+    version, state = fitted.load(session, s.path, learner.name)
+    table = learner.transform(state, session.catalog.arrow(s.table), s.table)
+    output = s.output or f"{s.table}_predictions"
+    session.catalog.add_arrow(output, table, f"predict {learner.name}.`{s.path}`")
+    return Result(s, f"{output}: {table.num_rows} rows ({learner.name} {s.path} version {version})",
+                  table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows, name=output)
 
 
 def run(session, s: ast.Train) -> Result:

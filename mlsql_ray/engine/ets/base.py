@@ -21,8 +21,9 @@ class ET:
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
-    #: what ``register NAME.`TARGET` as f`` applies to the state ``train`` saved (a fitted.Applier)
-    apply: object | None = None
+    #: an ET that learns (a fitted.Learner): ``run`` is its ``train``, and ``register`` and
+    #: ``predict`` apply the state it saved
+    learner: object | None = None
 
 
 @dataclass(frozen=True)
