@@ -25,15 +25,17 @@ from . import (
     scaling,
     syntax,
     tables,
+    tfidf,
     transpose,
     vecmap,
     tree,
+    word2vec,
 )
 from . import fitted
 from .base import ET, Call
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing, confusion, vecmap)
+            discretizer, indexing, confusion, vecmap, tfidf, word2vec)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
@@ -97,7 +99,7 @@ def run(session, s: ast.Train) -> Result:
     unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, dict(s.options), s.path))
+    table = et.run(session, Call(s.table, dict(s.options), s.path, session._path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     if s.output:
