@@ -392,6 +392,8 @@ def test_word2vec_in_place_vectors_are_gensims_and_deterministic(session, tmp_pa
     ('train corpus as Word2VecInPlace.`db.w` where inputCol="content" and resultFeature="sum";',
      "resultFeature 'sum' is not one of"),
     ('train corpus as TfIdfInPlace.`db.t` where inputCol="content" and nGrams="1,x";', "nGrams must be whole"),
+    ('train corpus as Word2VecInPlace.`db.w` where inputCol="content" and wordvecPaths="/tmp/vectors.txt";',
+     r"wordvecPaths \(vectors trained elsewhere\) is not supported yet"),
     ('register TfIdfInPlace.`db.never` as f;', "db.never holds no TfIdfInPlace state"),
     ('predict corpus as Word2VecInPlace.`db.never`;', "db.never holds no Word2VecInPlace state"),
 ])
@@ -406,3 +408,10 @@ def test_a_text_et_refuses_another_ets_state(session):
     session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content";')
     with pytest.raises(MLSQLError, match="trained by TfIdfInPlace, not Word2VecInPlace"):
         session.execute("register Word2VecInPlace.`db.t` as f;")
+
+
+def test_a_dictionary_for_a_segmenter_we_lack_is_ignored_with_a_warning(session):
+    [*_, trained] = session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content" '
+                                            'and dicPaths="/tmp/dic.txt" and ignoreNature="true";')
+    assert trained.warnings == ["TfIdfInPlace ignores the option dicPaths (it knows: inputCol, split, stopWordPath, "
+                                "ignoreNature, nGrams, nGram, priorityDicPath, priority)"]

@@ -29,7 +29,7 @@ NAME = "Word2VecInPlace"
 
 def _sequences(state: dict, found: list[list[str]]) -> pa.Array:
     vectors = state["vectors"].column("vector").combine_chunks()
-    matrix = vectors.values.to_numpy().reshape(len(vectors), -1).astype(np.float64)
+    matrix = vectors.flatten().to_numpy().reshape(len(vectors), -1).astype(np.float64)
     position = {word: i for i, word in enumerate(state["vectors"].column("word").to_pylist())}
     known = [[position[w] for w in words if w in position] for words in found]
     return RESULTS[state["resultFeature"]][0](known, matrix)
@@ -80,10 +80,9 @@ def _training(call: Call) -> dict:
 def _fit(table: pa.Table, call: Call) -> dict:
     from gensim.models import Word2Vec
 
-    for unsupported in ("wordvecPaths", "dicPaths"):
-        if call.option(unsupported, "").strip():
-            raise MLSQLError(f"{NAME}: {unsupported} is not supported (no Byzer word-vector files or ansj "
-                             f"dictionaries here); leave it out to train the vectors")
+    if call.option("wordvecPaths", "").strip():
+        raise MLSQLError(f"{NAME}: wordvecPaths (vectors trained elsewhere) is not supported yet; "
+                         f"leave it out to train the vectors here")
     column = call.column("inputCol", table.column_names, NAME)
     result = call.option("resultFeature", "").strip()
     if result not in RESULTS:
