@@ -52,7 +52,7 @@ def _index(known: list[list[int]], matrix: np.ndarray) -> pa.Array:
     return pa.array(known, pa.list_(pa.int32()))
 
 
-#: resultFeature → (known word positions per text, vectors → the column, its DuckDB type)
+#: resultFeature → (f(each text's known words as vocabulary positions, the vectors) → the column; its DuckDB type)
 RESULTS = {"": (_each, "DOUBLE[][]"), "merge": (_merge, "DOUBLE[]"), "flat": (_flat, "DOUBLE[]"),
            "index": (_index, "INTEGER[]")}
 
