@@ -351,7 +351,9 @@ def test_word2vec_in_place_vectors_are_gensims_and_deterministic(session, tmp_pa
         train sentences as Word2VecInPlace.`{tmp_path}/index` where {options} and resultFeature="index" as indexed;
         register Word2VecInPlace.`{tmp_path}/merged` as w2v_merge;
         register Word2VecInPlace.`{tmp_path}/w2v` as w2v_each;
-        select w2v_merge('a cat and a bird') as m, w2v_each('dog sat') as e, w2v_merge('bird') as none as applied;
+        register Word2VecInPlace.`{tmp_path}/index` as w2v_index;
+        select w2v_merge('a cat and a bird') as m, w2v_each('dog sat') as e, w2v_merge('bird') as none,
+          w2v_index('the cat') as i as applied;
         select 'the dog sat' as content as later;
         predict later as Word2VecInPlace.`{tmp_path}/flat` as scored;""")
     model = _gensim_like_ours(W2V_WORDS, vector_size=8, min_count=2, window=3, epochs=5, alpha=0.025, seed=7)
@@ -366,7 +368,8 @@ def test_word2vec_in_place_vectors_are_gensims_and_deterministic(session, tmp_pa
         [model.wv.key_to_index[w] for w in k] for k in known]
     [applied] = session.table("applied").to_pylist()
     assert applied == {"m": np.stack([vector[w] for w in ("a", "cat", "a")]).sum(axis=0).tolist(),  # "and": once
-                       "e": [vector["dog"].tolist(), vector["sat"].tolist()], "none": []}
+                       "e": [vector["dog"].tolist(), vector["sat"].tolist()], "none": [],
+                       "i": [model.wv.key_to_index["the"], model.wv.key_to_index["cat"]]}
     assert session.table("scored").column("content").to_pylist() == [
         np.concatenate([vector[w] for w in ("the", "dog", "sat")]).tolist()]
 
