@@ -215,3 +215,206 @@ def test_an_et_taking_one_column_refuses_two(session):
     session.execute(DOC_DATA)
     with pytest.raises(MLSQLError, match="inputCol names one column, not 2"):
         session.execute('train data as StringIndex.`db.si` where inputCol="a,b";')
+
+
+def test_predict_applies_each_fitted_feature_et_to_a_new_table(session):
+    """``predict T as ET.`TARGET``` transforms T with the state train saved, as train did its own
+    table; the expected values come from the training statistics, computed here with numpy."""
+    session.execute(DOC_DATA + """
+        select * from values (7, 8, 1.0), (1000, 100, 0.0) as t(a, b, label) as fresh;
+        train data as ScalerInPlace.`db.s` where inputCols="a,b";
+        predict fresh as ScalerInPlace.`db.s` as scaled;
+        train data as NormalizeInPlace.`db.n` where inputCols="a";
+        predict fresh as NormalizeInPlace.`db.n`;
+        select cast(a as string) as word from data as words;
+        train words as StringIndex.`db.si` where inputCol="word" and outputCol="i";
+        select * from values ('1'), ('10'), ('7') as t(word) as new_words;
+        predict new_words as StringIndex.`db.si` as indexed;
+        train data as Discretizer.`db.d` where `fitParam.0.inputCol`="a" and `fitParam.0.splitArray`="-inf,10,inf"
+          and `fitParam.0.outputCol`="a_bucket";
+        predict fresh as Discretizer.`db.d` as bucketed;""")
+    a = np.array([1, 100, 1000, 10, 1], float)
+    scaled = session.table("scaled")
+    assert scaled.column_names == ["a", "b", "label"]
+    assert np.allclose(scaled.column("a").to_numpy(), (np.array([7, 1000]) - a.min()) / (a.max() - a.min()))
+    assert scaled.column("b").to_pylist() == [0.5, 0.5]  # b was constant at train: Spark's middle
+    assert scaled.column("label").to_pylist() == [1.0, 0.0]
+    assert np.allclose(session.table("fresh_predictions").column("a").to_numpy(),
+                       (np.array([7, 1000]) - a.mean()) / a.std(ddof=1))
+    # at train: "1" twice (index 0), then "10", "100", "1000" once each in alphabetical order; "7" unseen
+    assert session.table("indexed").to_pylist() == [{"word": "1", "i": 0.0}, {"word": "10", "i": 1.0},
+                                                    {"word": "7", "i": -1.0}]
+    assert session.table("bucketed").column("a_bucket").to_pylist() == [0.0, 1.0]
+
+
+def test_predict_with_vec_map_in_place(session):
+    session.execute("""
+        select map('x', 1.0, 'y', 2.0) as f union all select map('z', 3.0) as f as maps;
+        train maps as VecMapInPlace.`db.vm` where inputCol="f";
+        select map('y', 5.0, 'unseen', 9.0) as f, 1 as id as later;
+        predict later as VecMapInPlace.`db.vm` as vectors;""")
+    assert session.table("vectors").to_pylist() == [{"f": [0.0, 5.0, 0.0], "id": 1}]
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("predict data as ScalerInPlace.`db.never`;", "db.never holds no ScalerInPlace state"),
+    ("predict data as RateSampler.`db.s`;", "RateSampler learns nothing to predict; ETs that do: .*ScalerInPlace"),
+    ("predict other as ScalerInPlace.`db.s`;", "ScalerInPlace was trained on a column 'a', which other does not have"),
+    ("predict data as NormalizeInPlace.`db.s`;", "trained by ScalerInPlace, not NormalizeInPlace"),
+])
+def test_predict_mistakes_are_the_users_at_the_statement(session, statement, message):
+    session.execute(DOC_DATA + """train data as ScalerInPlace.`db.s` where inputCols="a,b";
+        select 1 as b as other;""")
+    with pytest.raises(MLSQLError, match=message) as info:
+        session.execute("select 1 as x as one;\n  " + statement)
+    assert (info.value.line, info.value.column) == (2, 3)
+
+
+TEXTS = """select * from values ('MLSQL是好的语言', 0.0), ('Spark是好的语言', 1.0), ('MLSQL语言', 0.0),
+    ('fast Spark fast', 1.0) as t(content, label) as corpus;
+"""
+# the words of TEXTS by text.py's rule (letter runs, one word per ideograph), the stop word 的 left out
+CORPUS_WORDS = [["MLSQL", "是", "好", "语", "言"], ["Spark", "是", "好", "语", "言"], ["MLSQL", "语", "言"],
+                ["fast", "Spark", "fast"]]
+
+
+def _with_bigrams(words: list[str]) -> list[str]:
+    return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+
+
+def _spark_tfidf(docs: list[list[str]], priority: dict[str, float]) -> tuple[list[str], np.ndarray]:
+    """Spark's TF-IDF with binary TF, by its definition: idf = ln((n + 1) / (df + 1))."""
+    vocabulary = sorted({t for d in docs for t in d})
+    df = np.array([sum(t in d for d in docs) for t in vocabulary])
+    idf = np.log((len(docs) + 1) / (df + 1)) * np.array([priority.get(t, 1.0) for t in vocabulary])
+    return vocabulary, idf
+
+
+def test_tfidf_in_place_train_register_and_predict(session, tmp_path):
+    (tmp_path / "stop.txt").write_text("的\n", encoding="utf-8")
+    (tmp_path / "priority.txt").write_text("MLSQL\n", encoding="utf-8")
+    session.execute(TEXTS + f"""
+        train corpus as TfIdfInPlace.`{tmp_path}/tfidf` where inputCol="content" and ignoreNature="true"
+          and nGrams="2" and stopWordPath="{tmp_path}/stop.txt" and priorityDicPath="{tmp_path}/priority.txt"
+          and priority="5.0" as tfTable;
+        load parquet.`{tmp_path}/tfidf/data` as saved;
+        register TfIdfInPlace.`{tmp_path}/tfidf` as tfidf_convert;
+        select tfidf_convert('MLSQL好 unseen') as features as output;
+        select 'Spark是好的语言' as content as later;
+        predict later as TfIdfInPlace.`{tmp_path}/tfidf` as scored;""")
+    vocabulary, idf = _spark_tfidf([_with_bigrams(w) for w in CORPUS_WORDS], {"MLSQL": 5.0})
+
+    def expected(terms: list[str]) -> list[float]:
+        return [idf[i] if t in terms else 0.0 for i, t in enumerate(vocabulary)]
+
+    for table in ("tfTable", "saved"):
+        got = session.table(table)
+        assert got.column_names == ["content", "label"] and got.column("label").to_pylist() == [0.0, 1.0, 0.0, 1.0]
+        for row, words in zip(got.column("content").to_pylist(), CORPUS_WORDS):
+            assert row == pytest.approx(expected(_with_bigrams(words)), rel=1e-12, abs=0)
+    [features] = session.table("output").column("features").to_pylist()
+    assert features == pytest.approx(expected(["MLSQL", "好", "MLSQL 好"]), rel=1e-12, abs=0)
+    assert features[vocabulary.index("MLSQL")] == pytest.approx(5 * np.log(5 / 3), rel=1e-12)
+    [scored] = session.table("scored").column("content").to_pylist()
+    assert scored == session.table("tfTable").column("content").to_pylist()[1]
+
+
+def test_tfidf_split_option_cuts_at_the_given_string(session):
+    session.execute("""select * from values ('a|b|b'), ('b|c'), ('') as t(content) as pieces;
+        train pieces as TfIdfInPlace.`db.tf` where inputCol="content" and split="|" as cut;""")
+    vocabulary, idf = _spark_tfidf([["a", "b"], ["b", "c"], []], {})
+    assert vocabulary == ["a", "b", "c"]
+    np.testing.assert_allclose(np.array(session.table("cut").column("content").to_pylist()),
+                               [[idf[0], idf[1], 0.0], [0.0, idf[1], idf[2]], [0.0, 0.0, 0.0]], rtol=1e-12, atol=0)
+
+
+def _gensim_like_ours(sentences, **given):
+    from gensim.models import Word2Vec
+
+    return Word2Vec(sentences, workers=1, sg=1, hs=1, negative=0, sample=0, **given)
+
+
+W2V_TEXTS = """select * from values ('the cat sat on the mat'), ('the dog sat on the log'), ('a cat and a dog'),
+    ('the end') as t(content) as sentences;
+"""
+W2V_WORDS = [t.split(" ") for t in ("the cat sat on the mat", "the dog sat on the log", "a cat and a dog", "the end")]
+
+
+def test_word2vec_in_place_vectors_are_gensims_and_deterministic(session, tmp_path):
+    options = ('inputCol="content" and split=" " and vectorSize="8" and minCount="2" and windowSize="3" '
+               'and maxIter="5" and seed="7"')
+    session.execute(W2V_TEXTS + f"""
+        train sentences as Word2VecInPlace.`{tmp_path}/w2v` where {options} as each;
+        train sentences as Word2VecInPlace.`{tmp_path}/again` where {options};
+        train sentences as Word2VecInPlace.`{tmp_path}/merged` where {options} and resultFeature="merge" as merged;
+        train sentences as Word2VecInPlace.`{tmp_path}/flat` where {options} and resultFeature="flat" as flat;
+        train sentences as Word2VecInPlace.`{tmp_path}/index` where {options} and resultFeature="index" as indexed;
+        register Word2VecInPlace.`{tmp_path}/merged` as w2v_merge;
+        register Word2VecInPlace.`{tmp_path}/w2v` as w2v_each;
+        register Word2VecInPlace.`{tmp_path}/index` as w2v_index;
+        select w2v_merge('a cat and a bird') as m, w2v_each('dog sat') as e, w2v_merge('bird') as none,
+          w2v_index('the cat') as i as applied;
+        select 'the dog sat' as content as later;
+        predict later as Word2VecInPlace.`{tmp_path}/flat` as scored;""")
+    model = _gensim_like_ours(W2V_WORDS, vector_size=8, min_count=2, window=3, epochs=5, alpha=0.025, seed=7)
+    known = [[w for w in words if w in model.wv.key_to_index] for words in W2V_WORDS]  # mat, log, and, end: once
+    vector = {w: model.wv[w].astype(np.float64) for w in model.wv.index_to_key}
+    assert session.table("each").column("content").to_pylist() == [[vector[w].tolist() for w in k] for k in known]
+    assert session.table("merged").column("content").to_pylist() == [
+        np.stack([vector[w] for w in k]).sum(axis=0).tolist() for k in known]
+    assert session.table("flat").column("content").to_pylist() == [
+        np.concatenate([vector[w] for w in k]).tolist() for k in known]
+    assert session.table("indexed").column("content").to_pylist() == [
+        [model.wv.key_to_index[w] for w in k] for k in known]
+    [applied] = session.table("applied").to_pylist()
+    assert applied == {"m": np.stack([vector[w] for w in ("a", "cat", "a")]).sum(axis=0).tolist(),  # "and": once
+                       "e": [vector["dog"].tolist(), vector["sat"].tolist()], "none": [],
+                       "i": [model.wv.key_to_index["the"], model.wv.key_to_index["cat"]]}
+    assert session.table("scored").column("content").to_pylist() == [
+        np.concatenate([vector[w] for w in ("the", "dog", "sat")]).tolist()]
+
+    # the vectors are Delta rows (float32, as gensim holds them) that two runs with one seed agree on
+    from deltalake import DeltaTable
+
+    stored = DeltaTable(str(tmp_path / "w2v" / "model_vectors")).to_pyarrow_table()
+    assert stored.column("word").to_pylist() == model.wv.index_to_key
+    assert np.array_equal(np.stack(stored.column("vector").to_numpy(zero_copy_only=False)), model.wv.vectors)
+    again = DeltaTable(str(tmp_path / "again" / "model_vectors")).to_pyarrow_table()
+    assert again.equals(stored)
+    files = [p for p in (tmp_path / "w2v").rglob("*") if p.is_file()]
+    assert files and all(p.suffix in (".parquet", ".json", ".crc") or p.parent.name == "_delta_log" for p in files)
+
+
+@pytest.mark.parametrize("statement, message", [
+    ('train corpus as TfIdfInPlace.`db.t` where inputCol="nope";', "'nope', which corpus does not have"),
+    ('train corpus as TfIdfInPlace.`db.t` where inputCol="label";', "inputCol 'label' must hold text"),
+    ('train blank as TfIdfInPlace.`db.t` where inputCol="content";', "hold no words to learn from"),
+    ('train blank as Word2VecInPlace.`db.w` where inputCol="content";', "hold no words to learn from"),
+    ('train corpus as Word2VecInPlace.`db.w` where inputCol="content" and minCount="9";',
+     "no word of 'content' appears minCount=9 times"),
+    ('train corpus as Word2VecInPlace.`db.w` where inputCol="content" and resultFeature="sum";',
+     "resultFeature 'sum' is not one of"),
+    ('train corpus as TfIdfInPlace.`db.t` where inputCol="content" and nGrams="1,x";', "nGrams must be whole"),
+    ('train corpus as Word2VecInPlace.`db.w` where inputCol="content" and wordvecPaths="/tmp/vectors.txt";',
+     r"wordvecPaths \(vectors trained elsewhere\) is not supported yet"),
+    ('register TfIdfInPlace.`db.never` as f;', "db.never holds no TfIdfInPlace state"),
+    ('predict corpus as Word2VecInPlace.`db.never`;', "db.never holds no Word2VecInPlace state"),
+])
+def test_text_et_mistakes_are_the_users_at_the_statement(session, statement, message):
+    session.execute(TEXTS + "select * from values (''), (' ') as t(content) as blank;")
+    with pytest.raises(MLSQLError, match=message) as info:
+        session.execute("select 1 as x as one;\n  " + statement)
+    assert (info.value.line, info.value.column) == (2, 3)
+
+
+def test_a_text_et_refuses_another_ets_state(session):
+    session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content";')
+    with pytest.raises(MLSQLError, match="trained by TfIdfInPlace, not Word2VecInPlace"):
+        session.execute("register Word2VecInPlace.`db.t` as f;")
+
+
+def test_a_dictionary_for_a_segmenter_we_lack_is_ignored_with_a_warning(session):
+    [*_, trained] = session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content" '
+                                            'and dicPaths="/tmp/dic.txt" and ignoreNature="true";')
+    assert trained.warnings == ["TfIdfInPlace ignores the option dicPaths (it knows: inputCol, split, stopWordPath, "
+                                "ignoreNature, nGrams, nGram, priorityDicPath, priority)"]

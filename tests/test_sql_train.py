@@ -137,6 +137,39 @@ def test_regressors_metrics_match_sklearn(session, alg):
     assert "probability" not in session.table("scored").column_names
 
 
+SMALL = """
+select vec_dense(array(id % 7, id % 5, id % 3)) as features, cast((id % 7 + id % 5) % 2 as double) as label
+from range(120) as small;
+"""
+
+
+@pytest.mark.parametrize("alg, params, implementation", [
+    ("NaiveBayes", 'modelType="gaussian"', "sklearn.naive_bayes.GaussianNB"),
+    ("NaiveBayes", 'modelType="bernoulli"', "sklearn.naive_bayes.BernoulliNB"),
+    ("NaiveBayes", 'smoothing="1.0"', "sklearn.naive_bayes.MultinomialNB"),
+    ("LinearRegression", 'regParam="0.0"', "sklearn.linear_model.LinearRegression"),
+    ("LinearRegression", 'regParam="0.1"', "sklearn.linear_model.Ridge"),
+    ("LinearRegression", 'regParam="0.1" and elasticNetParam="0.5"', "sklearn.linear_model.ElasticNet"),
+    ("LogisticRegression", 'maxIter="20"', "sklearn.linear_model.LogisticRegression"),
+    ("RandomForest", 'numTrees="2"', "sklearn.ensemble.RandomForestClassifier"),
+    ("GBTClassifier", 'maxIter="2"', "xgboost.XGBClassifier"),
+    ("GBTRegressor", 'maxIter="2"', "xgboost.XGBRegressor"),
+    ("KMeans", 'k="2"', "sklearn.cluster.KMeans"),
+    ("LDA", 'k="2" and maxIter="2"', "sklearn.decomposition.LatentDirichletAllocation"),
+])
+def test_each_algorithm_reports_the_class_that_ran(session, alg, params, implementation):
+    """``alg`` in the result and ``implementation`` in the model's metadata name the estimator the
+    parameters picked (NaiveBayes's modelType="gaussian" is GaussianNB, not MultinomialNB)."""
+    from mlsql_ray.ml import store
+
+    session.execute(SMALL + f"train small as {alg}.`db.m` where {params} as res;")
+    [block] = groups(session.table("res"))
+    assert block["status"] == "success", block["message"]
+    assert block["alg"] == implementation
+    _, [group] = store.read(session.warehouse / "db" / "m", "db.m")
+    assert group.metadata["implementation"] == implementation
+
+
 @pytest.mark.slow
 def test_kmeans_and_lda(session):
     session.execute("""

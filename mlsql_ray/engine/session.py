@@ -374,7 +374,7 @@ class Session:
         handler = _TRAIN_VERBS.get((s.verb, fmt)) or _TRAIN_VERBS.get((s.verb, None))
         if handler is None:
             raise MLSQLError(f"{s.verb} ... as {s.format} is not supported (supported: run ... as Ray.``, "
-                             f"predict ... as tf.`...`, train|predict ... as an algorithm)")
+                             f"predict ... as tf.`...`, train|predict ... as an algorithm or a feature ET)")
         return handler(self, s)
 
     def _run_ray(self, s: ast.Train) -> Result:
@@ -458,6 +458,7 @@ REGISTER_FORMATS: dict[str, Callable[[Session, ast.Register], Result]] = {
 _TRAIN_VERBS: dict[tuple[str, str | None], Callable[[Session, ast.Train], Result]] = {
     ("run", "ray"): Session._run_ray,
     **{("predict", fmt): Session._predict for fmt in MODEL_FORMATS},
+    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ets/fitted.py)
     ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
     ("predict", None): learning.predict,
 }

@@ -8,6 +8,7 @@ collects them.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -52,7 +53,8 @@ class Algorithm:
     name: str
     kind: str
     library: str  # the serialiser's name: "skops", "xgboost" or "keras"
-    implementation: str  # what users see as ``alg``: the class that does the work
+    #: what ``load modelList`` shows; a trained group reports the class that ran (implementation_of)
+    implementation: str
     params: tuple[Param, ...]
     build: Callable[[dict, int], Any]  # build(library_kwargs, n_rows) → an unfitted estimator
     threads_param: str | None = None  # the estimator keyword for its thread count
@@ -83,3 +85,24 @@ class Algorithm:
 
     def estimator(self, spark_params: dict[str, str], n_rows: int, threads: int = 1):
         return self.build(self.library_kwargs(spark_params, threads), n_rows)
+
+    def implementation_of(self, estimator) -> str:
+        """What a group reports as ``alg``: the class that did the work for its parameters
+        (NaiveBayes's modelType picks one of three, LinearRegression's regParam one of three; a
+        pipeline's last step is the model). Our own classes report the declared implementation."""
+        model = estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+        cls = type(model)
+        if cls.__module__.split(".")[0] == "mlsql_ray":
+            return self.implementation
+        return public_name(cls)
+
+
+def public_name(cls: type) -> str:
+    """``sklearn.linear_model.Ridge`` rather than ``sklearn.linear_model._ridge.Ridge``: the
+    shortest module path that exports the class."""
+    parts = cls.__module__.split(".")
+    for end in range(1, len(parts) + 1):
+        module = importlib.import_module(".".join(parts[:end]))
+        if getattr(module, cls.__name__, None) is cls:
+            return f"{module.__name__}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__name__}"

@@ -161,6 +161,7 @@ def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: 
     data = b""
     try:
         estimator = alg.estimator(group.params, len(train.x), threads)
+        metadata["implementation"] = alg.implementation_of(estimator)
         with threadpool_limits(threads):
             if alg.kind == CLASSIFIER:
                 classes, y = np.unique(train.y, return_inverse=True)

@@ -25,15 +25,17 @@ from . import (
     scaling,
     syntax,
     tables,
+    tfidf,
     transpose,
     vecmap,
     tree,
+    word2vec,
 )
 from . import fitted
 from .base import ET, Call, Partitioned
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing, confusion, vecmap)
+            discretizer, indexing, confusion, vecmap, tfidf, word2vec)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
@@ -61,14 +63,31 @@ def params(name: str) -> pa.Table:
     return params_table(find(name).params)
 
 
+def _learner(name: str, verb: str):
+    et = find(name)
+    if et.learner is None:
+        raise MLSQLError(f"{et.name} learns nothing to {verb}; ETs that do: "
+                         f"{', '.join(e.name for e in ETS.values() if e.learner) or 'none'}")
+    return et.learner
+
+
 def fitted_function(session, s: ast.Register):
     """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as a function."""
-    et = find(s.format)
-    if et.apply is None:
-        raise MLSQLError(f"{et.name} learns nothing to register; ETs that do: "
-                         f"{', '.join(e.name for e in ETS.values() if e.apply) or 'none'}")
-    version, state = fitted.load(session, s.path, et.name)
-    return fitted.FittedFunction(s.function, s.path, version, et.apply, state)
+    learner = _learner(s.format, "register")
+    version, state = fitted.load(session, s.path, learner.name)
+    return fitted.FittedFunction(s.function, s.path, version, learner.applier, state)
+
+
+def predict(session, s: ast.Train) -> Result:
+    """``predict T as ET.`TARGET` [as OUT]``: T as ``train`` would have transformed it, with the
+    state it saved (named OUT, else T_predictions as for algorithms)."""
+    learner = _learner(s.format, "predict")
+    version, state = fitted.load(session, s.path, learner.name)
+    table = learner.transform(state, session.catalog.arrow(s.table), s.table)
+    output = s.output or f"{s.table}_predictions"
+    session.catalog.add_arrow(output, table, f"predict {learner.name}.`{s.path}`")
+    return Result(s, f"{output}: {table.num_rows} rows ({learner.name} {s.path} version {version})",
+                  table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows, name=output)
 
 
 def run(session, s: ast.Train) -> Result:
@@ -80,7 +99,7 @@ def run(session, s: ast.Train) -> Result:
     unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, dict(s.options), s.path))
+    table = et.run(session, Call(s.table, dict(s.options), s.path, session._path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())

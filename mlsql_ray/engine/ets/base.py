@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -49,8 +50,9 @@ class ET:
     run: Callable
     params: tuple[Param, ...] = ()
     kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
-    #: what ``register NAME.`TARGET` as f`` applies to the state ``train`` saved (a fitted.Applier)
-    apply: object | None = None
+    #: an ET that learns (a fitted.Learner): ``run`` is its ``train``, and ``register`` and
+    #: ``predict`` apply the state it saved
+    learner: object | None = None
     #: a whole script using it, as ``load modelExample.`NAME` as T;`` shows it ("" when there is none, as in Byzer)
     example: str = ""
 
@@ -72,6 +74,7 @@ class Call:
     table: str  # T ("command" when the ET reads no table)
     options: dict[str, str]
     path: str = ""  # PATH: where the feature ETs that learn something save it (fitted.py)
+    resolve: Callable[[str], Path] = Path  # a file option's path as the script means it (relative to it)
 
     def option(self, key: str, default: str | None = None) -> str | None:
         return self.options.get(key, default)
@@ -101,6 +104,18 @@ class Call:
         if minimum is not None and number < minimum:
             raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
         return number
+
+    def lines(self, key: str, et: str) -> list[str]:
+        """The non-blank lines of the file an option names (a dictionary, one word a line); none
+        when the option is not given."""
+        name = self.options.get(key, "").strip()
+        if not name:
+            return []
+        try:
+            text = self.resolve(name).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise MLSQLError(f"{et}: cannot read {key} {name!r}: {exc.strerror or exc}") from None
+        return [line.strip() for line in text.splitlines() if line.strip()]
 
     def column(self, key: str, table_columns: list[str], et: str) -> str:
         """One column name, checked against the table's."""

@@ -21,7 +21,7 @@ from ...arrays import matrix
 from ...errors import MLSQLError
 from ..datasources.base import Param
 from . import fitted
-from .base import ET, Call, input_table
+from .base import ET, Call
 
 _GROUP = re.compile(r"fitParam\.(\d+)\.(\w+)")
 NAME = "Discretizer"
@@ -78,30 +78,34 @@ def bucket(splits: list[float], values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _train(session, call: Call) -> pa.Table:
-    table = input_table(session, call)
+def _fit(table: pa.Table, call: Call) -> dict:
     method = call.option("method", "bucketizer").strip()
     if method not in METHODS:
         raise MLSQLError(f"{NAME}: method {method!r} is not supported (supported: {', '.join(METHODS)})")
-    state, out = {"method": method, "groups": []}, table
+    state = {"method": method, "groups": []}
     for index, group in enumerate(_groups(call)):
         column = group.get("inputCol") or group.get("inputCols")
         if column not in table.column_names:
             raise MLSQLError(f"{NAME}: fitParam.{index}.inputCol must name a column of {call.table} "
                              f"(columns: {', '.join(table.column_names)}), not {column!r}")
-        kind = table.schema.field(column).type
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
-            raise MLSQLError(f"{NAME}: fitParam.{index}.inputCol {column!r} must be numeric, not {kind}")
-        values = matrix(table.column(column).fill_null(math.nan), np.float64)[:, 0]
-        splits = METHODS[method](group, index, values)
-        output = group.get("outputCol", column)
-        state["groups"].append({"inputCol": column, "outputCol": output, "splits": splits})
-        buckets = pa.array(bucket(splits, values), pa.float64())
-        if output in out.column_names:
-            out = out.set_column(out.schema.get_field_index(output), output, buckets)
-        else:
-            out = out.append_column(output, buckets)
-    fitted.save(session, call.path, NAME, state, out)
+        splits = METHODS[method](group, index, _numbers(table, column, f"fitParam.{index}.inputCol"))
+        state["groups"].append({"inputCol": column, "outputCol": group.get("outputCol", column), "splits": splits})
+    return state
+
+
+def _numbers(table: pa.Table, column: str, what: str) -> np.ndarray:
+    kind = table.schema.field(column).type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind)):
+        raise MLSQLError(f"{NAME}: {what} {column!r} must be numeric, not {kind}")
+    return matrix(table.column(column).cast(pa.float64()).fill_null(math.nan), np.float64)[:, 0]
+
+
+def _transform(state: dict, table: pa.Table, table_name: str) -> pa.Table:
+    out = table
+    for group in state["groups"]:
+        fitted.column_of(table, group["inputCol"], table_name, NAME)
+        buckets = bucket(group["splits"], _numbers(table, group["inputCol"], "inputCol"))
+        out = fitted.replace_or_append(out, group["outputCol"], pa.array(buckets, pa.float64()))
     return out
 
 
@@ -112,14 +116,16 @@ def _apply(state: dict, x: np.ndarray) -> np.ndarray:
     return np.column_stack([bucket(g["splits"], x[:, i]) for i, g in enumerate(groups)])
 
 
+LEARNER = fitted.Learner(NAME, _fit, _transform, fitted.on_number_rows(_apply))
+
 ETS = (
-    ET(NAME, "numeric columns to bucket numbers: given edges (bucketizer) or learnt quantiles (quantile)", _train,
+    ET(NAME, "numeric columns to bucket numbers: given edges (bucketizer) or learnt quantiles (quantile)", LEARNER.train,
        (Param("method", "bucketizer", "bucketizer (fitParam.N.splitArray) or quantile (fitParam.N.numBuckets)"),
         Param("fitParam.N.inputCol", "", "the numeric column of group N"),
         Param("fitParam.N.outputCol", "", "where group N's buckets go (default: in place of inputCol)"),
         Param("fitParam.N.splitArray", "", "bucketizer: the edges, e.g. -inf,0.0,1.0,inf ([x, y) buckets)"),
         Param("fitParam.N.numBuckets", "2", "quantile: how many buckets to learn")),
-       kind="feature engineer", apply=fitted.on_number_rows(_apply), example="""set jsonStr='''
+       kind="feature engineer", learner=LEARNER, example="""set jsonStr='''
 {"features":[5.1,3.5,1.4,0.2],"label":0.0}
 {"features":[4.4,2.9,1.4,0.2],"label":0.0}
 {"features":[4.7,3.2,1.3,0.2],"label":1.0}

@@ -1,9 +1,12 @@
 """What feature ETs that learn something share (``ml/feature/*.md``): ``train T as ET.`TARGET```
-saves the fitted state, and ``register ET.`TARGET` as f`` applies it to new rows in SQL.
+saves the fitted state, ``register ET.`TARGET` as f`` applies it to new rows in SQL, and
+``predict T as ET.`TARGET``` to a whole table, as ``train`` did to its own.
 
 TARGET (a path or a warehouse name, as for models) holds Byzer's layout: ``TARGET/data``, the
 transformed table as Parquet (the docs read it back with ``load parquet.`TARGET/data```), and
-``TARGET/model``, a Delta table of one row: the ET's name and its state as JSON (no pickle).
+``TARGET/model``, a Delta table of one row: the ET's name and its state as JSON (no pickle). A
+state value that is an Arrow table (Word2VecInPlace's vectors) is a Delta table of its own,
+``TARGET/model_KEY``, read back at the version the JSON records.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import pyarrow.parquet as pq
 
 from ...errors import MLSQLError
 from ...storage import delta
+from .base import Call, input_table
 
 _STATE_SCHEMA = pa.schema([("et", pa.string()), ("state", pa.string())])
+_TABLES = "_tables"  # the state's key: {KEY: version of TARGET/model_KEY}
 
 
 def target_path(session, target: str):
@@ -32,7 +37,12 @@ def target_path(session, target: str):
 
 def save(session, target: str, et: str, state: dict, transformed: pa.Table) -> None:
     path = target_path(session, target)
-    data = pa.table({"et": [et], "state": [json.dumps(state)]}, schema=_STATE_SCHEMA)
+    tables = {key: value for key, value in state.items() if isinstance(value, pa.Table)}
+    plain = {key: value for key, value in state.items() if key not in tables}
+    plain[_TABLES] = {key: delta.write(path / f"model_{key}", f"{target}/model_{key}", table.to_reader(),
+                                       "overwrite", (), {}).version
+                      for key, table in tables.items()}  # written first: the model row commits them
+    data = pa.table({"et": [et], "state": [json.dumps(plain)]}, schema=_STATE_SCHEMA)
     delta.write(path / "model", f"{target}/model", data.to_reader(), "overwrite", (), {})
     (path / "data").mkdir(parents=True, exist_ok=True)
     pq.write_table(transformed, path / "data" / "part-0.parquet")
@@ -40,22 +50,64 @@ def save(session, target: str, et: str, state: dict, transformed: pa.Table) -> N
 
 def load(session, target: str, et: str) -> tuple[int, dict]:
     """(version, state) saved by ``train T as ET.`TARGET```; another ET's state is an error."""
-    path = target_path(session, target) / "model"
-    if not delta.exists(path):
+    path = target_path(session, target)
+    if not delta.exists(path / "model"):
         raise MLSQLError(f"{target} holds no {et} state (train a table as {et}.`{target}` first)")
-    table = delta.open_table(path, f"{target}/model")
+    table = delta.open_table(path / "model", f"{target}/model")
     [row] = table.to_pyarrow_table().to_pylist()
     if row["et"].lower() != et.lower():
         raise MLSQLError(f"{target} was trained by {row['et']}, not {et}")
-    return table.version(), json.loads(row["state"])
+    state = json.loads(row["state"])
+    for key, version in state.pop(_TABLES, {}).items():
+        state[key] = delta.open_table(path / f"model_{key}", f"{target}/model_{key}",
+                                      {"version": str(version)}).to_pyarrow_table()
+    return table.version(), state
 
 
 @dataclass(frozen=True)
 class Applier:
-    """What ``register ET.`TARGET` as f`` runs: (state, the argument column) → the result column."""
+    """What ``register ET.`TARGET` as f`` runs: (state, the argument column) → the result column,
+    of ``duckdb_type`` (a callable of the state when that decides it)."""
 
     transform: Callable[[dict, pa.Array], pa.Array]
-    duckdb_type: str = "DOUBLE[]"
+    duckdb_type: str | Callable[[dict], str] = "DOUBLE[]"
+
+    def type_for(self, state: dict) -> str:
+        return self.duckdb_type(state) if callable(self.duckdb_type) else self.duckdb_type
+
+
+@dataclass(frozen=True)
+class Learner:
+    """A feature ET that learns: ``fit`` reads train's table and options into a state,
+    ``transform`` applies a state to a table (train's output, and predict's), ``applier`` to one
+    column (register)."""
+
+    name: str
+    fit: Callable[[pa.Table, Call], dict]
+    transform: Callable[[dict, pa.Table, str], pa.Table]  # (state, table, the table's name)
+    applier: Applier
+
+    def train(self, session, call: Call) -> pa.Table:
+        table = input_table(session, call)
+        state = self.fit(table, call)
+        out = self.transform(state, table, call.table)
+        save(session, call.path, self.name, state, out)
+        return out
+
+
+def column_of(table: pa.Table, name: str, table_name: str, et: str) -> pa.ChunkedArray:
+    """The column the state was trained on, in a table that must have it."""
+    if name not in table.column_names:
+        raise MLSQLError(f"{et} was trained on a column {name!r}, which {table_name} does not have "
+                         f"(columns: {', '.join(table.column_names)})")
+    return table.column(name)
+
+
+def replace_or_append(table: pa.Table, name: str, column) -> pa.Table:
+    """``name`` set to ``column``: in its place if the table has it, else as the last column."""
+    if name in table.column_names:
+        return table.set_column(table.schema.get_field_index(name), name, column)
+    return table.append_column(name, column)
 
 
 def on_number_rows(transform: Callable[[dict, np.ndarray], np.ndarray]) -> Applier:
@@ -87,7 +139,7 @@ class FittedFunction:
 
     @property
     def duckdb_type(self) -> str:
-        return self.applier.duckdb_type
+        return self.applier.type_for(self.state)
 
     def __call__(self, values: pa.Array) -> pa.Array:
         try:

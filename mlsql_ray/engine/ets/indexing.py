@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from ...errors import MLSQLError
 from ..datasources.base import Param
 from . import fitted
-from .base import ET, Call, input_table
+from .base import ET, Call
 
 NAME = "StringIndex"
 UNSEEN = -1.0
@@ -31,28 +31,29 @@ def _index(state: dict, values: pa.Array) -> pa.Array:
     return pc.cast(pc.fill_null(position, -1), pa.float64())
 
 
-def _train(session, call: Call) -> pa.Table:
-    table = input_table(session, call)
+def _fit(table: pa.Table, call: Call) -> dict:
     column = call.column("inputCol", table.column_names, NAME)
     if table.column(column).null_count:
         raise MLSQLError(f"{NAME}: inputCol {column!r} has nulls; fill or filter them first")
-    text = pc.cast(table.column(column), pa.string())
-    state = {"inputCol": column, "labels": _labels(text)}
     output = call.option("outputCol", f"{column}_index") or f"{column}_index"
-    indexed = pa.chunked_array([_index(state, chunk) for chunk in text.chunks], pa.float64())
-    out = table.drop_columns([output]) if output in table.column_names and output != column else table
-    out = (out.set_column(out.schema.get_field_index(column), column, indexed) if output == column
-           else out.append_column(output, indexed))
-    fitted.save(session, call.path, NAME, state, out)
-    return out
+    return {"inputCol": column, "outputCol": output, "labels": _labels(pc.cast(table.column(column), pa.string()))}
 
+
+def _transform(state: dict, table: pa.Table, table_name: str) -> pa.Table:
+    column, output = state["inputCol"], state.get("outputCol", f"{state['inputCol']}_index")
+    text = pc.cast(fitted.column_of(table, column, table_name, NAME), pa.string())
+    indexed = pa.chunked_array([_index(state, chunk) for chunk in text.chunks], pa.float64())
+    return fitted.replace_or_append(table, output, indexed)
+
+
+LEARNER = fitted.Learner(NAME, _fit, _transform, fitted.Applier(_index, "DOUBLE"))
 
 ETS = (
     ET(NAME, "a string column to numbers, most frequent first (Spark's StringIndexer); register maps new values",
-       _train,
+       LEARNER.train,
        (Param("inputCol", "", "the column to index (numbers are indexed as their text)"),
         Param("outputCol", "INPUTCOL_index", "the index column's name (the inputCol itself: in place)")),
-       kind="feature engineer", apply=fitted.Applier(_index, "DOUBLE"), example="""select word from values ('pear'), ('apple'), ('fig'), ('apple') as t(word) as words;
+       kind="feature engineer", learner=LEARNER, example="""select word from values ('pear'), ('apple'), ('fig'), ('apple') as t(word) as words;
 train words as StringIndex.`db.si` where inputCol="word" as indexed;
 register StringIndex.`db.si` as word_index;
 select word, word_index(word) as i from values ('fig'), ('mango') as t(word) as scored;

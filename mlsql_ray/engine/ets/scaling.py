@@ -1,5 +1,6 @@
 """``ScalerInPlace`` (``ml/feature/scale.md``) and ``NormalizeInPlace`` (``ml/feature/normalize.md``):
-columns rescaled in place with statistics learnt at ``train`` and reapplied by ``register``.
+columns rescaled in place with statistics learnt at ``train`` and reapplied by ``register`` and
+``predict``.
 
 ``inputCols="a,b"`` names numeric columns (each scaled on its own), or one column of number lists
 (each position scaled on its own). The statistics are Spark's: ``min-max`` is MinMaxScaler's (a
@@ -16,7 +17,7 @@ from ...arrays import matrix
 from ...errors import MLSQLError
 from ..datasources.base import Param
 from . import fitted
-from .base import ET, Call, input_table
+from .base import ET, Call
 
 
 def _min_max(x: np.ndarray) -> dict:
@@ -44,10 +45,9 @@ SCALER_METHODS = {"min-max": (_min_max, _apply_min_max)}
 NORMALIZE_METHODS = {"standard": (_standard, _apply_standard)}
 
 
-def _inputs(table: pa.Table, call: Call, et: str) -> tuple[list[str], np.ndarray, bool]:
-    """(inputCols, rows × values, whether it is one list column)."""
-    names = call.columns("inputCols", table.column_names, et)
-    kinds = [table.schema.field(n).type for n in names]
+def _values(table: pa.Table, names: list[str], et: str, table_name: str) -> tuple[np.ndarray, bool]:
+    """(rows × values of the columns, whether it is one list column)."""
+    kinds = [fitted.column_of(table, n, table_name, et).type for n in names]
     vector = len(names) == 1 and (pa.types.is_list(kinds[0]) or pa.types.is_fixed_size_list(kinds[0])
                                   or pa.types.is_large_list(kinds[0]))
     for name, kind in zip(names, kinds):
@@ -58,55 +58,56 @@ def _inputs(table: pa.Table, call: Call, et: str) -> tuple[list[str], np.ndarray
         if table.column(name).null_count:
             raise MLSQLError(f"{et}: inputCols column {name!r} has nulls; fill or filter them first")
     if vector:
-        return names, matrix(table.column(names[0]), np.float64), True
-    return names, np.column_stack([matrix(table.column(n), np.float64)[:, 0] for n in names]), False
+        return matrix(table.column(names[0]), np.float64), True
+    return np.column_stack([matrix(table.column(n), np.float64)[:, 0] for n in names]), False
 
 
-def _method(call: Call, methods: dict, default: str, et: str):
+def _method(call: Call, methods: dict, default: str, et: str) -> str:
     name = call.option("scaleMethod", default).strip()
     if name not in methods:
         raise MLSQLError(f"{et}: scaleMethod {name!r} is not supported (supported: {', '.join(methods)})")
     if call.flag("removeOutlierValue", False):
         raise MLSQLError(f"{et}: removeOutlierValue=\"true\" is not supported yet")
-    return name, methods[name]
+    return name
 
 
-def _trainer(et: str, methods: dict, default: str):
-    def train(session, call: Call) -> pa.Table:
-        table = input_table(session, call)
-        names, x, vector = _inputs(table, call, et)
-        method, (fit, apply) = _method(call, methods, default, et)
+def _learner(et: str, methods: dict, default: str) -> fitted.Learner:
+    def fit(table: pa.Table, call: Call) -> dict:
+        names = call.columns("inputCols", table.column_names, et)
+        x, vector = _values(table, names, et, call.table)
+        method = _method(call, methods, default, et)
         if len(x) == 0:
             raise MLSQLError(f"{et}: {call.table} has no rows to learn from")
-        state = {"method": method, "inputCols": names, "vector": vector, **fit(x)}
-        scaled = apply(state, x)
-        out = table
+        return {"method": method, "inputCols": names, "vector": vector, **methods[method][0](x)}
+
+    def transform(state: dict, table: pa.Table, table_name: str) -> pa.Table:
+        names = state["inputCols"]
+        x, vector = _values(table, names, et, table_name)
+        if vector != state["vector"]:
+            raise MLSQLError(f"{et}: {names[0]!r} of {table_name} must be "
+                             f"{'a list of numbers' if state['vector'] else 'numeric'}, as it was at train")
+        scaled = scale(state, x)
         if vector:
-            out = out.set_column(out.schema.get_field_index(names[0]), names[0],
-                                 pa.array(list(scaled), pa.list_(pa.float64())))
-        else:
-            for i, name in enumerate(names):
-                out = out.set_column(out.schema.get_field_index(name), name, pa.array(scaled[:, i], pa.float64()))
-        fitted.save(session, call.path, et, state, out)
-        return out
+            return table.set_column(table.schema.get_field_index(names[0]), names[0],
+                                    pa.array(list(scaled), pa.list_(pa.float64())))
+        for i, name in enumerate(names):
+            table = table.set_column(table.schema.get_field_index(name), name, pa.array(scaled[:, i], pa.float64()))
+        return table
 
-    return train
-
-
-def _applier(methods: dict):
-    def transform(state: dict, x: np.ndarray) -> np.ndarray:
+    def scale(state: dict, x: np.ndarray) -> np.ndarray:
         expected = len(state[next(k for k in state if k not in ("method", "inputCols", "vector"))])
         if x.shape[1] != expected:
             raise MLSQLError(f"the function was trained on {expected} values per row, not {x.shape[1]}")
         return methods[state["method"]][1](state, x)
 
-    return transform
+    return fitted.Learner(et, fit, transform, fitted.on_number_rows(scale))
 
 
 _PARAMS = (
     Param("inputCols", "", "the numeric columns to rescale, comma-separated, or one column of number lists"),
     Param("removeOutlierValue", "false", "replace outliers by the median first (only \"false\" for now)"),
 )
+
 
 def _example(name: str, method: str) -> str:
     """The script of Byzer's page for ``name``: train on the doc's rows, register, apply."""
@@ -124,13 +125,15 @@ select scale_convert(array(cast(7.0 as double), cast(8.0 as double))) as feature
 """
 
 
+SCALER = _learner("ScalerInPlace", SCALER_METHODS, "min-max")
+NORMALIZER = _learner("NormalizeInPlace", NORMALIZE_METHODS, "standard")
+
 ETS = (
-    ET("ScalerInPlace", "rescale numeric columns in place (min-max); register applies the learnt range",
-       _trainer("ScalerInPlace", SCALER_METHODS, "min-max"),
-       (*_PARAMS, Param("scaleMethod", "min-max", "how to rescale: min-max")), kind="feature engineer",
-       apply=fitted.on_number_rows(_applier(SCALER_METHODS)), example=_example("ScalerInPlace", "min-max")),
-    ET("NormalizeInPlace", "standardize numeric columns in place (mean 0, sample std 1); register applies them",
-       _trainer("NormalizeInPlace", NORMALIZE_METHODS, "standard"),
-       (*_PARAMS, Param("scaleMethod", "standard", "how to normalize: standard")), kind="feature engineer",
-       apply=fitted.on_number_rows(_applier(NORMALIZE_METHODS)), example=_example("NormalizeInPlace", "standard")),
+    ET("ScalerInPlace", "rescale numeric columns in place (min-max); register and predict apply the learnt range",
+       SCALER.train, (*_PARAMS, Param("scaleMethod", "min-max", "how to rescale: min-max")), kind="feature engineer",
+       learner=SCALER, example=_example("ScalerInPlace", "min-max")),
+    ET("NormalizeInPlace", "standardize numeric columns in place (mean 0, sample std 1); register and predict "
+       "apply them", NORMALIZER.train, (*_PARAMS, Param("scaleMethod", "standard", "how to normalize: standard")),
+       kind="feature engineer", learner=NORMALIZER,
+       example=_example("NormalizeInPlace", "standard")),
 )

@@ -55,5 +55,6 @@ ALGORITHMS = (
     Algorithm(name="LogisticRegression", kind=CLASSIFIER, library="skops",
               implementation="sklearn.linear_model.LogisticRegression", params=PARAMS, build=_logistic),
     Algorithm(name="LinearRegression", kind=REGRESSOR, library="skops",
-              implementation="sklearn.linear_model.LinearRegression", params=PARAMS, build=_linear),
+              implementation="sklearn.linear_model.LinearRegression, Ridge or ElasticNet (by regParam, elasticNetParam)",
+              params=PARAMS, build=_linear),
 )

@@ -24,7 +24,8 @@ def _build(kwargs: dict, n_samples: int):
 
 
 ALGORITHMS = (Algorithm(
-    name="NaiveBayes", kind=CLASSIFIER, library="skops", implementation="sklearn.naive_bayes.MultinomialNB",
+    name="NaiveBayes", kind=CLASSIFIER, library="skops",
+    implementation="sklearn.naive_bayes.MultinomialNB, BernoulliNB or GaussianNB (by modelType)",
     params=(
         Param("smoothing", "smoothing", float, 1.0, "additive (Laplace) smoothing"),
         Param("modelType", "modelType", str, "multinomial", "multinomial, bernoulli or gaussian", adapt=_model_type),
