@@ -491,7 +491,7 @@ class FakeSession:
     ("select 1 as a;\nsa", ["save"]),
     ("load par", ["parquet"]),
     ("load ", ["parquet", "csv", "json", "text", "delta", "jsonStr", "csvStr", "script", "excel", "image", "jdbc",
-               "modelList", "modelParams", "modelExplain"]),
+               "modelList", "modelParams", "modelExample", "modelExplain"]),
     ("save overwrite digits as de", ["delta"]),
     ("save ov", ["overwrite"]),
     ("save overwrite dig", ["digits"]),
