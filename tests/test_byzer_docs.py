@@ -31,6 +31,7 @@ import pytest
 
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine import ets
+from mlsql_ray.engine.ets.base import PEOPLE_DATA
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
@@ -50,15 +51,7 @@ def _blocks() -> dict[str, str]:
 
 BLOCKS = _blocks()
 
-PEOPLE = """set abc='''
-{"name": "elena", "age": 57, "phone": 15552231521, "income": 433000, "label": 0}
-{"name": "candy", "age": 67, "phone": 15552231521, "income": 1200, "label": 0}
-{"name": "bob", "age": 57, "phone": 15252211521, "income": 89000, "label": 0}
-{"name": "candy", "age": 25, "phone": 15552211522, "income": 36000, "label": 1}
-{"name": "candy", "age": 31, "phone": 15552211521, "income": 300000, "label": 1}
-{"name": "finn", "age": 23, "phone": 15552211521, "income": 238000, "label": 1}
-''';
-load jsonStr.`abc` as table1;"""  # the data of the EDA pages' own examples (PatternDistribution.md)
+PEOPLE = PEOPLE_DATA  # the data of the EDA pages' own examples (PatternDistribution.md)
 
 HELLO_XLSX = ("select 'hello world' as hello as hello_sheet;\n"
               "save overwrite hello_sheet as excel.`./example-data/excel/hello_world.xlsx` where header=\"true\";")

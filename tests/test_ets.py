@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from mlsql_ray import MLSQLError, Session
+from mlsql_ray.engine.ets.base import PARENT_CHILD_DATA, PEOPLE_DATA
 from mlsql_ray.engine.ets.distributions import alternative_pattern
 from mlsql_ray.engine.ets.spark_format import java_double, rounded
 
@@ -27,31 +28,8 @@ def rows(session: Session, table: str) -> list[dict]:
     return session.table(table).to_pylist()
 
 
-PEOPLE = """
-set abc=QQQ
-{"name": "elena", "age": 57, "phone": 15552231521, "income": 433000, "label": 0}
-{"name": "candy", "age": 67, "phone": 15552231521, "income": 1200, "label": 0}
-{"name": "bob", "age": 57, "phone": 15252211521, "income": 89000, "label": 0}
-{"name": "candy", "age": 25, "phone": 15552211522, "income": 36000, "label": 1}
-{"name": "candy", "age": 31, "phone": 15552211521, "income": 300000, "label": 1}
-{"name": "finn", "age": 23, "phone": 15552211521, "income": 238000, "label": 1}
-QQQ;
-load jsonStr.`abc` as table1;
-"""
-
-TREE = """
-set jsonStr = QQQ
-{"id":0,"parentId":null}
-{"id":1,"parentId":null}
-{"id":2,"parentId":1}
-{"id":3,"parentId":3}
-{"id":7,"parentId":0}
-{"id":199,"parentId":1}
-{"id":200,"parentId":199}
-{"id":201,"parentId":199}
-QQQ;
-load jsonStr.`jsonStr` as data;
-"""
+PEOPLE = PEOPLE_DATA  # the rows of the EDA pages (ml/eda/)
+TREE = PARENT_CHILD_DATA  # the id/parentId rows of the TreeBuildExt page
 
 # -- DataSummary ------------------------------------------------------------------------------
 
