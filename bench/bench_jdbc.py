@@ -5,7 +5,8 @@
 Starts its own PostgreSQL server (tests/pg_server.py: Debian's binaries, a temporary data
 directory, 127.0.0.1 only), fills a table of N rows × 6 columns, then times (median of R):
 (a) ``load jdbc.`pg.bench` as t`` through a Session, (b) the ADBC driver called directly
-(``fetch_arrow_table``), (c) psycopg fetching row by row into Python tuples, (d) ``save append``
+(``fetch_arrow_table``), (c) psycopg fetching row by row (iterating the cursor) into Python tuples,
+(c') psycopg's ``fetchall()`` (the whole result as tuples in one call, in C), (d) ``save append``
 of the loaded rows, (e) ADBC's bulk ingest of the same Arrow table.
 Targets: (a) ≥ 0.8× (b)'s throughput and ≥ 5× (c)'s; (d) ≥ 0.8× (e)'s.
 """
@@ -57,9 +58,13 @@ def main() -> None:
                 cur.execute("SELECT * FROM bench")
                 return cur.fetch_arrow_table()
 
-        def row_by_row():
+        def all_rows():
             with psycopg.connect(server.uri) as con:
                 return con.execute("SELECT * FROM bench").fetchall()
+
+        def row_by_row():
+            with psycopg.connect(server.uri) as con:
+                return [row for row in con.execute("SELECT * FROM bench")]
 
         with tempfile.TemporaryDirectory() as tmp, \
                 Session(warehouse=tmp, variables={"pw": pg_server.PASSWORD}) as session:
@@ -68,6 +73,7 @@ def main() -> None:
             ours = timed(lambda: session.execute("load jdbc.`pg.bench` as t;"), args.runs)
             direct = timed(direct_read, args.runs)
             slow = timed(row_by_row, 1)
+            bulk_tuples = timed(all_rows, 1)
             table = session.table("t")
 
             def truncate():
@@ -101,6 +107,7 @@ def main() -> None:
     print(f"(a) load jdbc (ours)          {rate(ours)}")
     print(f"(b) ADBC fetch_arrow_table    {rate(direct)}   (a)/(b) throughput {direct / ours:.2f} (target ≥ 0.8)")
     print(f"(c) psycopg row by row (1x)   {rate(slow)}   (a)/(c) throughput {slow / ours:.1f} (target ≥ 5)")
+    print(f"(c') psycopg fetchall (1x)    {rate(bulk_tuples)}   (a)/(c') throughput {bulk_tuples / ours:.1f}")
     print(f"(d) save append (ours)        {rate(save_ours)}")
     print(f"(e) ADBC adbc_ingest          {rate(save_direct)}   (d)/(e) throughput {save_direct / save_ours:.2f} (target ≥ 0.8)")
 
