@@ -19,6 +19,7 @@ dropped from within their range.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -375,7 +376,7 @@ def row_wise_source(sql: str) -> str | None:
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or table.args.get("db") or len(list(tree.find_all(exp.Table))) != 1:
         return None
-    if not all(_scalar(f) for f in tree.find_all(exp.Anonymous)):
+    if not _only_scalar_functions(sql):
         return None
     return table.name
 
@@ -383,23 +384,40 @@ def row_wise_source(sql: str) -> str | None:
 _scalar_names: set[str] | None = None
 
 
-def _scalar(function: exp.Anonymous) -> bool:
-    """Whether a function sqlglot does not know is a scalar function or macro of a fresh
-    connection (not an aggregate, nor a function only the session's connection has)."""
+def _only_scalar_functions(sql: str) -> bool:
+    """Whether every function ``sql`` calls, as DuckDB's own parser reads it, is a scalar
+    function or macro of a fresh connection: not an aggregate (``list(x)`` is one, and sqlglot
+    does not say so), not a window, not a function only the session's connection has."""
     global _scalar_names
-    if _scalar_names is None:
-        from ..engine.connection import new_connection
+    from ..engine.connection import new_connection
 
-        con = new_connection()
-        try:
+    con = new_connection()
+    try:
+        if _scalar_names is None:
             rows = con.sql("SELECT function_name, function_type FROM duckdb_functions()").fetchall()
-        finally:
-            con.close()
-        others = {n.lower() for n, kind in rows if kind not in ("scalar", "macro")}
-        _scalar_names = {n.lower() for n, kind in rows if kind in ("scalar", "macro")} - others
-    return function.name.lower() in _scalar_names
+            others = {n.lower() for n, kind in rows if kind not in ("scalar", "macro")}
+            _scalar_names = {n.lower() for n, kind in rows if kind in ("scalar", "macro")} - others
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+    finally:
+        con.close()
+    if tree.get("error"):
+        return False
+    calls = list(_calls(tree))
+    return all(kind == "FUNCTION" and name.lower() in _scalar_names for kind, name in calls)
+
+
+def _calls(node):
+    """(class, function name) of every call in a ``json_serialize_sql`` tree."""
+    if isinstance(node, dict):
+        if "function_name" in node:
+            yield node.get("class"), node["function_name"]
+        for value in node.values():
+            yield from _calls(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _calls(value)
 
 
 def _keeps_every_row(sql: str) -> bool:
-    tree = sqlglot.parse_one(sql, read="duckdb")
-    return tree.args.get("where") is None and not any(True for _ in tree.find_all(exp.Unnest, exp.Explode))
+    """A row-wise select without WHERE: one output row per input row, so no rows to count."""
+    return sqlglot.parse_one(sql, read="duckdb").args.get("where") is None
