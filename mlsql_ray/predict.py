@@ -119,7 +119,7 @@ class ModelFunction:
             with model_file(row_list, what) as path:
                 refuse_python_code(path, what, unsafe)
         rows_ref = ray.put(row_list)
-        actor_class = ray.remote(predictor).options(num_cpus=0)
+        actor_class = ray.remote(predictor).options(num_cpus=0, scheduling_strategy="SPREAD")  # over the nodes
         threads = max(1, cpus // workers)
         actors = [actor_class.remote(rows_ref, threads, unsafe) for _ in range(workers)]
         try:
