@@ -127,4 +127,4 @@ def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_
             assert sum(seen.column("ids").to_pylist()) == int(kept.sum())
             data.unlink()
         growth = peaks["large"] - peaks["small"]
-        assert growth < extra_rows * ROW_BYTES / 4, f"{table}: peak RSS grew by {growth / 2**20:.0f} MB for 600 MB more data"
+        assert growth < extra_rows * ROW_BYTES / 4, f"{table}: peak RSS grew {growth / 2**20:.0f} MB for 600 MB more data"

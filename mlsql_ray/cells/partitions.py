@@ -27,9 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
-from sqlglot import exp
 
 READ_CACHE_BYTES = 256 * 2**20  # per process: a partition read again (the same handle, a loop) is not re-read
 
@@ -37,11 +34,12 @@ _read_cache: OrderedDict[Any, pa.Table] = OrderedDict()
 
 
 def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("duckdb")
+    """A DuckDB identifier (sqlglot is not imported where partitions are read: it costs workers time)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _string(text: str) -> str:
-    return exp.Literal.string(text).sql("duckdb")
+    return "'" + text.replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -135,10 +133,12 @@ class FileRows:
         return self._run("SELECT count(*) AS n FROM {}").column("n").to_numpy().sum().item()
 
     def _run(self, query: str) -> pa.Table:
+        import duckdb
+
         from ..engine.connection import new_connection
 
         last = self.views[-1][0] if self.views else self.base
-        con = new_connection()
+        con = new_connection() if self.views else duckdb.connect()  # macros only where a query may call them
         try:
             tables = []
             for piece in self.pieces:
@@ -358,19 +358,24 @@ def _ranged(source, start: int, stop: int):
 
 _NOT_ROW_WISE = ("joins", "group", "having", "qualify", "distinct", "order", "limit", "offset", "with", "laterals",
                  "windows", "sample", "prewhere", "connect", "match", "into", "locks", "kind")
-_NOT_ROW_WISE_NODES = (exp.AggFunc, exp.Window, exp.Subquery, exp.SetOperation)
 
 
 def row_wise_source(sql: str) -> str | None:
     """The one table ``sql`` reads when it takes each output row from one input row in order
     (projections, filters and scalar functions over a plain FROM), else None."""
+    import sqlglot
+    import sqlglot.errors
+    from sqlglot import exp
+
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.SqlglotError:
         return None
     if not isinstance(tree, exp.Select) or any(tree.args.get(key) for key in _NOT_ROW_WISE):
         return None
-    if any(True for _ in tree.find_all(*_NOT_ROW_WISE_NODES)) or len(list(tree.find_all(exp.Select))) != 1:
+    if any(True for _ in tree.find_all(exp.AggFunc, exp.Window, exp.Subquery, exp.SetOperation)):
+        return None
+    if len(list(tree.find_all(exp.Select))) != 1:
         return None
     source = tree.args.get("from_", tree.args.get("from"))  # the key's name changed in sqlglot 28
     table = source.this if source is not None else None
@@ -420,4 +425,6 @@ def _calls(node):
 
 def _keeps_every_row(sql: str) -> bool:
     """A row-wise select without WHERE: one output row per input row, so no rows to count."""
+    import sqlglot
+
     return sqlglot.parse_one(sql, read="duckdb").args.get("where") is None
