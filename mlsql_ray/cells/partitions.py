@@ -114,11 +114,13 @@ def _rows_between(batches, schema: pa.Schema, start: int, stop: int) -> pa.Table
 @dataclass(frozen=True)
 class FileRows:
     """A partition read from files: each piece defines the table ``base`` (a range of its rows),
-    ``views`` (name, DuckDB query) are defined over it in order, and the last one is the partition."""
+    ``views`` (name, DuckDB query) are defined over it in order, and the last one is the partition.
+    ``setup``: the statements that give a fresh connection the session's SQL functions."""
 
     base: str
     pieces: tuple
     views: tuple[tuple[str, str], ...] = ()
+    setup: tuple[str, ...] = ()
 
     def read(self) -> pa.Table:
         cached = _read_cache.get(self)
@@ -133,12 +135,8 @@ class FileRows:
         return self._run("SELECT count(*) AS n FROM {}").column("n").to_numpy().sum().item()
 
     def _run(self, query: str) -> pa.Table:
-        import duckdb
-
-        from ..engine.connection import new_connection
-
         last = self.views[-1][0] if self.views else self.base
-        con = new_connection() if self.views else duckdb.connect()  # macros only where a query may call them
+        con = _connection(self.setup)
         try:
             tables = []
             for piece in self.pieces:
@@ -149,6 +147,15 @@ class FileRows:
         finally:
             con.close()
         return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _connection(setup: tuple[str, ...]):
+    import duckdb
+
+    con = duckdb.connect()
+    for statement in setup:
+        con.execute(statement)
+    return con
 
 
 def _remember(plan, table: pa.Table) -> None:
@@ -204,11 +211,7 @@ def _stored_plan(session, name: str, parts, num_partitions) -> list:
     """Stream the table from DuckDB (or the in-memory table) into the object store, a batch at a time."""
     import ray
 
-    entry = session.catalog.entry(name)
-    if entry is not None and isinstance(entry.data, pa.Table):
-        reader = entry.data.to_reader(max_chunksize=_stream_rows())
-    else:
-        reader = session.catalog.reader(name)
+    reader = session.catalog.batches(name)
     batches: list[tuple[Any, int]] = []
     try:
         schema = reader.schema
@@ -232,12 +235,6 @@ def _stored_plan(session, name: str, parts, num_partitions) -> list:
     return plans
 
 
-def _stream_rows() -> int:
-    from ..engine.catalog import STREAM_BATCH_ROWS
-
-    return STREAM_BATCH_ROWS
-
-
 def compact(table: pa.Table) -> pa.Table:
     """The table's rows in buffers of their own, one chunk per column.
 
@@ -252,7 +249,8 @@ def compact(table: pa.Table) -> pa.Table:
 
 def _file_plan(session, name: str, parts, num_partitions) -> list | None:
     """FileRows partitions when the table's rows can be read from files by a worker, else None."""
-    chain = _row_wise_chain(session, name)
+    setup = tuple(session.connection_setup)
+    chain = _row_wise_chain(session, name, setup)
     if chain is None:
         return None
     base, views = chain
@@ -261,7 +259,8 @@ def _file_plan(session, name: str, parts, num_partitions) -> list | None:
         return None
     total = sum(rows for _, rows in sources)
     bounds = row_bounds(total, (), num_partitions, session.ray_link.cpus())
-    plans = [FileRows(base.name, _pieces(sources, begin, end), views) for begin, end in zip(bounds, bounds[1:])]
+    plans = [FileRows(base.name, _pieces(sources, begin, end), views, setup if views else ())
+             for begin, end in zip(bounds, bounds[1:])]
     if not views or all(_keeps_every_row(sql) for _, sql in views):
         return [(p, end - begin) for p, begin, end in zip(plans, bounds, bounds[1:])]
     counts = [p.count() for p in plans]  # DuckDB reads only what the filters need, and keeps no row
@@ -269,14 +268,14 @@ def _file_plan(session, name: str, parts, num_partitions) -> list | None:
     return kept or [(plans[0], 0)]
 
 
-def _row_wise_chain(session, name: str):
+def _row_wise_chain(session, name: str, setup: tuple[str, ...]):
     """(the file-backed entry, [(view name, sql)] from it up to ``name``) when every step is a
     select that takes each row from one row of the step below; None otherwise."""
     catalog = session.catalog
     views: list[tuple[str, str]] = []
     entry = catalog.entry(name)
     while entry is not None and entry.sql is not None:
-        source = row_wise_source(entry.sql)
+        source = row_wise_source(entry.sql, setup)
         if source is None:
             return None
         views.insert(0, (entry.name, entry.sql))
@@ -360,7 +359,7 @@ _NOT_ROW_WISE = ("joins", "group", "having", "qualify", "distinct", "order", "li
                  "windows", "sample", "prewhere", "connect", "match", "into", "locks", "kind")
 
 
-def row_wise_source(sql: str) -> str | None:
+def row_wise_source(sql: str, setup: tuple[str, ...] = ()) -> str | None:
     """The one table ``sql`` reads when it takes each output row from one input row in order
     (projections, filters and scalar functions over a plain FROM), else None."""
     import sqlglot
@@ -381,34 +380,28 @@ def row_wise_source(sql: str) -> str | None:
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or table.args.get("db") or len(list(tree.find_all(exp.Table))) != 1:
         return None
-    if not _only_scalar_functions(sql):
+    if not _only_scalar_functions(sql, setup):
         return None
     return table.name
 
 
-_scalar_names: set[str] | None = None
-
-
-def _only_scalar_functions(sql: str) -> bool:
+def _only_scalar_functions(sql: str, setup: tuple[str, ...]) -> bool:
     """Whether every function ``sql`` calls, as DuckDB's own parser reads it, is a scalar
-    function or macro of a fresh connection: not an aggregate (``list(x)`` is one, and sqlglot
-    does not say so), not a window, not a function only the session's connection has."""
-    global _scalar_names
-    from ..engine.connection import new_connection
-
-    con = new_connection()
+    function or macro of a fresh connection with ``setup``: not an aggregate (``list(x)`` is one,
+    and sqlglot does not say so), not a window, not a function only the session's connection has
+    (a Python UDF)."""
+    con = _connection(setup)
     try:
-        if _scalar_names is None:
-            rows = con.sql("SELECT function_name, function_type FROM duckdb_functions()").fetchall()
-            others = {n.lower() for n, kind in rows if kind not in ("scalar", "macro")}
-            _scalar_names = {n.lower() for n, kind in rows if kind in ("scalar", "macro")} - others
+        rows = con.sql("SELECT function_name, function_type FROM duckdb_functions()").fetchall()
+        others = {n.lower() for n, kind in rows if kind not in ("scalar", "macro")}
+        scalar = {n.lower() for n, kind in rows if kind in ("scalar", "macro")} - others
         tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
     finally:
         con.close()
     if tree.get("error"):
         return False
     calls = list(_calls(tree))
-    return all(kind == "FUNCTION" and name.lower() in _scalar_names for kind, name in calls)
+    return all(kind == "FUNCTION" and name.lower() in scalar for kind, name in calls)
 
 
 def _calls(node):

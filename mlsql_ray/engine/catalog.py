@@ -228,6 +228,14 @@ class Catalog:
         """Stream the table's rows without holding them all in memory."""
         return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
 
+    def batches(self, name: str) -> pa.RecordBatchReader:
+        """Stream the table's rows as it holds them: an in-memory table's own batches (no trip
+        through DuckDB's types), anything else from DuckDB (``reader``)."""
+        entry = self._entries.get(name.lower())
+        if entry is not None and isinstance(entry.data, pa.Table):
+            return entry.data.to_reader(max_chunksize=STREAM_BATCH_ROWS)
+        return self.reader(name)
+
     def in_memory(self, name: str) -> bool:
         """Whether reading the table touches no file: Arrow tables, and views over only those."""
         entry = self._entries.get(name.lower()) or self._retired.get(name.lower())

@@ -1,16 +1,22 @@
-"""A DuckDB connection with the SQL functions every query of ours may use (Spark's and the vec_*
-macros): the session's, and the one a Ray worker opens to read its partition from files."""
+"""The SQL functions every query of ours may use (Spark's and the vec_* macros), as statements:
+run on the session's DuckDB connection, and handed to the Ray workers that read a cell's input
+from files (``cells.partitions``), which may not import the engine."""
 
 from __future__ import annotations
 
 import duckdb
 
+from ..ml import vectors
+from . import spark_functions
+
+SETUP_SQL: tuple[str, ...] = (
+    *(f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()),
+    *(f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()),
+)
+
 
 def new_connection() -> duckdb.DuckDBPyConnection:
-    from ..ml import vectors
-    from . import spark_functions
-
     con = duckdb.connect()
-    spark_functions.install(con)
-    vectors.install(con)
+    for statement in SETUP_SQL:
+        con.execute(statement)
     return con
