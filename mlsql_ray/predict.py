@@ -119,9 +119,9 @@ class ModelFunction:
             with model_file(row_list, what) as path:
                 refuse_python_code(path, what, unsafe)
         rows_ref = ray.put(row_list)
-        actor_class = ray.remote(predictor).options(num_cpus=0)
+        actor_class = ray.remote(predictor)
         threads = max(1, cpus // workers)
-        actors = [actor_class.options(scheduling_strategy=strategy).remote(rows_ref, threads, unsafe)
+        actors = [actor_class.options(num_cpus=0, scheduling_strategy=strategy).remote(rows_ref, threads, unsafe)
                   for strategy in _spread(ray, workers)]
         try:
             widths = ray.get([a.input_width.remote() for a in actors])
