@@ -119,9 +119,10 @@ class ModelFunction:
             with model_file(row_list, what) as path:
                 refuse_python_code(path, what, unsafe)
         rows_ref = ray.put(row_list)
-        actor_class = ray.remote(predictor).options(num_cpus=0)
+        actor_class = ray.remote(predictor)
         threads = max(1, cpus // workers)
-        actors = [actor_class.remote(rows_ref, threads, unsafe) for _ in range(workers)]
+        actors = [actor_class.options(num_cpus=0, scheduling_strategy=strategy).remote(rows_ref, threads, unsafe)
+                  for strategy in _spread(ray, workers)]
         try:
             widths = ray.get([a.input_width.remote() for a in actors])
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
@@ -170,6 +171,18 @@ class ModelFunction:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+
+
+def _spread(ray, count: int) -> list:
+    """Where each of ``count`` actors goes: node i mod N of the cluster's nodes with CPUs (soft:
+    elsewhere if that node is gone). Actors that ask for no CPU would otherwise all land on the
+    driver's node; Ray's "SPREAD" does not spread them."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")]
+    if len(nodes) < 2:
+        return ["DEFAULT"] * count
+    return [NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True) for i in range(count)]
 
 
 class FunctionRegistry:

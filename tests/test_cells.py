@@ -93,21 +93,25 @@ def test_server_count_follows_num_partitions(mnist: Session, source):
         run_cell(mnist, SERVER_INFO, input="mnist", output="bad", num_partitions="0")
 
 
-def test_each_partition_is_its_own_object_of_its_own_size(mnist: Session, source):
-    """The object store holds each partition once, at about its own size (not the whole
+def test_a_computed_input_is_in_the_object_store_once(mnist: Session, source):
+    """A table computed in the driver (here: sorted) goes into the object store as batches,
+    each once and at about its own size, and partitions are spans of them (not each the whole
     table: Arrow slices would drag their parent's buffers along when pickled)."""
+    mnist.execute("select * from mnist order by label as sorted;")
     run_cell(mnist, """
         import ray
         from pyjava.api.mlsql import RayContext
         rc = RayContext.connect(globals(), None)
         servers = rc.data_servers()
-        sizes = ray.experimental.get_object_locations([s.ref for s in servers])
-        rc.build_result([{"num_rows": s.num_rows, "object_size": sizes[s.ref]["object_size"]} for s in servers])
-    """, input="mnist", output="sizes", num_partitions="4")
-    whole = source.get_total_buffer_size()
-    for row in mnist.table("sizes").to_pylist():
-        share = whole * row["num_rows"] / source.num_rows
-        assert 0.9 * share < row["object_size"] < 1.3 * share, (row, whole)
+        refs = list({ref: None for s in servers for ref in s.plan.refs})
+        sizes = ray.experimental.get_object_locations(refs)
+        rc.build_result([{"objects": len(refs), "bytes": sum(sizes[r]["object_size"] for r in refs),
+                          "rows": sum(s.read().num_rows for s in servers), "servers": len(servers)}])
+    """, input="sorted", output="sizes", num_partitions="4")
+    whole = mnist.table("sorted")
+    [row] = mnist.table("sizes").to_pylist()
+    assert row["servers"] == 4 and row["rows"] == whole.num_rows
+    assert 0.9 * source.nbytes < row["bytes"] < 1.3 * source.nbytes, (row, source.nbytes)  # not 4 x the table
 
 
 def test_an_actor_reads_its_partition_itself_twice(mnist: Session, source):

@@ -1,13 +1,15 @@
-"""Selects are streamed from DuckDB into a save: the process never holds the table whole.
+"""Selects are streamed from DuckDB into a save, and a Python cell's data servers are read by
+Ray workers from the files themselves: the process never holds the table whole.
 
 The guard against a regression to full materialisation: the same ``mlsql-ray run`` over a small
 and a large parquet file (the large one holds 600 MB more in Arrow memory) must peak at nearly
-the same resident memory; holding the select's result, or handing deltalake a whole table,
-adds at least the data's size.
+the same resident memory; holding the select's result, handing deltalake a whole table, or
+reading a cell's input into the driver, adds at least the data's size.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -19,6 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
+
+from mlsql_ray.config import RAY_ADDRESS_ENV
 
 ROW_BYTES = 8 + 8 + 8 + 4  # id, x, y, k in Arrow memory
 CHUNK = 1_000_000
@@ -40,10 +44,10 @@ def write_numbers(path: Path, rows: int) -> None:
                                         schema=schema))
 
 
-def peak_rss_of_run(script: Path, warehouse: Path) -> int:
+def peak_rss_of_run(script: Path, warehouse: Path, env: dict[str, str] | None = None) -> int:
     """Run ``mlsql-ray run script`` and poll its resident memory; its peak, in bytes."""
     process = psutil.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     peak = 0
     while process.poll() is None:
         try:
@@ -73,3 +77,56 @@ def test_saving_a_select_over_a_big_file_streams(tmp_path):
         rows["large"] - len(range(9, rows["large"], 10))  # all but x = 0.9
     growth = peaks["large"] - peaks["small"]
     assert growth < extra_rows * ROW_BYTES / 2, f"peak RSS grew by {growth / 2**20:.0f} MB for 600 MB more data"
+
+
+CELL_SCRIPT = """load parquet.`{path}` as t;
+select id, x, y * 2 as y2 from t where x < 0.9 as sel;
+-- %%
+--%python
+--%input={table}
+--%output=seen
+--%num_partitions=2
+import ray
+from pyjava.api.mlsql import RayContext
+
+rc = RayContext.connect(globals(), None)
+
+
+@ray.remote(num_cpus=1)
+def read(server):
+    part = server.read()
+    return {{"rows": part.num_rows, "ids": int(part.column("id").to_numpy().sum())}}
+
+
+rc.build_result(ray.get([read.remote(s) for s in rc.data_servers()]))
+-- %%
+save overwrite seen as json.`{out}`;
+"""
+
+
+def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_address):
+    """A cell whose input is a parquet load, or a select over one, hands its workers what to read:
+    the driver's peak memory does not grow with the data (today's main read it all in, then
+    copied it into the object store)."""
+    import pyarrow.json as pj
+
+    env = {**os.environ, RAY_ADDRESS_ENV: ray_address}
+    extra_rows = 600 * 2**20 // ROW_BYTES
+    for table in ("t", "sel"):
+        peaks = {}
+        for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
+            data = tmp_path / f"{label}.parquet"
+            write_numbers(data, count)
+            script = tmp_path / f"{label}-{table}.mlsql"
+            out = tmp_path / f"{label}-{table}-out"
+            script.write_text(CELL_SCRIPT.format(path=data, table=table, out=out))
+            peaks[label] = peak_rss_of_run(script, tmp_path / label, env)
+            seen = pa.concat_tables(pj.read_json(f) for f in sorted(out.iterdir()))
+            ids = np.arange(count, dtype=np.int64)
+            kept = ids if table == "t" else ids[ids % 10 != 9]
+            assert sorted(seen.column("rows").to_pylist()) != [0, 0]
+            assert sum(seen.column("rows").to_pylist()) == len(kept)
+            assert sum(seen.column("ids").to_pylist()) == int(kept.sum())
+            data.unlink()
+        growth = peaks["large"] - peaks["small"]
+        assert growth < extra_rows * ROW_BYTES / 4, f"{table}: peak RSS grew {growth / 2**20:.0f} MB for 600 MB more data"

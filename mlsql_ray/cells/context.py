@@ -1,9 +1,10 @@
 """What a ``--%python`` cell sees: pyjava's ``RayContext`` API over Arrow partitions in Ray.
 
-Each partition of the cell's input table is put once into Ray's object store as an Arrow table;
-a ``DataServer`` is the small, picklable handle to it. Whoever holds a handle, the driver or an
-actor on any node, reads its partition straight from the object store, as often as it likes,
-zero-copy, without the driver in between and without per-row Python objects (``to_arrow``).
+A ``DataServer`` is the small, picklable handle to one partition of the cell's input table:
+what to read from files (a table read from parquet or Delta), or where its batches are in Ray's
+object store (a table computed in the driver); see ``partitions``. Whoever holds a handle, the
+driver or an actor on any node, reads its partition itself, as often as it likes, without the
+driver in between and without per-row Python objects (``to_arrow``).
 ``collect_from`` keeps the seed's row-dict path for code written against pyjava.
 """
 
@@ -20,13 +21,16 @@ from ..errors import MLSQLError
 
 @dataclass(frozen=True)
 class DataServer:
-    """One partition of the input table: an object-store reference and what it holds."""
+    """One partition of the input table: how to read it and how many rows it holds."""
 
-    ref: Any  # ray.ObjectRef of a pyarrow.Table
+    ref: Any  # ray.ObjectRef of a pyarrow.Table (a handle made by hand), or None
     index: int
     num_rows: int
+    plan: Any = None  # partitions.FileRows or partitions.StoredRows: read by whoever holds the handle
 
     def read(self) -> pa.Table:
+        if self.plan is not None:
+            return self.plan.read()
         import ray
 
         return ray.get(self.ref)

@@ -22,6 +22,7 @@ import pyarrow as pa
 from ..errors import MLSQLError
 from ..lang import ast
 from .context import CellContext, DataServer, RayContext, env_options
+from . import partitions
 from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
 
@@ -255,34 +256,10 @@ def merged_settings(session, cell: ast.PythonCell) -> tuple[dict[str, str], list
 
 
 def partition(session, name: str, num_partitions: int | None) -> list[DataServer]:
-    """Split the table into at most ``num_partitions`` slices (by default the cluster's CPUs, or
-    the parts its source read it in) and put each into Ray."""
-    import ray
-
-    table = session.catalog.arrow(name)
-    parts = session.catalog.partitions(name)
-    if parts and not num_partitions:  # the source read it in parts (a partitioned jdbc load): keep them
-        count, bounds = len(parts), [sum(parts[:i]) for i in range(len(parts) + 1)]
-    else:
-        count = max(1, min(num_partitions or session.ray_link.cpus(), table.num_rows))
-        bounds = [round(i * table.num_rows / count) for i in range(count + 1)]
-    servers = []
-    for index in range(count):
-        piece = compact(table.slice(bounds[index], bounds[index + 1] - bounds[index]))
-        servers.append(DataServer(ray.put(piece), index, piece.num_rows))
-    return servers
-
-
-def compact(table: pa.Table) -> pa.Table:
-    """The table's rows in buffers of their own, one chunk per column.
-
-    A slice shares its parent's buffers, and pickling it writes the parent's whole buffers
-    (ARROW-10739): each of N partitions of an image table would hold the entire table. Ray works
-    around that with its own Arrow serializer, unless RAY_DISABLE_CUSTOM_ARROW_DATA_SERIALIZATION
-    is set; one copy here makes the partitions right either way. (``Table.combine_chunks`` keeps
-    a single chunk as it is; ``ChunkedArray.combine_chunks`` copies just the slice.)
-    """
-    return pa.Table.from_arrays([column.combine_chunks() for column in table.columns], schema=table.schema)
+    """Split the table into at most ``num_partitions`` data servers (by default the cluster's
+    CPUs, or the parts its source read it in); see ``partitions``."""
+    return [DataServer(None, index, rows, plan)
+            for index, (plan, rows) in enumerate(partitions.plan(session, name, num_partitions))]
 
 
 def run_cell(session, cell: ast.PythonCell):

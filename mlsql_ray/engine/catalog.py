@@ -43,6 +43,8 @@ class Entry:
     sql: str | None = None  # a select's DuckDB query: the entry is a view over it
     reads: frozenset[str] = field(default_factory=frozenset)  # lower-case names the query reads
     partitions: tuple[int, ...] = ()  # rows per part when the source read it in parts (a partitioned jdbc load)
+    parquet_files: tuple[str, ...] = ()  # the files a parquet load scans (Ray workers read them themselves)
+    hive: bool = False  # whether those files' folders are Hive partitions
 
 
 class Catalog:
@@ -52,8 +54,11 @@ class Catalog:
         self._retired: dict[str, Entry] = {}  # old tables that views still read, by lower-case retired name
         self._serial = itertools.count(1)
 
-    def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str) -> None:
-        self._define(Entry(name, "lazy", source, data=relation), register=True)
+    def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str,
+                     parquet_files: tuple[str, ...] = (), hive: bool = False) -> None:
+        """Name a file scan; ``parquet_files``: the parquet files it reads (see ``cells.partitions``)."""
+        self._define(Entry(name, "lazy", source, data=relation, parquet_files=tuple(parquet_files), hive=hive),
+                     register=True)
 
     def add_view(self, name: str, sql: str, reads, source: str) -> None:
         """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
@@ -72,6 +77,10 @@ class Catalog:
         """Rows per part of a table its source read in parts, or () when it was read whole."""
         entry = self._entries.get(name.lower())
         return entry.partitions if entry is not None else ()
+
+    def entry(self, name: str) -> Entry | None:
+        """The definition behind a name a view may read: a live table or a retired one."""
+        return self._entries.get(name.lower()) or self._retired.get(name.lower())
 
     def _define(self, entry: Entry, register: bool) -> None:
         key = entry.name.lower()
@@ -218,6 +227,14 @@ class Catalog:
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
         return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
+
+    def batches(self, name: str) -> pa.RecordBatchReader:
+        """Stream the table's rows as it holds them: an in-memory table's own batches (no trip
+        through DuckDB's types), anything else from DuckDB (``reader``)."""
+        entry = self._entries.get(name.lower())
+        if entry is not None and isinstance(entry.data, pa.Table):
+            return entry.data.to_reader(max_chunksize=STREAM_BATCH_ROWS)
+        return self.reader(name)
 
     def in_memory(self, name: str) -> bool:
         """Whether reading the table touches no file: Arrow tables, and views over only those."""

@@ -14,14 +14,9 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from ..ml import predictor as ml_predictor, registry, runner, sources, store, vectors
+from ..ml import predictor as ml_predictor, registry, runner, sources, store
 from ..storage import delta
 from .result import PREVIEW_ROWS, Result
-
-
-def install_functions(con) -> None:
-    """The SQL functions that go with training (``vec_dense`` and the other vec_*)."""
-    vectors.install(con)
 
 
 def is_algorithm(fmt: str) -> bool:

@@ -24,6 +24,7 @@ from ..storage import delta, rows as file_rows
 from . import datasources, ets, partition_ids, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
+from .connection import SETUP_SQL, new_connection
 from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
@@ -61,9 +62,8 @@ class Session:
         self.conf: dict[str, str] = {}
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
-        self.con = duckdb.connect()
-        spark_functions.install(self.con)
-        learning.install_functions(self.con)
+        self.con = new_connection()
+        self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         self._functions = None  # model functions (register), created with the first one

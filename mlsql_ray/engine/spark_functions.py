@@ -47,12 +47,6 @@ MACROS: dict[str, str] = {
 }
 
 
-def install(con: duckdb.DuckDBPyConnection) -> None:
-    """Create ``MACROS`` on a new connection."""
-    for name, definition in MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {name}{definition}")
-
-
 def spark_result_sql(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     """``sql`` with its HUGEINT result columns (DuckDB's sum of integers) cast to BIGINT, Spark's
     type for them. Binding the query (``con.sql``) computes nothing."""

@@ -27,9 +27,3 @@ MACROS = {
     "vec_mean": ("v", "list_avg(CAST(v AS DOUBLE[]))"),
     "vec_stddev": ("v", "list_stddev_samp(CAST(v AS DOUBLE[]))"),
 }
-
-
-def install(con) -> None:
-    """Define every vec_* macro on a DuckDB connection."""
-    for name, (args, body) in MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {name}({args}) AS {body}")

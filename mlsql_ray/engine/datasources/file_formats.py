@@ -12,7 +12,8 @@ from .base import DataSource, Param
 def _loader(fmt: str, read: Callable) -> Callable:
     def load(session, s) -> None:
         files, hive = located(session._path(s.path), fmt)
-        session.catalog.add_relation(s.table, read(session.con, files, s.options, hive), f"{fmt}.`{s.path}`")
+        session.catalog.add_relation(s.table, read(session.con, files, s.options, hive), f"{fmt}.`{s.path}`",
+                                     parquet_files=tuple(files) if fmt == "parquet" else (), hive=hive)
 
     return load
 

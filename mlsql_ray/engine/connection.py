@@ -1,0 +1,22 @@
+"""The SQL functions every query of ours may use (Spark's and the vec_* macros), as statements:
+run on the session's DuckDB connection, and handed to the Ray workers that read a cell's input
+from files (``cells.partitions``), which may not import the engine."""
+
+from __future__ import annotations
+
+import duckdb
+
+from ..ml import vectors
+from . import spark_functions
+
+SETUP_SQL: tuple[str, ...] = (
+    *(f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()),
+    *(f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()),
+)
+
+
+def new_connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    for statement in SETUP_SQL:
+        con.execute(statement)
+    return con
