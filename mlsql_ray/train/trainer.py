@@ -10,7 +10,8 @@ With k workers the learning rate is multiplied by k (``scale_learning_rate``): e
 worth 1/k of an epoch. A worker that dies, at start-up, in a round or while worker 0 evaluates
 or saves, is replaced (it reloads its partition from its data server) and that step is retried
 from the last average, up to ``max_failures`` deaths in all (see ``actors.Crew``); no actor
-outlives ``fit``.
+outlives ``fit``, except the workers of a run that ended well, which go to the warm pool when one
+is active (``mlsql_ray.warm``): the next run of the same shape starts on them at once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import progress
+from .. import progress, warm
 from .actors import Crew, TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints
@@ -86,9 +87,9 @@ def fit(
     if mode not in ("sync", "async"):
         raise TrainingError(f"mode must be \"sync\" or \"async\", not {mode!r}")
     prepare = prepare or Columns(features, label, scale, one_hot)
-    _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
     threads = max(1, int(cpus_per_worker))
     if mode == "async":
+        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
         if checkpoints is not None or validation is not None or early_stopping is not None:
             raise TrainingError("mode=\"async\" does not support checkpoints, validation or early stopping yet")
         from .async_ps import fit_async
@@ -99,13 +100,31 @@ def fit(
                          max_failures=max_failures, on_round=on_round)
     actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
     lr_scale = len(data) if scale_learning_rate else 1
+    pool, shape = warm.current(), warm.Shape("train.Worker", cpus_per_worker, gpus_per_worker)
+    started = time.monotonic()
+    reused = pool.take(shape, len(data)) if pool is not None else []
+    try:
+        fresh = len(data) - len(reused)
+        if pool is not None and fresh:
+            pool.make_room(fresh * cpus_per_worker, fresh * gpus_per_worker)
+        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker, fresh)
+    except BaseException:
+        warm.stop_actors(ray, reused)
+        raise
 
     def start(index: int):
-        return actor_class.remote(index, model_fn, data[index], prepare, threads, learning_rate, lr_scale,
-                                  validation if index == 0 else None, straggler_factor(index))
+        actor = reused.pop() if reused else actor_class.remote(threads)
+        actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, lr_scale,
+                           validation if index == 0 else None, straggler_factor(index))
+        return actor
 
-    started = time.monotonic()
-    with Crew(ray, start, len(data), max_failures) as crew:
+    def keep(workers: list) -> None:
+        for worker in workers:
+            worker.forget.remote()
+        pool.give(shape, workers)
+
+    with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
+                                                  keep if pool is not None else None) as crew:
         run = _Averaging(crew, started, batch_size, steps_per_round, average_optimizer)
         read_seconds, weights, optimizer_state = run.start()
         startup_seconds = time.monotonic() - started
@@ -207,9 +226,12 @@ def _round_entry(number: int, metrics: list[dict], counts: list[int], elapsed: f
     return entry
 
 
-def _check_resources(ray, workers: int, cpus: float, gpus: float, patience: float = 15) -> None:
-    """Refuse up front what would otherwise wait forever for resources that never come. Resources
-    still held by actors that are just going away (a previous run) get ``patience`` seconds."""
+def _check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int | None = None,
+                     patience: float = 15) -> None:
+    """Refuse up front what would otherwise wait forever for resources that never come: ``workers``
+    actors must fit the cluster, and the ``fresh`` ones still to start (default: all) its free
+    resources. Resources still held by actors that are just going away (a previous run) get
+    ``patience`` seconds."""
     from ray.util import get_current_placement_group
 
     if get_current_placement_group() is not None:
@@ -223,8 +245,9 @@ def _check_resources(ray, workers: int, cpus: float, gpus: float, patience: floa
         if needed > total.get(name, 0):
             raise TrainingError(f"{workers} workers x {each} {name} = {needed:g} {name}s, but the Ray cluster has "
                                 f"{total.get(name, 0):g}; use fewer partitions (num_partitions) or fewer {name}s per worker")
-        while (free := ray.available_resources().get(name, 0)) + 1e-9 < needed:
+        starting = (workers if fresh is None else fresh) * each
+        while (free := ray.available_resources().get(name, 0)) + 1e-9 < starting:
             if time.monotonic() > deadline:
-                raise TrainingError(f"{workers} workers need {needed:g} {name}s but only {free:g} are free "
+                raise TrainingError(f"{workers} workers need {starting:g} more {name}s but only {free:g} are free "
                                     f"(other tasks or actors hold the rest); they would wait forever")
             time.sleep(0.2)
