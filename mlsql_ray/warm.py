@@ -26,6 +26,7 @@ import contextvars
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -41,6 +42,7 @@ POLL_SECONDS = 0.5
 PING_TIMEOUT_S = 10
 
 _current: contextvars.ContextVar[WarmPool | None] = contextvars.ContextVar("warm_pool", default=None)
+_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()  # every pool of this process (sessions', users')
 
 
 def current() -> WarmPool | None:
@@ -73,6 +75,7 @@ class WarmPool:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._watcher: threading.Thread | None = None
+        _pools.add(self)
 
     # -- use by runs ---------------------------------------------------------------------------
 
@@ -129,18 +132,6 @@ class WarmPool:
                 self._watcher.start()
         stop_actors(ray, [i.actor for i in extra])
 
-    def make_room(self, cpus: float, gpus: float = 0) -> None:
-        """Before asking Ray for ``cpus``/``gpus`` that are not free: let go of idle actors
-        holding them (all that hold any, since Ray does not say which node we would land on)."""
-        if not self._idle:
-            return
-        import ray
-
-        free = ray.available_resources()
-        if free.get("CPU", 0) + 1e-9 >= cpus and free.get("GPU", 0) + 1e-9 >= gpus:
-            return
-        self._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
-
     def release(self) -> None:
         """Stop every idle actor (session closed, run interrupted) and wait until Ray says so."""
         self._release(lambda i: True)
@@ -190,6 +181,17 @@ class WarmPool:
             except Exception:  # noqa: BLE001 - a Ray shutting down under us: try again, or end above
                 pass
             self._wake.wait(POLL_SECONDS)
+
+
+def make_room(ray, cpus: float, gpus: float = 0) -> None:
+    """Before asking Ray for ``cpus``/``gpus`` that are not free: every pool of this process lets
+    go of its idle actors holding any (Ray does not say which node a new actor would land on).
+    Pools of other processes see the request waiting and let go by themselves."""
+    free = ray.available_resources()
+    if free.get("CPU", 0) + 1e-9 >= cpus and free.get("GPU", 0) + 1e-9 >= gpus:
+        return
+    for pool in list(_pools):
+        pool._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
 
 
 @contextlib.contextmanager

@@ -104,10 +104,7 @@ def fit(
     started = time.monotonic()
     reused = pool.take(shape, len(data)) if pool is not None else []
     try:
-        fresh = len(data) - len(reused)
-        if pool is not None and fresh:
-            pool.make_room(fresh * cpus_per_worker, fresh * gpus_per_worker)
-        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker, fresh)
+        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker, len(data) - len(reused))
     except BaseException:
         warm.stop_actors(ray, reused)
         raise
@@ -230,24 +227,40 @@ def _check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int | N
                      patience: float = 15) -> None:
     """Refuse up front what would otherwise wait forever for resources that never come: ``workers``
     actors must fit the cluster, and the ``fresh`` ones still to start (default: all) its free
-    resources. Resources still held by actors that are just going away (a previous run) get
-    ``patience`` seconds."""
+    resources. Idle warm actors holding what is missing are let go (``warm.make_room``); resources
+    held by actors just going away (a previous run, another session's pool) get ``patience``
+    seconds, asked for as a placement group so that other processes' pools see the demand."""
     from ray.util import get_current_placement_group
 
     if get_current_placement_group() is not None:
         return  # inside a reservation made for us (a search trial): our resources are set aside
     total = ray.cluster_resources()
-    deadline = time.monotonic() + patience
-    for name, each in (("CPU", cpus), ("GPU", gpus)):
-        if each <= 0:
-            continue
+    bundle = {name: each for name, each in (("CPU", cpus), ("GPU", gpus)) if each > 0}
+    for name, each in bundle.items():
         needed = workers * each
         if needed > total.get(name, 0):
             raise TrainingError(f"{workers} workers x {each} {name} = {needed:g} {name}s, but the Ray cluster has "
                                 f"{total.get(name, 0):g}; use fewer partitions (num_partitions) or fewer {name}s per worker")
-        starting = (workers if fresh is None else fresh) * each
-        while (free := ray.available_resources().get(name, 0)) + 1e-9 < starting:
-            if time.monotonic() > deadline:
-                raise TrainingError(f"{workers} workers need {starting:g} more {name}s but only {free:g} are free "
-                                    f"(other tasks or actors hold the rest); they would wait forever")
-            time.sleep(0.2)
+    starting = workers if fresh is None else fresh
+    if not bundle or not starting:
+        return
+    warm.make_room(ray, starting * cpus, starting * gpus)
+    free = ray.available_resources()
+    short = {n: starting * e for n, e in bundle.items() if free.get(n, 0) + 1e-9 < starting * e}
+    if short and not _reserve_briefly(ray, bundle, starting, patience):
+        free = ray.available_resources()
+        name, needed = next(iter(short.items()))
+        raise TrainingError(f"{workers} workers need {needed:g} more {name}s but only {free.get(name, 0):g} are free "
+                            f"(other tasks or actors hold the rest); they would wait forever")
+
+
+def _reserve_briefly(ray, bundle: dict, count: int, patience: float) -> bool:
+    """Whether ``count`` bundles became free within ``patience`` seconds (reserved, then let go
+    for the actors about to start)."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    group = placement_group([dict(bundle) for _ in range(count)])
+    try:
+        return group.wait(timeout_seconds=patience)
+    finally:
+        remove_placement_group(group)
