@@ -88,7 +88,7 @@ def model_function(session, s: ast.Register):
     version, group = _chosen(session, s.format, s.path, options)
     session.ray_link.ensure()
     return ModelFunction.start(s.function, s.path, version, store.to_table([group]), options,
-                               session.ray_link.cpus(), predictor=ml_predictor.Predictor)
+                               session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
 
 
 def _model_list(session, s: ast.Load) -> pa.Table:

@@ -258,7 +258,7 @@ class Session:
         rows = file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
         self.ray_link.ensure()
         return ModelFunction.start(name, table, delta_table.version(), rows, options,
-                                   self.ray_link.cpus())
+                                   self.ray_link.cpus(), pool=self.workers)
 
     def _register(self, s: ast.Register) -> Result:
         from ..predict import FunctionRegistry

@@ -109,10 +109,12 @@ def fit(
         warm.stop_actors(ray, reused)
         raise
 
+    setups: dict[int, object] = {}  # worker index → its setup call, which the run waits on first
+
     def start(index: int):
         actor = reused.pop() if reused else actor_class.remote(threads)
-        actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, lr_scale,
-                           validation if index == 0 else None, straggler_factor(index))
+        setups[index] = actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, lr_scale,
+                                           validation if index == 0 else None, straggler_factor(index))
         return actor
 
     def keep(workers: list) -> None:
@@ -123,7 +125,7 @@ def fit(
     with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
                                                   keep if pool is not None else None) as crew:
         run = _Averaging(crew, started, batch_size, steps_per_round, average_optimizer)
-        read_seconds, weights, optimizer_state = run.start()
+        read_seconds, weights, optimizer_state = run.start(setups)
         startup_seconds = time.monotonic() - started
         history: list[dict] = []
         first_round, resumed_from = 1, None
@@ -163,12 +165,13 @@ class _Averaging:
         self.crew, self.ray, self.started = crew, crew.ray, started
         self.batch_size, self.steps_per_round, self.average_optimizer = batch_size, steps_per_round, average_optimizer
 
-    def start(self) -> tuple[list[float], list[np.ndarray], list[np.ndarray] | None]:
-        """Every worker up with its data and model: their read times, and worker 0's weights
-        (and optimizer state) as everyone's common start."""
+    def start(self, setups: dict[int, object]) -> tuple[list[float], list[np.ndarray], list[np.ndarray] | None]:
+        """Every worker up with its data and model (``setups``: each worker's setup call, renewed
+        when it is replaced): their read times, and worker 0's weights (and optimizer state) as
+        everyone's common start."""
         crew = self.crew
         (ready, (weights, optimizer_state)), _ = crew.retrying(
-            "while starting", lambda: (crew.call("ready"), crew.call_worker(0, "get_weights", self.average_optimizer)))
+            "while starting", lambda: (crew.gather(dict(setups)), crew.call_worker(0, "get_weights", self.average_optimizer)))
         return [r["read_s"] for r in ready], weights, optimizer_state
 
     def round(self, number: int, weights, optimizer_state) -> tuple[dict, list[np.ndarray], list | None]:

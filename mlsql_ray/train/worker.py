@@ -74,22 +74,15 @@ class Worker:
     def __init__(self, threads: int):
         configure_tensorflow(threads)
         self.source_key = None  # what x, y were read from, when it can be told again (a data server)
-        self.setup_error: Exception | None = None
 
     def setup(self, index: int, model_fn: Callable, source: Source, prepare, learning_rate: float | None,
-              learning_rate_scale: float, validation: Source | None = None, slowdown: float = 1.0) -> None:
+              learning_rate_scale: float, validation: Source | None = None, slowdown: float = 1.0) -> dict:
         """This run's part: its partition (kept from the last run when it is the same data
-        server read the same way), a fresh model from ``model_fn`` and fresh random state. An
-        error is kept for ``ready``, the call the driver waits on."""
-        try:
-            self._setup(index, model_fn, source, prepare, learning_rate, learning_rate_scale, validation, slowdown)
-            self.setup_error = None
-        except Exception as exc:  # noqa: BLE001 - raised again by ready(), with its traceback
-            self.setup_error = exc
-
-    def _setup(self, index, model_fn, source, prepare, learning_rate, learning_rate_scale, validation, slowdown):
+        server read the same way), a fresh model from ``model_fn`` and fresh random state.
+        Returns the rows it trains on and the seconds it took to read them into numpy."""
         import keras
 
+        self.model = None
         self.index = index
         self.straggler = Straggler(slowdown)
         began = time.perf_counter()
@@ -109,6 +102,7 @@ class Worker:
         self.rng = np.random.default_rng(index)
         self.cursor = 0
         self.order = self.rng.permutation(len(self.x))
+        return {"rows": len(self.x), "read_s": self.read_seconds}
 
     def forget(self) -> None:
         """Drop the run's model and validation data (the partition stays, for a next run on it)."""
@@ -119,13 +113,6 @@ class Worker:
         self.model = self.validation = None
         keras.backend.clear_session()
         gc.collect()
-
-    def ready(self) -> dict:
-        """Rows this worker trains on and the seconds it took to read them into numpy (also
-        tells the driver the actor is set up, or raises what went wrong)."""
-        if self.setup_error is not None:
-            raise self.setup_error
-        return {"rows": len(self.x), "read_s": self.read_seconds}
 
     def pid(self) -> int:
         return os.getpid()
