@@ -73,7 +73,6 @@ class WarmPool:
         self.cap = cap
         self._idle: list[_Idle] = []
         self._lock = threading.Lock()
-        self._wake = threading.Event()
         self._watcher: threading.Thread | None = None
         _pools.add(self)
 
@@ -180,7 +179,7 @@ class WarmPool:
                     self._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
             except Exception:  # noqa: BLE001 - a Ray shutting down under us: try again, or end above
                 pass
-            self._wake.wait(POLL_SECONDS)
+            time.sleep(POLL_SECONDS)
 
 
 def make_room(ray, cpus: float, gpus: float = 0) -> None:
