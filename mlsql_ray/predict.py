@@ -48,7 +48,7 @@ class Predictor:
         import keras
 
         self.model = None
-        keras.backend.clear_session()
+        keras.backend.clear_session(free_memory=False)  # no gc.collect(): seconds on a busy machine
 
     def pid(self) -> int:
         import os
