@@ -53,9 +53,9 @@ def dead(actor_ids) -> bool:
 
 def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(ray_runtime):
     with train.WarmPool() as pool, pool.active():
-        first, first_actors = fit_recording_actors()
+        _, first_actors = fit_recording_actors()
         assert ids(pool.idle_actors()) == set(first_actors)
-        second, second_actors = fit_recording_actors()
+        _, second_actors = fit_recording_actors()
         assert set(second_actors) == set(first_actors)
         assert ids(pool.idle_actors()) == set(first_actors)
     assert eventually(lambda: dead(first_actors))

@@ -10,6 +10,7 @@ same shape reuses the first one's actors (``mlsql_ray.warm``); from plain Python
 inside ``with WarmPool() as pool, pool.active():``.
 """
 
+from ..warm import WarmPool
 from .actors import TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints
@@ -17,6 +18,5 @@ from .data import Columns, matrix
 from .result import TrainResult
 from .search import SearchResult, search
 from .trainer import fit
-from ..warm import WarmPool
 
 __all__ = ["Checkpoints", "Columns", "SearchResult", "TrainResult", "TrainingError", "WarmPool", "average", "fit", "matrix", "search"]
