@@ -1,7 +1,8 @@
 """Model tables as SQL functions: ``register tf.`db.model` as f;`` then ``select f(image) ...``.
 
 Each registered function owns a few Ray actors that load the model once, when it is
-registered. DuckDB hands the function whole Arrow vectors; the function cuts them into batches,
+registered; when it goes (``unregister``, or the end of a ``predict``), its actors go to the
+session's warm pool (``mlsql_ray.warm``), TensorFlow still imported, for the next one. DuckDB hands the function whole Arrow vectors; the function cuts them into batches,
 spreads the batches over its actors and returns one Arrow column: no per-row model loading and
 no per-row Python call.
 """
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 
 from .errors import MLSQLError
 from .raycluster import remote_error_line
+from .warm import Shape, WarmPool, stop_actors
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
@@ -27,13 +29,31 @@ class Predictor:
 
     output_types = OUTPUT_TYPES
 
-    def __init__(self, rows, threads: int, unsafe: bool):
+    def __init__(self, threads: int):
         from .train.worker import configure_tensorflow
 
         configure_tensorflow(threads)
+        self.model = None
+
+    def load(self, rows, unsafe: bool) -> int | None:
+        """Load the model from its rows; returns ``input_width()``."""
         from .models import model_from_rows
 
+        self.forget()
         self.model = model_from_rows(rows, unsafe=unsafe)
+        return self.input_width()
+
+    def forget(self) -> None:
+        """Drop the model (the actor waits in a warm pool for the next one)."""
+        import keras
+
+        self.model = None
+        keras.backend.clear_session(free_memory=False)  # no gc.collect(): seconds on a busy machine
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
 
     def input_width(self) -> int | None:
         """Values per input row the model takes (None when its input is not a flat vector)."""
@@ -94,13 +114,15 @@ class ModelFunction:
     batch_size: int = 1024
     argument: str = field(default="input")  # how the call was written, for error messages
     output_types: dict = field(default_factory=lambda: OUTPUT_TYPES)
+    pool: WarmPool | None = field(default=None, repr=False)  # where the actors go when the function does
+    shape: Shape | None = field(default=None, repr=False)
 
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
-              predictor: type = Predictor) -> "ModelFunction":
-        """Start ``predictor`` actors and wait until each has loaded the model; nothing is left
-        running when loading fails. A Keras model carrying Python code is refused here, before any
-        actor starts, unless ``unsafe="true"``."""
+              predictor: type = Predictor, pool: WarmPool | None = None) -> "ModelFunction":
+        """Take ``predictor`` actors from ``pool`` (or start them) and wait until each has loaded
+        the model; none is left running when loading fails. A Keras model carrying Python code is
+        refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray
 
         outputs = predictor.output_types
@@ -119,17 +141,19 @@ class ModelFunction:
             with model_file(row_list, what) as path:
                 refuse_python_code(path, what, unsafe)
         rows_ref = ray.put(row_list)
-        actor_class = ray.remote(predictor)
         threads = max(1, cpus // workers)
-        actors = [actor_class.options(num_cpus=0, scheduling_strategy=strategy).remote(rows_ref, threads, unsafe)
-                  for strategy in _spread(ray, workers)]
+        shape = Shape(f"{predictor.__module__}.{predictor.__qualname__}/{threads} threads")
+        actors = pool.take(shape, workers) if pool is not None else []
+        actor_class = ray.remote(predictor)
+        actors += [actor_class.options(num_cpus=0, max_restarts=0, scheduling_strategy=strategy).remote(threads)
+                   for strategy in _spread(ray, workers)[len(actors):]]
         try:
-            widths = ray.get([a.input_width.remote() for a in actors])
+            widths = ray.get([a.load.remote(rows_ref, unsafe) for a in actors])
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
-            for actor in actors:
-                ray.kill(actor)
+            stop_actors(ray, actors)
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
-        return cls(name, table, version, actors, widths[0], scale, output, batch_size, output_types=outputs)
+        return cls(name, table, version, actors, widths[0], scale, output, batch_size, output_types=outputs,
+                   pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
 
     def __call__(self, column: pa.Array) -> pa.Array:
         import ray
@@ -163,14 +187,16 @@ class ModelFunction:
         return self.output_types[self.output][1]
 
     def close(self) -> None:
+        """Hand the actors to the pool, model dropped (or stop them, without one)."""
         import ray
 
-        for actor in self.actors:
-            try:
-                ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self.actors = []
+        actors, self.actors = self.actors, []
+        if self.pool is None:
+            stop_actors(ray, actors)
+            return
+        for actor in actors:
+            actor.forget.remote()
+        self.pool.give(self.shape, actors)
 
 
 def _spread(ray, count: int) -> list:

@@ -136,3 +136,16 @@ def gcs_answers(gcs_address: str, timeout: float = 5) -> None:
     from ray._raylet import GcsClient
 
     GcsClient(address=gcs_address).internal_kv_keys(b"", None, timeout=timeout)
+
+
+def pending_resource_demand(gcs_address: str) -> bool:
+    """Whether any task, actor or placement group in the cluster waits for CPUs or GPUs
+    (``ray.autoscaler.v2.sdk.get_cluster_status``: the autoscaler's view of pending demand, a
+    GCS call of a few milliseconds). The warm pool lets its idle actors go when it sees any; no
+    public API reports work waiting for resources."""
+    from ray.autoscaler.v2.sdk import get_cluster_status
+
+    demands = get_cluster_status(gcs_address).resource_demands
+    requests = [r for d in demands.ray_task_actor_demand for r in d.bundles_by_count]
+    requests += [r for d in demands.placement_group_demand for r in d.bundles_by_count]
+    return any(r.bundle.get("CPU", 0) > 0 or r.bundle.get("GPU", 0) > 0 for r in requests)

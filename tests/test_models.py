@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import MNIST_ROUNDS, SAMPLE_MNIST
-from mlsql_ray import MLSQLError, train
+from mlsql_ray import MLSQLError, ray_internals, train
 from training_helpers import alive_actors, eventually, mnist_model
 
 TEST_PARQUET = SAMPLE_MNIST / "test.parquet"
@@ -90,11 +90,21 @@ def test_history_lists_versions_with_rows_and_training_metrics(model_session, tr
 
 
 def test_unregister_removes_the_function_and_its_actors(model_session):
+    """Its actors wait in the session's warm pool (model dropped) for the next register, which
+    loads its own model into them, and stop when the session closes."""
     model_session.execute('register tf.`ai_model.mnist_model` as gone where scale="1/255" and workers="1";')
-    assert len(alive_actors("Predictor")) >= 1
+    actors = alive_actors("Predictor")
+    assert len(actors) == 1
     model_session.execute("unregister tf.`gone`;")
     with pytest.raises(MLSQLError, match="gone"):
         model_session.execute("select gone(image) as p from mnist_test as x;")
+    assert [ray_internals.actor_id(a) for a in model_session.workers.idle_actors()] == [actors[0]["ActorID"]]
+    model_session.execute('register tf.`ai_model.mnist_model` as again where scale="1/255" and workers="1" '
+                          'and output="argmax";')
+    assert [a["ActorID"] for a in alive_actors("Predictor")] == [actors[0]["ActorID"]]
+    model_session.execute("select again(image) as p from mnist_test as again_scored;")
+    assert model_session.table("again_scored").column("p").type == pa.int64()
+    model_session.close()
     assert eventually(lambda: alive_actors("Predictor") == [])
 
 

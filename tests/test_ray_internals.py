@@ -112,3 +112,19 @@ def test_node_reference_and_store_figures_of_the_running_ray(ray_runtime):
     assert used >= 200_000 and objects >= 1
     del ref
     ray_internals.gcs_answers(gcs)  # this process holds the user's token (refusals: test_containment.py)
+
+
+def test_pending_resource_demand_sees_a_task_waiting_for_cpus(ray_runtime):
+    ray = ray_runtime
+    gcs = ray.get_runtime_context().gcs_address
+    assert ray_internals.pending_resource_demand(gcs) in (True, False)
+
+    @ray.remote(num_cpus=1, resources={"no_node_has_this": 1})
+    def never():
+        return None
+
+    waiting = never.remote()
+    try:
+        assert eventually(lambda: ray_internals.pending_resource_demand(gcs), seconds=30)
+    finally:
+        ray.cancel(waiting, force=True)

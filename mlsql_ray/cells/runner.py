@@ -285,7 +285,7 @@ def run_cell(session, cell: ast.PythonCell):
             context.data_servers()
         context = _execute_remotely(cell, context)
     else:
-        with cell_environment(context.env):
+        with cell_environment(context.env), session.workers.active():  # train.fit reuses the session's actors
             execute_code(cell, context)
     result = context.result
     output = conf.get("output") or None

@@ -37,7 +37,8 @@ def train(session, s: ast.Train) -> Result:
     evaluate_name = options.get("evaluateTable")
     evaluate = session.catalog.arrow(evaluate_name) if evaluate_name else None
     data = runner.datasets(plans, table, s.table, evaluate, evaluate_name)
-    groups = runner.run_groups(plans, data, session.ray_link)
+    with session.workers.active():
+        groups = runner.run_groups(plans, data, session.ray_link)
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
@@ -82,7 +83,7 @@ def model_function(session, s: ast.Register):
     version, group = _chosen(session, s.format, s.path, options)
     session.ray_link.ensure()
     return ModelFunction.start(s.function, s.path, version, store.to_table([group]), options,
-                               session.ray_link.cpus(), predictor=ml_predictor.Predictor)
+                               session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
 
 
 def _model_list(session, s: ast.Load) -> pa.Table:

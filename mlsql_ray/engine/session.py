@@ -18,6 +18,7 @@ from .. import lang
 from ..config import resolve as resolve_config
 from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
+from ..warm import WarmPool
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
@@ -66,6 +67,7 @@ class Session:
         self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
+        self.workers = WarmPool()  # training and prediction actors kept for the next run (mlsql_ray.warm)
         self._functions = None  # model functions (register), created with the first one
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
@@ -137,9 +139,10 @@ class Session:
         return self.catalog.arrow(name)
 
     def close(self) -> None:
-        """Release DuckDB and model functions, and stop Ray if this session started it."""
+        """Release DuckDB, model functions and warm actors, and stop Ray if this session started it."""
         if self._functions is not None:
             self._functions.close()
+        self.workers.release()
         self.ray_link.shutdown()
         self.con.close()
 
@@ -312,7 +315,7 @@ class Session:
         rows = file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
         self.ray_link.ensure()
         return ModelFunction.start(name, table, delta_table.version(), rows, options,
-                                   self.ray_link.cpus())
+                                   self.ray_link.cpus(), pool=self.workers)
 
     def _register(self, s: ast.Register) -> Result:
         from ..predict import FunctionRegistry

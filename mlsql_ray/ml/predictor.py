@@ -91,13 +91,25 @@ class Predictor:
 
     output_types = OUTPUT_TYPES
 
-    def __init__(self, rows: list[dict], threads: int, unsafe: bool = False):
+    def __init__(self, threads: int):
         from threadpoolctl import threadpool_limits
 
+        threadpool_limits(threads)
+        self.model = None
+
+    def load(self, rows: list[dict], unsafe: bool = False) -> int:
         from .store import groups_of
 
-        threadpool_limits(threads)
         self.model = FittedModel(groups_of(pa.Table.from_pylist(rows), "the registered model")[0], "the registered model")
+        return self.input_width()
+
+    def forget(self) -> None:
+        self.model = None
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
 
     def input_width(self) -> int:
         return self.model.width

@@ -1,10 +1,11 @@
 """``train T as ALG.`TARGET` where ...``: options → parameter groups → fits → model table.
 
 Every group is checked before anything is fitted (unknown parameters and bad values are the
-user's mistake and stop the statement). The fits then run as Ray tasks, as many at a time as the
-cluster has CPUs and each with its share of them as threads; a single group runs in this
-process instead (no task to ship, and it gets all local CPUs). A group whose fit fails is
-``fail`` with its error; the others still finish.
+user's mistake and stop the statement). The fits then run on Ray actors (``GroupHost``), as many
+as the cluster has CPUs for, each with its share of them as threads; a single group runs in this
+process instead (nothing to ship, and it gets all local CPUs). The hosts go to the session's warm
+pool afterwards (``mlsql_ray.warm``), so the next ``train`` finds scikit-learn imported. A group
+whose fit fails is ``fail`` with its error; the others still finish.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime
 import numpy as np
 import pyarrow as pa
 
-from .. import progress
+from .. import progress, warm
 from ..arrays import matrix
 from ..errors import MLSQLError
 from ..raycluster import local_cpus, remote_error_line
@@ -221,20 +222,73 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))
     refs = {key: (ray.put(train), ray.put(check)) for key, (train, check) in data.items()}
-    task = ray.remote(fit_group).options(num_cpus=threads, max_retries=0)
-    futures = {}
-    for p in plans:
-        _report_start(p, len(plans))
-        futures[task.remote(p, *refs[(p.features_col, p.label_col)], threads)] = p
-    done, pending = {}, list(futures)
-    while pending:  # in the order they finish, so progress reports each group when it is done
-        [future], pending = ray.wait(pending, num_returns=1)
-        p = futures[future]
+    with warm.released_on_interrupt(warm.current()), _Hosts(ray, min(len(plans), max(1, cpus // threads)), threads) as hosts:
+        return _fit_on_hosts(ray, hosts, plans, refs, threads)
+
+
+class GroupHost:
+    """A Ray actor that fits groups, one at a time; its imports (scikit-learn, XGBoost, ...) stay
+    for the next group and, through the warm pool, the next ``train``."""
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def fit(self, group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
+        return fit_group(group, train, check, threads)
+
+
+class _Hosts:
+    """``count`` GroupHosts of ``threads`` CPUs, warm ones from the session's pool first. Those
+    alive at the end go back to the pool after a run that ended well; the rest are stopped."""
+
+    def __init__(self, ray, count: int, threads: int):
+        self.ray, self.pool, self.shape = ray, warm.current(), warm.Shape("ml.GroupHost", threads)
+        self.actor_class = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
+        self.idle = self.pool.take(self.shape, count) if self.pool is not None else []
+        warm.make_room(ray, (count - len(self.idle)) * threads)
+        self.idle += [self.actor_class.remote() for _ in range(count - len(self.idle))]
+        self.busy: list = []
+
+    def __enter__(self) -> _Hosts:
+        return self
+
+    def replace(self, dead, needed: bool) -> None:
+        """A host that died: stopped for good, and a fresh one in its place if groups wait."""
+        warm.stop_actors(self.ray, [dead])
+        self.busy.remove(dead)
+        if needed:
+            self.idle.append(self.actor_class.remote())
+
+    def __exit__(self, exc_type, *exc_info) -> None:
+        every = self.idle + self.busy
+        if exc_type is None and self.pool is not None:
+            self.pool.give(self.shape, every)
+        else:
+            warm.stop_actors(self.ray, every)
+
+
+def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, threads: int) -> list[StoredGroup]:
+    """Each group to the next free host, reported as it starts and as it ends (in the order they
+    finish). A host that dies fails its group, not the others, and is replaced."""
+    waiting, running, done = list(plans), {}, {}
+    while waiting or running:
+        while waiting and hosts.idle:
+            p, host = waiting.pop(0), hosts.idle.pop()
+            _report_start(p, len(plans))
+            running[host.fit.remote(p, *refs[(p.features_col, p.label_col)], threads)] = (p, host)
+            hosts.busy.append(host)
+        [future], _ = ray.wait(list(running), num_returns=1)
+        p, host = running.pop(future)
         try:
             group = ray.get(future)
-        except Exception as exc:  # noqa: BLE001 - a worker that died: that group fails, not the others
+            hosts.busy.remove(host)
+            hosts.idle.append(host)
+        except Exception as exc:  # noqa: BLE001 - a host that died: that group fails, not the others
             group = StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index,
                                                          "reason": remote_error_line(exc), "metrics": {}})
+            hosts.replace(host, needed=bool(waiting))
         done[p.index] = _report_end(group, len(plans))
     return [done[p.index] for p in plans]
 

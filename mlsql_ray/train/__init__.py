@@ -4,8 +4,13 @@
     result = train.fit(create_model, ray_context.data_servers(), rounds=7, batch_size=128,
                        scale=1 / 255, one_hot=10)
     ray_context.build_result(result.model_rows())
+
+Inside a session (a ``--%python`` cell, ``train ... as KerasClassifier``) a second ``fit`` of the
+same shape reuses the first one's actors (``mlsql_ray.warm``); from plain Python, run the fits
+inside ``with WarmPool() as pool, pool.active():``.
 """
 
+from ..warm import WarmPool
 from .actors import TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints
@@ -14,4 +19,4 @@ from .result import TrainResult
 from .search import SearchResult, search
 from .trainer import fit
 
-__all__ = ["Checkpoints", "Columns", "SearchResult", "TrainResult", "TrainingError", "average", "fit", "matrix", "search"]
+__all__ = ["Checkpoints", "Columns", "SearchResult", "TrainResult", "TrainingError", "WarmPool", "average", "fit", "matrix", "search"]

@@ -4,8 +4,9 @@ Every call to the workers goes through a ``Crew``. A worker that dies (its proce
 memory, its node gone) is replaced by a fresh actor for the same partition and the step that
 lost it runs again; each death counts against ``max_failures``, and one too many ends training
 with a ``TrainingError`` naming the worker, when it died and why. A worker whose own code raises
-is a bug, not bad luck: that ends training at once, with its error. Whatever happens, every actor
-the run started is dead when the ``with`` block is left.
+is a bug, not bad luck: that ends training at once, with its error. When the ``with`` block is
+left every actor the run used is dead, except, after a run that ended well, the live workers a
+``keep`` callback takes (a warm pool, see ``mlsql_ray.warm``).
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ class WorkersDied(Exception):
 
 class Crew:
     """One actor per partition, started by ``start(index)``; replacements included, every actor
-    ever started is stopped on leaving the ``with`` block."""
+    ever started is stopped on leaving the ``with`` block, but for those ``keep(workers)`` takes
+    when the block ends without an exception."""
 
-    def __init__(self, ray, start: Callable[[int], object], size: int, max_failures: int):
+    def __init__(self, ray, start: Callable[[int], object], size: int, max_failures: int,
+                 keep: Callable[[list], None] | None = None):
         self.ray = ray
         self._start = start
+        self._keep = keep
         self.max_failures = max_failures
         self.failures = 0
         self.when = "while starting"  # the step running now, for messages
@@ -48,8 +52,12 @@ class Crew:
     def __enter__(self) -> Crew:
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        stop(self.ray, self.started)
+    def __exit__(self, exc_type, *exc_info) -> None:
+        kept = list(self.workers) if exc_type is None and self._keep is not None else []
+        kept_ids = {ray_internals.actor_id(a) for a in kept}
+        stop(self.ray, [a for a in self.started if ray_internals.actor_id(a) not in kept_ids])
+        if kept:
+            self._keep(kept)
 
     def retrying(self, when: str, step: Callable[[], T]) -> tuple[T, int]:
         """``step()``'s result and how many times it was retried: after a death the dead are

@@ -52,3 +52,13 @@ def load_xy(source: Source, prepare: Callable[[pa.Table], tuple] | None) -> tupl
     if not isinstance(table, pa.Table):
         raise TypeError(f"a training partition must be a data server, an Arrow table or (x, y), not {type(source).__name__}")
     return (prepare or Columns())(table)
+
+
+def source_key(source: Source):
+    """What identifies a partition across runs without reading it: its data servers' object
+    references (an object never changes); None for arrays and tables, which travel by value."""
+    if isinstance(source, DataServer):
+        return (source.ref.hex(),)
+    if isinstance(source, list) and source and all(isinstance(s, DataServer) for s in source):
+        return tuple(s.ref.hex() for s in source)
+    return None

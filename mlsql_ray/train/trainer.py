@@ -10,7 +10,8 @@ With k workers the learning rate is multiplied by k (``scale_learning_rate``): e
 worth 1/k of an epoch. A worker that dies, at start-up, in a round or while worker 0 evaluates
 or saves, is replaced (it reloads its partition from its data server) and that step is retried
 from the last average, up to ``max_failures`` deaths in all (see ``actors.Crew``); no actor
-outlives ``fit``.
+outlives ``fit``, except the workers of a run that ended well, which go to the warm pool when one
+is active (``mlsql_ray.warm``): the next run of the same shape starts on them at once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import progress
+from .. import progress, warm
 from .actors import Crew, TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints
@@ -86,9 +87,9 @@ def fit(
     if mode not in ("sync", "async"):
         raise TrainingError(f"mode must be \"sync\" or \"async\", not {mode!r}")
     prepare = prepare or Columns(features, label, scale, one_hot)
-    _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
     threads = max(1, int(cpus_per_worker))
     if mode == "async":
+        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker)
         if checkpoints is not None or validation is not None or early_stopping is not None:
             raise TrainingError("mode=\"async\" does not support checkpoints, validation or early stopping yet")
         from .async_ps import fit_async
@@ -99,15 +100,32 @@ def fit(
                          max_failures=max_failures, on_round=on_round)
     actor_class = ray.remote(Worker).options(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_restarts=0)
     lr_scale = len(data) if scale_learning_rate else 1
+    pool, shape = warm.current(), warm.Shape("train.Worker", cpus_per_worker, gpus_per_worker)
+    started = time.monotonic()
+    reused = pool.take(shape, len(data)) if pool is not None else []
+    try:
+        _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker, len(data) - len(reused))
+    except BaseException:
+        warm.stop_actors(ray, reused)
+        raise
+
+    setups: dict[int, object] = {}  # worker index → its setup call, which the run waits on first
 
     def start(index: int):
-        return actor_class.remote(index, model_fn, data[index], prepare, threads, learning_rate, lr_scale,
-                                  validation if index == 0 else None, straggler_factor(index))
+        actor = reused.pop() if reused else actor_class.remote(threads)
+        setups[index] = actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, lr_scale,
+                                           validation if index == 0 else None, straggler_factor(index))
+        return actor
 
-    started = time.monotonic()
-    with Crew(ray, start, len(data), max_failures) as crew:
+    def keep(workers: list) -> None:
+        for worker in workers:
+            worker.forget.remote()
+        pool.give(shape, workers)
+
+    with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
+                                                  keep if pool is not None else None) as crew:
         run = _Averaging(crew, started, batch_size, steps_per_round, average_optimizer)
-        read_seconds, weights, optimizer_state = run.start()
+        read_seconds, weights, optimizer_state = run.start(setups)
         startup_seconds = time.monotonic() - started
         history: list[dict] = []
         first_round, resumed_from = 1, None
@@ -147,12 +165,13 @@ class _Averaging:
         self.crew, self.ray, self.started = crew, crew.ray, started
         self.batch_size, self.steps_per_round, self.average_optimizer = batch_size, steps_per_round, average_optimizer
 
-    def start(self) -> tuple[list[float], list[np.ndarray], list[np.ndarray] | None]:
-        """Every worker up with its data and model: their read times, and worker 0's weights
-        (and optimizer state) as everyone's common start."""
+    def start(self, setups: dict[int, object]) -> tuple[list[float], list[np.ndarray], list[np.ndarray] | None]:
+        """Every worker up with its data and model (``setups``: each worker's setup call, renewed
+        when it is replaced): their read times, and worker 0's weights (and optimizer state) as
+        everyone's common start."""
         crew = self.crew
         (ready, (weights, optimizer_state)), _ = crew.retrying(
-            "while starting", lambda: (crew.call("ready"), crew.call_worker(0, "get_weights", self.average_optimizer)))
+            "while starting", lambda: (crew.gather(dict(setups)), crew.call_worker(0, "get_weights", self.average_optimizer)))
         return [r["read_s"] for r in ready], weights, optimizer_state
 
     def round(self, number: int, weights, optimizer_state) -> tuple[dict, list[np.ndarray], list | None]:
@@ -207,24 +226,44 @@ def _round_entry(number: int, metrics: list[dict], counts: list[int], elapsed: f
     return entry
 
 
-def _check_resources(ray, workers: int, cpus: float, gpus: float, patience: float = 15) -> None:
-    """Refuse up front what would otherwise wait forever for resources that never come. Resources
-    still held by actors that are just going away (a previous run) get ``patience`` seconds."""
+def _check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int | None = None,
+                     patience: float = 15) -> None:
+    """Refuse up front what would otherwise wait forever for resources that never come: ``workers``
+    actors must fit the cluster, and the ``fresh`` ones still to start (default: all) its free
+    resources. Idle warm actors holding what is missing are let go (``warm.make_room``); resources
+    held by actors just going away (a previous run, another session's pool) get ``patience``
+    seconds, asked for as a placement group so that other processes' pools see the demand."""
     from ray.util import get_current_placement_group
 
     if get_current_placement_group() is not None:
         return  # inside a reservation made for us (a search trial): our resources are set aside
     total = ray.cluster_resources()
-    deadline = time.monotonic() + patience
-    for name, each in (("CPU", cpus), ("GPU", gpus)):
-        if each <= 0:
-            continue
+    bundle = {name: each for name, each in (("CPU", cpus), ("GPU", gpus)) if each > 0}
+    for name, each in bundle.items():
         needed = workers * each
         if needed > total.get(name, 0):
             raise TrainingError(f"{workers} workers x {each} {name} = {needed:g} {name}s, but the Ray cluster has "
                                 f"{total.get(name, 0):g}; use fewer partitions (num_partitions) or fewer {name}s per worker")
-        while (free := ray.available_resources().get(name, 0)) + 1e-9 < needed:
-            if time.monotonic() > deadline:
-                raise TrainingError(f"{workers} workers need {needed:g} {name}s but only {free:g} are free "
-                                    f"(other tasks or actors hold the rest); they would wait forever")
-            time.sleep(0.2)
+    starting = workers if fresh is None else fresh
+    if not bundle or not starting:
+        return
+    warm.make_room(ray, starting * cpus, starting * gpus)
+    free = ray.available_resources()
+    short = {n: starting * e for n, e in bundle.items() if free.get(n, 0) + 1e-9 < starting * e}
+    if short and not _reserve_briefly(ray, bundle, starting, patience):
+        free = ray.available_resources()
+        name, needed = next(iter(short.items()))
+        raise TrainingError(f"{workers} workers need {needed:g} more {name}s but only {free.get(name, 0):g} are free "
+                            f"(other tasks or actors hold the rest); they would wait forever")
+
+
+def _reserve_briefly(ray, bundle: dict, count: int, patience: float) -> bool:
+    """Whether ``count`` bundles became free within ``patience`` seconds (reserved, then let go
+    for the actors about to start)."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    group = placement_group([dict(bundle) for _ in range(count)])
+    try:
+        return group.wait(timeout_seconds=patience)
+    finally:
+        remove_placement_group(group)

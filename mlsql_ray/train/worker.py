@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .data import Source, load_xy
+from .data import Source, load_xy, source_key
 
 
 def configure_tensorflow(threads: int) -> None:
@@ -68,16 +68,33 @@ def straggler_factor(index: int) -> float:
 
 
 class Worker:
-    def __init__(self, index: int, model_fn: Callable, source: Source, prepare, threads: int,
-                 learning_rate: float | None, learning_rate_scale: float, validation: Source | None = None,
-                 slowdown: float = 1.0):
+    """Started once per process (TensorFlow configured and imported), then given one run's
+    partition and model by ``setup``; a warm pool hands it to the next run after ``forget``."""
+
+    def __init__(self, threads: int):
         configure_tensorflow(threads)
+        self.source_key = None  # what x, y were read from, when it can be told again (a data server)
+
+    def setup(self, index: int, model_fn: Callable, source: Source, prepare, learning_rate: float | None,
+              learning_rate_scale: float, validation: Source | None = None, slowdown: float = 1.0) -> dict:
+        """This run's part: its partition (kept from the last run when it is the same data
+        server read the same way), a fresh model from ``model_fn`` and fresh random state.
+        Returns the rows it trains on and the seconds it took to read them into numpy."""
+        import keras
+
+        self.model = None
         self.index = index
         self.straggler = Straggler(slowdown)
         began = time.perf_counter()
-        self.x, self.y = load_xy(source, prepare)
+        key = (source_key(source), prepare)
+        if key[0] is None or key != self.source_key:
+            self.source_key = None
+            self.x, self.y = load_xy(source, prepare)
+            self.source_key = key if key[0] is not None else None
         self.read_seconds = time.perf_counter() - began
         self.validation = load_xy(validation, prepare) if validation is not None else None
+        keras.backend.clear_session(free_memory=False)  # the last run's model and layer names go (without
+        # its gc.collect(): 0.4-1.3 s of a warm start on a busy machine, and Python collects anyway)
         self.model = model_fn()
         if getattr(self.model, "optimizer", None) is None:
             raise ValueError("the model factory must return a compiled model (call model.compile(...))")
@@ -86,11 +103,11 @@ class Worker:
         self.rng = np.random.default_rng(index)
         self.cursor = 0
         self.order = self.rng.permutation(len(self.x))
-
-    def ready(self) -> dict:
-        """Rows this worker trains on and the seconds it took to read them into numpy (also
-        tells the driver the actor is up)."""
         return {"rows": len(self.x), "read_s": self.read_seconds}
+
+    def forget(self) -> None:
+        """Drop the run's model and validation data (the partition stays, for a next run on it)."""
+        self.model = self.validation = None
 
     def pid(self) -> int:
         return os.getpid()

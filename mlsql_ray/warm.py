@@ -1,0 +1,217 @@
+"""Warm workers: a session keeps the Ray actors of its last runs for the next one.
+
+Starting a training or prediction actor costs a Ray worker process, ``import ray`` and TensorFlow
+or scikit-learn: seconds per worker per run, more than a small training itself. A ``WarmPool``
+keeps the actors a run is done with, idle, and hands them to the next run asking for the same
+kind of actor with the same resources (CPUs and GPUs per actor); the run gives each its own
+work (a training worker builds a fresh model from the run's ``model_fn``, so no weights carry
+over; it keeps the rows it read when the next run feeds it the same data server).
+
+An idle actor still holds its CPUs, so the pool lets them go:
+- after ``idle_seconds`` unused, and beyond ``cap`` idle actors (the oldest first);
+- when the session closes, and when a run is interrupted (``KeyboardInterrupt``);
+- before a run of ours asks Ray for CPUs they hold (``make_room``), and whenever Ray reports
+  work waiting for resources (a watcher thread polls the cluster's pending demand while the pool
+  holds anything): another job, or a task of the user's, never waits on our idle actors.
+An idle actor found dead when taken (killed, out of memory) is dropped and a fresh one started.
+
+Runs find the pool through ``current()``: a ``Session`` activates its own around the statements
+that train or register; from plain Python, ``with WarmPool() as pool, pool.active(): ...``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from . import ray_internals
+
+#: seconds an idle actor is kept (``$MLSQL_WARM_IDLE_S``; 0 turns pooling off)
+DEFAULT_IDLE_SECONDS = float(os.environ.get("MLSQL_WARM_IDLE_S", "600"))
+#: idle actors kept at most (``$MLSQL_WARM_CAP``)
+DEFAULT_CAP = int(os.environ.get("MLSQL_WARM_CAP", "8"))
+#: how often the watcher looks at idle times and the cluster's pending demand
+POLL_SECONDS = 0.5
+#: how long a taken actor may take to answer before it counts as dead
+PING_TIMEOUT_S = 10
+
+_current: contextvars.ContextVar[WarmPool | None] = contextvars.ContextVar("warm_pool", default=None)
+_pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()  # every pool of this process (sessions', users')
+
+
+def current() -> WarmPool | None:
+    """The pool runs started now should use (None: every actor is started fresh and stopped)."""
+    return _current.get()
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What makes an actor reusable by another run: its class and the resources it holds."""
+
+    kind: str
+    cpus: float = 0
+    gpus: float = 0
+
+
+@dataclass
+class _Idle:
+    actor: object
+    shape: Shape
+    since: float
+    job: str  # the Ray job (driver connection) that started it: after a reconnect it is gone
+
+
+class WarmPool:
+    def __init__(self, idle_seconds: float = DEFAULT_IDLE_SECONDS, cap: int = DEFAULT_CAP):
+        self.idle_seconds = idle_seconds
+        self.cap = cap
+        self._idle: list[_Idle] = []
+        self._lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        _pools.add(self)
+
+    # -- use by runs ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[WarmPool]:
+        """Make this the pool of the runs started inside (see ``current``)."""
+        token = _current.set(self)
+        try:
+            yield self
+        finally:
+            _current.reset(token)
+
+    def take(self, shape: Shape, count: int) -> list:
+        """Up to ``count`` live idle actors of ``shape``, now the caller's (the newest first).
+        Each is asked for its pid first: one that does not answer is dropped and killed."""
+        import ray
+
+        job = _job_id(ray)
+        with self._lock:
+            mine = [i for i in self._idle if i.shape == shape and i.job == job][-count:] if count > 0 else []
+            self._idle = [i for i in self._idle if i not in mine]
+        if not mine:
+            return []
+        refs = {i.actor.pid.remote(): i.actor for i in mine}
+        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=PING_TIMEOUT_S)
+        live, dead = [], []
+        for ref, actor in refs.items():
+            try:
+                if ref not in ready:
+                    raise TimeoutError
+                ray.get(ref)
+                live.append(actor)
+            except Exception:  # noqa: BLE001 - dead or hung: not reusable, whatever the cause
+                dead.append(actor)
+        stop_actors(ray, dead)
+        return live
+
+    def give(self, shape: Shape, actors: list) -> None:
+        """Keep ``actors`` (each already told to forget its run) for the next run of ``shape``."""
+        if not actors:
+            return
+        import ray
+
+        if self.idle_seconds <= 0 or self.cap <= 0:
+            stop_actors(ray, actors)
+            return
+        job, now = _job_id(ray), time.monotonic()
+        with self._lock:
+            self._idle += [_Idle(a, shape, now, job) for a in actors]
+            extra = self._idle[: max(0, len(self._idle) - self.cap)]
+            self._idle = self._idle[len(extra):]
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="mlsql-warm-pool", daemon=True)
+                self._watcher.start()
+        stop_actors(ray, [i.actor for i in extra])
+
+    def release(self) -> None:
+        """Stop every idle actor (session closed, run interrupted) and wait until Ray says so."""
+        self._release(lambda i: True)
+
+    def idle_actors(self) -> list:
+        """The idle actors' handles (for tests and diagnostics)."""
+        with self._lock:
+            return [i.actor for i in self._idle]
+
+    def __enter__(self) -> WarmPool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release()
+
+    # -- letting go ----------------------------------------------------------------------------
+
+    def _release(self, which: Callable[[_Idle], bool]) -> None:
+        with self._lock:
+            gone = [i for i in self._idle if which(i)]
+            self._idle = [i for i in self._idle if not which(i)]
+        if gone:
+            import ray
+
+            if ray.is_initialized():
+                stop_actors(ray, [i.actor for i in gone])
+
+    def _watch(self) -> None:
+        """While anything is idle: drop what has been idle too long, and everything holding
+        resources as soon as the cluster has work waiting for them."""
+        import ray
+
+        while True:
+            with self._lock:
+                if not self._idle:
+                    self._watcher = None
+                    return
+            try:
+                if not ray.is_initialized():
+                    with self._lock:
+                        self._idle = []  # Ray went away, and the actors with it
+                    continue
+                limit = time.monotonic() - self.idle_seconds
+                self._release(lambda i: i.since < limit)
+                if ray_internals.pending_resource_demand(ray.get_runtime_context().gcs_address):
+                    self._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
+            except Exception:  # noqa: BLE001 - a Ray shutting down under us: try again, or end above
+                pass
+            time.sleep(POLL_SECONDS)
+
+
+def make_room(ray, cpus: float, gpus: float = 0) -> None:
+    """Before asking Ray for ``cpus``/``gpus`` that are not free: every pool of this process lets
+    go of its idle actors holding any (Ray does not say which node a new actor would land on).
+    Pools of other processes see the request waiting and let go by themselves."""
+    free = ray.available_resources()
+    if free.get("CPU", 0) + 1e-9 >= cpus and free.get("GPU", 0) + 1e-9 >= gpus:
+        return
+    for pool in list(_pools):
+        pool._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
+
+
+@contextlib.contextmanager
+def released_on_interrupt(pool: WarmPool | None) -> Iterator[None]:
+    """An interrupted run (Ctrl-C, the kernel's interrupt) takes the pool's idle actors with it:
+    the user stopped us, and gets every CPU back."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if pool is not None:
+            pool.release()
+        raise
+
+
+def _job_id(ray) -> str:
+    return ray.get_runtime_context().get_job_id()
+
+
+def stop_actors(ray, actors: list) -> None:
+    """Kill ``actors`` and wait until Ray reports them dead."""
+    from .train.actors import stop
+
+    if actors:
+        stop(ray, actors)

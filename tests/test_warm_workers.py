@@ -1,0 +1,183 @@
+"""Warm workers (mlsql_ray.warm) on the test run's real Ray (2 CPUs): a second run of the same
+shape reuses the first one's actors, each run still builds its own model, and idle actors go on
+close, on interrupt, when another job needs their CPUs, and when found dead."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import numpy as np
+import pytest
+import ray.cloudpickle
+
+from mlsql_ray import progress, ray_internals, train
+
+from conftest import SAMPLE_MNIST
+from training_helpers import eventually, tiny_partitions
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import test modules
+
+
+def seeded_tiny_model():
+    """A 4-in, 3-class softmax model with fixed initial weights (seed 3)."""
+    import keras
+
+    keras.utils.set_random_seed(3)
+    network = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    network.compile(optimizer=keras.optimizers.SGD(0.1), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return network
+
+
+def fit_recording_actors(**options) -> tuple[train.TrainResult, list[str]]:
+    """A short fit on tiny data, and the ids of the worker actors it trained on."""
+    seen: list[str] = []
+
+    def sink(kind, event):
+        if kind == "train_start":
+            seen.extend(ray_internals.actor_id(a) for a in event["actors"])
+
+    with progress.reporting_to(sink):
+        result = train.fit(seeded_tiny_model, tiny_partitions(), rounds=2, batch_size=8, **options)
+    return result, seen
+
+
+def ids(actors) -> set[str]:
+    return {ray_internals.actor_id(a) for a in actors}
+
+
+def dead(actor_ids) -> bool:
+    return all(ray_internals.actor_states(i).get("State") == "DEAD" for i in actor_ids)
+
+
+def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(ray_runtime):
+    with train.WarmPool() as pool, pool.active():
+        _, first_actors = fit_recording_actors()
+        assert ids(pool.idle_actors()) == set(first_actors)
+        _, second_actors = fit_recording_actors()
+        assert set(second_actors) == set(first_actors)
+        assert ids(pool.idle_actors()) == set(first_actors)
+    assert eventually(lambda: dead(first_actors))
+
+
+def test_the_same_seed_gives_the_same_weights_on_warm_and_cold_actors(ray_runtime):
+    """Nothing of a run survives in a reused actor: a cold run and two runs in a pool (the second
+    on the first one's actors) train from the same initial weights to the same weights."""
+    cold, _ = fit_recording_actors()
+    with train.WarmPool() as pool, pool.active():
+        fresh, fresh_actors = fit_recording_actors()
+        warm, warm_actors = fit_recording_actors()
+    assert set(warm_actors) == set(fresh_actors)
+    for run in (fresh, warm):
+        assert len(run.weights) == len(cold.weights)
+        for got, expected in zip(run.weights, cold.weights):
+            np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(cold.weights[0], seeded_tiny_model().get_weights()[0]), "training moved nothing"
+
+
+def test_closing_the_session_stops_the_actors_its_cells_kept(ray_session):
+    cell = """--%python
+from mlsql_ray import train
+import numpy as np
+
+def model():
+    import keras
+    net = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    net.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    return net
+
+rng = np.random.default_rng(0)
+data = [(rng.random((40, 4), dtype=np.float32), rng.integers(0, 3, 40)) for _ in range(2)]
+train.fit(model, data, rounds=1, batch_size=8)
+"""
+    ray_session.execute(cell)
+    kept = ids(ray_session.workers.idle_actors())
+    assert len(kept) == 2 and not dead(kept)
+    ray_session.execute(cell)
+    assert ids(ray_session.workers.idle_actors()) == kept
+    ray_session.close()
+    assert dead(kept)
+
+
+def test_an_interrupted_fit_takes_its_actors_and_the_idle_ones_with_it(ray_runtime):
+    def interrupt(entry):
+        raise KeyboardInterrupt
+
+    with train.WarmPool() as pool, pool.active():
+        _, first_actors = fit_recording_actors(cpus_per_worker=0.5)  # 1 CPU in all, left idle
+        idle = ids(pool.idle_actors())
+        assert idle == set(first_actors)
+        with pytest.raises(KeyboardInterrupt):  # another shape, with room beside the idle ones
+            fit_recording_actors(cpus_per_worker=0.25, on_round=interrupt)
+        assert pool.idle_actors() == []
+    assert dead(idle)
+    assert eventually(lambda: not [a for a in ray_internals.actor_states().values()
+                                   if a.get("State") != "DEAD" and "Worker" in a.get("ActorClassName", "")])
+
+
+def test_another_job_gets_the_cpus_idle_actors_hold(ray_runtime, run_cli, ray_address, tmp_path):
+    """The pool's two idle 1-CPU workers hold all of the test Ray's CPUs. A Ray task of ours that
+    needs them, a fit of another shape, and another process's job all run: none waits on them."""
+    ray = ray_runtime
+    with train.WarmPool() as pool, pool.active():
+        _, actors = fit_recording_actors()
+        assert ids(pool.idle_actors()) == set(actors) and ray.available_resources().get("CPU", 0) < 1
+
+        @ray.remote(num_cpus=2)
+        def both_cpus():
+            return "ran"
+
+        assert ray.get(both_cpus.remote(), timeout=120) == "ran"  # the watcher saw it waiting
+        assert pool.idle_actors() == [] and eventually(lambda: dead(actors))
+
+        _, actors = fit_recording_actors()
+        other, _ = fit_recording_actors(cpus_per_worker=0.5)  # another shape: released before asking
+        assert other.history and eventually(lambda: dead(actors))
+
+        script = tmp_path / "job.mlsql"
+        script.write_text("""--%python
+import ray
+from pyjava.api.mlsql import RayContext
+RayContext.connect(globals(), None)
+
+@ray.remote(num_cpus=1)
+def one():
+    return 1
+
+assert sum(ray.get([one.remote() for _ in range(2)])) == 2
+""")
+        _, actors = fit_recording_actors(cpus_per_worker=1)
+        assert ray.available_resources().get("CPU", 0) < 1
+        done = run_cli("run", str(script), "--warehouse", str(tmp_path / "wh"), ray_address=ray_address, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert dead(actors)
+
+
+def test_a_pooled_actor_that_died_is_replaced_not_reused(ray_runtime):
+    with train.WarmPool() as pool, pool.active():
+        _, first_actors = fit_recording_actors()
+        victim = pool.idle_actors()[0]
+        victim_id = ray_internals.actor_id(victim)
+        os.kill(ray_runtime.get(victim.pid.remote()), signal.SIGKILL)
+        assert eventually(lambda: dead([victim_id]))
+        result, second_actors = fit_recording_actors()
+        assert victim_id not in second_actors
+        assert len(set(second_actors) & set(first_actors)) == 1  # the survivor was reused
+        assert all(entry["retries"] == 0 for entry in result.history)  # no training failure counted
+
+
+def test_sql_train_runs_its_groups_on_the_last_trains_hosts(ray_session):
+    session = ray_session
+    session.execute(f"load parquet.`{SAMPLE_MNIST / 'train.parquet'}` as mnist; select * from mnist limit 600 as small;")
+    statement = ('train small as RandomForest.`db.rf` where featuresCol="image" and numTrees="5" '
+                 'and `fitParam.0.maxDepth`="3" and `fitParam.1.maxDepth`="6" as res;')
+    session.execute(statement)
+    hosts = ids(session.workers.idle_actors())
+    assert len(hosts) == 2
+    session.execute(statement)
+    assert ids(session.workers.idle_actors()) == hosts
+    statuses = [r["value"] for r in session.table("res").to_pylist() if r["name"] == "status"]
+    assert statuses == ["success", "success"]
+    session.close()
+    assert dead(hosts)
