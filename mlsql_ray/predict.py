@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from .errors import MLSQLError
 from .raycluster import remote_error_line
-from .warm import Shape, WarmPool, stop_actors
+from .warm import Shape, WarmPool, let_go_of_resources, stop_actors
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
@@ -144,9 +144,14 @@ class ModelFunction:
         threads = max(1, cpus // workers)
         shape = Shape(f"{predictor.__module__}.{predictor.__qualname__}/{threads} threads")
         actors = pool.take(shape, workers) if pool is not None else []
+        strategies = _spread(ray, workers)[len(actors):]
+        if any(strategy != "DEFAULT" for strategy in strategies):
+            # Ray's soft node affinity leaves a node whose CPUs are all held, even for an actor
+            # that asks for none: idle warm actors holding CPUs there must not decide placement
+            let_go_of_resources()
         actor_class = ray.remote(predictor)
         actors += [actor_class.options(num_cpus=0, max_restarts=0, scheduling_strategy=strategy).remote(threads)
-                   for strategy in _spread(ray, workers)[len(actors):]]
+                   for strategy in strategies]
         try:
             widths = ray.get([a.load.remote(rows_ref, unsafe) for a in actors])
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way

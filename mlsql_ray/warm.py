@@ -189,6 +189,11 @@ def make_room(ray, cpus: float, gpus: float = 0) -> None:
     free = ray.available_resources()
     if free.get("CPU", 0) + 1e-9 >= cpus and free.get("GPU", 0) + 1e-9 >= gpus:
         return
+    let_go_of_resources()
+
+
+def let_go_of_resources() -> None:
+    """Every pool of this process stops its idle actors that hold CPUs or GPUs."""
     for pool in list(_pools):
         pool._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
 

@@ -35,6 +35,11 @@ class DataServer:
 
         return ray.get(self.ref)
 
+    def key(self):
+        """What identifies this partition's rows across runs without reading them (a warm worker
+        keeps rows it read under this key): the object it is in, or its plan's key."""
+        return self.ref.hex() if self.plan is None else self.plan.key()
+
 
 @dataclass
 class CellContext:

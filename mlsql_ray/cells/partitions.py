@@ -122,6 +122,10 @@ class FileRows:
     views: tuple[tuple[str, str], ...] = ()
     setup: tuple[str, ...] = ()
 
+    def key(self) -> "FileRows":
+        """The plan itself: the files, their (size, mtime) stamps and the queries over them."""
+        return self
+
     def read(self) -> pa.Table:
         cached = _read_cache.get(self)
         if cached is not None:
@@ -172,6 +176,10 @@ class StoredRows:
     """A partition computed in the driver: (object ref of an Arrow table, offset, length) spans."""
 
     spans: tuple[tuple[Any, int, int], ...]
+
+    def key(self) -> tuple:
+        """The objects and spans (an object never changes)."""
+        return tuple((ref.hex(), offset, length) for ref, offset, length in self.spans)
 
     def read(self) -> pa.Table:
         import ray

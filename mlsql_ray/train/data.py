@@ -55,10 +55,10 @@ def load_xy(source: Source, prepare: Callable[[pa.Table], tuple] | None) -> tupl
 
 
 def source_key(source: Source):
-    """What identifies a partition across runs without reading it: its data servers' object
-    references (an object never changes); None for arrays and tables, which travel by value."""
+    """What identifies a partition across runs without reading it: its data servers' keys;
+    None for arrays and tables, which travel by value."""
     if isinstance(source, DataServer):
-        return (source.ref.hex(),)
+        return (source.key(),)
     if isinstance(source, list) and source and all(isinstance(s, DataServer) for s in source):
-        return tuple(s.ref.hex() for s in source)
+        return tuple(s.key() for s in source)
     return None
