@@ -278,10 +278,6 @@ SKIP: dict[str, str] = {
 }
 
 NOT_YET: dict[str, str] = {
-    **{key: "a function registered as convert: sqlglot reads convert(x) as a cast missing its type (Spark has "
-            "no convert function of its own)"
-       for key in ("ml/feature/normalize.md#3", "ml/feature/discretizer/bucketizer.md#3",
-                   "ml/feature/discretizer/quantile.md#3", "ml/feature/vecmap.md#4")},
     **{f"ml/feature/extract_example.md#{i}": "FeatureExtractInPlace (ml/feature/extract_example.md)" for i in (1, 3, 4)},
     "ml/feature/vecmap.md#1": "load VecMapInPlace.`TARGET/data` (an ET's name as a load format; "
                               "parquet.`TARGET/data` loads the same table)",

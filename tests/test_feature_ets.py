@@ -51,6 +51,22 @@ def test_normalize_in_place_as_the_doc_shows(session, tmp_path):
     assert session.table("normalized").column("b").to_pylist() == [0.0] * 5
 
 
+def test_a_function_registered_as_convert_is_called_as_any_other(session):
+    """ml/feature/normalize.md registers its model ``as convert``: Spark has no convert/try_convert
+    function of its own, so ``convert(x)`` is the registered one, in any case and in a where clause."""
+    session.execute(DOC_DATA + """
+        train data as ScalerInPlace.`db.s` where inputCols="a,b" and scaleMethod="min-max";
+        register ScalerInPlace.`db.s` as convert;
+        register ScalerInPlace.`db.s` as try_convert;
+        select Convert(array(cast(a as double), cast(b as double))) as features,
+               try_convert(array(cast(a as double), 100.0))[0] as again
+        from data where convert(array(cast(a as double), 1.0))[0] > 0.005 as output;""")
+    assert session.table("output").to_pylist() == [
+        {"features": [0.0990990990990991, 0.5], "again": 0.0990990990990991},
+        {"features": [1.0, 0.5], "again": 1.0},
+        {"features": [0.009009009009009009, 0.5], "again": 0.009009009009009009}]
+
+
 def test_a_list_column_is_scaled_per_position_and_the_function_agrees(session):
     session.execute("""
         select vec_dense(array(id * 3, 10 - id, id % 4)) as features from range(12) as pts;
