@@ -195,6 +195,7 @@ EXPECT: dict[str, tuple[str, list[dict]]] = {
     "ml/feature/scale.md#3": ("output", [{"features": [0.006006006006006006, 0.5]}]),
     "ml/feature/discretizer/bucketizer.md#3": ("output", [{"features": [2.0, 2.0]}]),
     "ml/feature/discretizer/quantile.md#3": ("output", [{"features": [1.0, 1.0]}]),
+    "ml/feature/vecmap.md#1": ("output", [{"f": [1.6, 1.2]}, {"f": [1.5, 0.2]}, {"f": [1.6, 1.2]}, {"f": [1.6, 7.2]}]),
     "ml/feature/vecmap.md#4": ("output", [{"features": [1.0, 0.0]}]),
 }
 
@@ -279,8 +280,6 @@ SKIP: dict[str, str] = {
 
 NOT_YET: dict[str, str] = {
     **{f"ml/feature/extract_example.md#{i}": "FeatureExtractInPlace (ml/feature/extract_example.md)" for i in (1, 3, 4)},
-    "ml/feature/vecmap.md#1": "load VecMapInPlace.`TARGET/data` (an ET's name as a load format; "
-                              "parquet.`TARGET/data` loads the same table)",
 }
 
 
