@@ -492,7 +492,7 @@ class FakeSession:
     ("load par", ["parquet"]),
     ("load ", ["parquet", "csv", "json", "text", "delta", "jsonStr", "csvStr", "script", "excel", "image", "jdbc",
                "modelList", "modelParams", "modelExample", "modelExplain", "ScalerInPlace", "NormalizeInPlace",
-               "Discretizer", "StringIndex", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace"]),
+               "Discretizer", "StringIndex", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace", "FeatureExtractInPlace"]),
     ("save overwrite digits as de", ["delta"]),
     ("save ov", ["overwrite"]),
     ("save overwrite dig", ["digits"]),
