@@ -238,3 +238,25 @@ def test_show_datasource_params(session: Session):
 def test_format_names_match_whatever_the_case(session: Session):
     session.execute("set d='''{\"a\":1}''';\nload JSONSTR.`d` as t;")
     assert session.table("t").to_pylist() == [{"a": 1}]
+
+
+def test_a_feature_ets_name_loads_the_table_its_train_saved(session: Session, tmp_path: Path):
+    """ml/feature/vecmap.md: ``load VecMapInPlace.`TARGET/data``` reads what ``train`` saved there, as
+    ``parquet.`TARGET/data``` does; a warehouse TARGET too; every feature ET that learns is a source."""
+    session.execute(f"""
+        select map("a", 1.0, "b", 2.0) as f union all select map("b", 5.0) as f as maps;
+        train maps as VecMapInPlace.`{tmp_path}/vm` where inputCol="f";
+        train maps as VecMapInPlace.`db.vm` where inputCol="f";
+        load VecMapInPlace.`{tmp_path}/vm/data` as by_et;
+        load parquet.`{tmp_path}/vm/data` as by_parquet;
+        load vecmapinplace.`db.vm/data` as from_warehouse;""")
+    assert session.table("by_et").to_pylist() == [{"f": [1.0, 2.0]}, {"f": [0.0, 5.0]}]
+    assert session.table("by_et") == session.table("by_parquet") == session.table("from_warehouse")
+    session.execute("!show datasources;\n!lastCommand named datasources;")
+    names = {name.lower() for name in session.table("datasources").column("name").to_pylist()}
+    assert {"vecmapinplace", "scalerinplace", "normalizeinplace", "stringindex", "discretizer", "tfidfinplace",
+            "word2vecinplace"} <= names
+    with pytest.raises(MLSQLError, match="trained by VecMapInPlace, not ScalerInPlace"):
+        session.execute(f"load ScalerInPlace.`{tmp_path}/vm/data` as t;")
+    with pytest.raises(MLSQLError, match=r"VecMapInPlace.`TARGET/data`"):
+        session.execute(f"load VecMapInPlace.`{tmp_path}/vm` as t;")

@@ -446,7 +446,8 @@ def test_sample_dataset_makes_mock_data(session):
 ALL_ETS = ["TableRepartition", "CacheExt", "EmptyTable", "EmptyTableWithSchema", "JsonExpandExt", "SyntaxAnalyzeExt",
            "TreeBuildExt", "DataSummary", "DataTranspose", "DescriptiveMetrics", "PatternDistribution", "RateSampler",
            "SampleDatasetExt", "UniqueIdentifier", "ScalerInPlace", "NormalizeInPlace", "Discretizer",
-           "StringIndex", "ConfusionMatrix", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace"]
+           "StringIndex", "ConfusionMatrix", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace",
+           "FeatureExtractInPlace"]
 
 
 def test_show_et_lists_every_et_and_its_params(session):

@@ -51,6 +51,22 @@ def test_normalize_in_place_as_the_doc_shows(session, tmp_path):
     assert session.table("normalized").column("b").to_pylist() == [0.0] * 5
 
 
+def test_a_function_registered_as_convert_is_called_as_any_other(session):
+    """ml/feature/normalize.md registers its model ``as convert``: Spark has no convert/try_convert
+    function of its own, so ``convert(x)`` is the registered one, in any case and in a where clause."""
+    session.execute(DOC_DATA + """
+        train data as ScalerInPlace.`db.s` where inputCols="a,b" and scaleMethod="min-max";
+        register ScalerInPlace.`db.s` as convert;
+        register ScalerInPlace.`db.s` as try_convert;
+        select Convert(array(cast(a as double), cast(b as double))) as features,
+               try_convert(array(cast(a as double), 100.0))[0] as again
+        from data where convert(array(cast(a as double), 1.0))[0] > 0.005 as output;""")
+    assert session.table("output").to_pylist() == [
+        {"features": [0.0990990990990991, 0.5], "again": 0.0990990990990991},
+        {"features": [1.0, 0.5], "again": 1.0},
+        {"features": [0.009009009009009009, 0.5], "again": 0.009009009009009009}]
+
+
 def test_a_list_column_is_scaled_per_position_and_the_function_agrees(session):
     session.execute("""
         select vec_dense(array(id * 3, 10 - id, id % 4)) as features from range(12) as pts;
@@ -418,3 +434,27 @@ def test_a_dictionary_for_a_segmenter_we_lack_is_ignored_with_a_warning(session)
                                             'and dicPaths="/tmp/dic.txt" and ignoreNature="true";')
     assert trained.warnings == ["TfIdfInPlace ignores the option dicPaths (it knows: inputCol, split, stopWordPath, "
                                 "ignoreNature, nGrams, nGram, priorityDicPath, priority)"]
+
+
+def test_feature_extract_in_place_registers_a_function_per_feature(session, tmp_path):
+    """ml/feature/extract_example.md: train appends the features, register gives f (phone) and f_SUFFIX
+    for each feature; HTML, e-mails and image links leave cleanedDoc, entities are decoded."""
+    session.execute(f"""
+        select '<b>Call</b> 电话: 400-123-4567 &amp; see http://a.io/x, img.dxycdn.com' as doc
+        union all select cast(null as string) as doc as texts;
+        train texts as FeatureExtractInPlace.`{tmp_path}/fe`;
+        register FeatureExtractInPlace.`{tmp_path}/fe` as fe;
+        select fe(doc) as phone, fe_url(doc) as url, fe_pic(doc) as pic, fe_cleanHtml(fe_cleanEmotionAndSpec(doc)) as clean,
+               fe_length(fe_cleanHtml(doc)) as n, fe_english('ab1 ') as english, fe_number('ab1 ') as number,
+               fe_blank('ab1 ') as blank, fe_punctuation('a,.') as punctuation, fe_mostchar('abca') as mostchar,
+               fe_email('x@y.cn') as email, fe_qqwechat('微信 abcde1') as wechat
+        from texts as applied;""")
+    [features, empty] = session.table("applied").to_pylist()
+    assert features == {"phone": True, "url": 1, "pic": 1, "clean": "Call 电话: 400-123-4567 & see , ", "n": 34,
+                        "english": 50, "number": 25, "blank": 25, "punctuation": 66, "mostchar": 2, "email": True,
+                        "wechat": True}
+    assert [empty[k] for k in ("phone", "url", "pic", "clean", "n")] == [None] * 5
+    session.execute(f"load FeatureExtractInPlace.`{tmp_path}/fe/data` as extracted;")
+    assert session.table("extracted").column("phone").to_pylist() == [True, None]
+    with pytest.raises(MLSQLError, match="must be text"):
+        session.execute(f"select 1 as doc as numbers; train numbers as FeatureExtractInPlace.`{tmp_path}/fe2`;")

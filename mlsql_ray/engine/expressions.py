@@ -17,11 +17,11 @@ import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import MLSQLError
+from ..lang import spark_functions
 from ..lang.ast import substitute
 from ..lang.sql import parse_error_description
 
@@ -38,7 +38,7 @@ class Condition:
 def parse(text: str) -> Condition:
     """Parse a condition; a malformed one is the user's mistake (MLSQLError)."""
     try:
-        trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
+        trees = [t for t in spark_functions.parse(text) if t is not None]
     except ParseError as exc:
         reason = parse_error_description(exc.errors[0] if exc.errors else {}, exc)
         raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {reason}") from exc

@@ -324,16 +324,19 @@ class Session:
         if handler is not None:
             return handler(self, s)
         if learning.is_algorithm(s.format):
-            function = learning.model_function(self, s)
+            functions = [learning.model_function(self, s)]
         elif s.format.lower() in ets.ETS:
-            function = ets.fitted_function(self, s)
+            functions = ets.fitted_functions(self, s)
         else:
-            function = self._model_function(s.function, s.format, s.path, dict(s.options))
+            functions = [self._model_function(s.function, s.format, s.path, dict(s.options))]
         if self._functions is None:
             self._functions = FunctionRegistry(self.con)
-        self._functions.add(function)
+        for function in functions:
+            self._functions.add(function)
+        function, *companions = functions
+        also = f"; also {', '.join(c.name for c in companions)}" if companions else ""
         return Result(s, f"registered {s.function} from {s.path} version {function.version} "
-                         f"({len(function.actors)} workers, output {function.output})", name=s.function)
+                         f"({len(function.actors)} workers, output {function.output}{also})", name=s.function)
 
     def _unregister(self, s: ast.Unregister) -> Result:
         removed = []

@@ -40,9 +40,9 @@ def statement_keywords() -> list[str]:
 
 
 def formats() -> list[str]:
-    from ..engine.datasources import SOURCES
+    from ..engine.datasources import sources
 
-    return [source.name for source in SOURCES.values()]
+    return [source.name for source in sources().values()]
 
 
 def include_formats() -> list[str]:

@@ -7,14 +7,44 @@ engine installs on every connection (``engine.spark_functions.MACROS``: ``spark_
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
 """Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
+
+
+NOT_SPARK_FUNCTIONS = ("CONVERT", "TRY_CONVERT")
+"""Names sqlglot parses as T-SQL's casts although Spark has no such function: in Spark SQL they can only
+be functions the script registered, e.g. a feature ET's model as ``convert`` (ml/feature/normalize.md)."""
+
+_PLACEHOLDER = "__mlsql_call_"
+
+
+def parse(spark_sql: str) -> list[exp.Expression | None]:
+    """``sqlglot.parse(spark_sql, read="spark")``, except that ``convert(...)``/``try_convert(...)`` are
+    ordinary calls. sqlglot bug: ``sqlglot.parse_one("select convert(x)", read="spark")`` fails with
+    "Required keyword: 'to' missing for TryCast". sqlglot's compiled parser cannot be subclassed, so the
+    call's name token is renamed before parsing and the call gets its name back after."""
+    spark = Dialect.get_or_raise("spark")
+    tokens = spark.tokenize(spark_sql)
+    written: dict[str, str] = {}  # placeholder → the name as the SQL writes it
+    for token, following in itertools.pairwise(tokens):
+        if token.text.upper() in NOT_SPARK_FUNCTIONS and following.token_type == TokenType.L_PAREN:
+            placeholder = f"{_PLACEHOLDER}{len(written)}"
+            written[placeholder], token.text = token.text, placeholder
+    trees = spark.parser().parse(tokens, spark_sql)
+    for tree in (t for t in trees if t is not None and written):
+        for call in tree.find_all(exp.Anonymous):
+            if call.name in written:
+                call.set("this", written[call.name])
+    return trees
 
 
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
@@ -47,7 +46,7 @@ def _translate(spark_sql: str) -> Translation:
     if templates.has_template(spark_sql):
         spark_sql = templates.render(spark_sql)
     try:
-        trees = sqlglot.parse(spark_sql, read="spark")
+        trees = spark_functions.parse(spark_sql)
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         raise MLSQLError(f"SQL syntax error{_near(first)}: {parse_error_description(first, exc)}",

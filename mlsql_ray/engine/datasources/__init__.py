@@ -9,27 +9,32 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from . import delta_lake, excel, file_formats, image, jdbc, model_sources, strings
+from . import delta_lake, excel, feature_data, file_formats, image, jdbc, model_sources, strings
 from .base import DataSource, Param, params_table
 
-SOURCES: dict[str, DataSource] = {
+_FORMATS: dict[str, DataSource] = {
     source.name.lower(): source
     for source in (*file_formats.SOURCES, delta_lake.SOURCE, *strings.SOURCES, excel.SOURCE, image.SOURCE, jdbc.SOURCE,
                    *model_sources.SOURCES)
 }
 
 
+def sources() -> dict[str, DataSource]:
+    """Every source by its name in lower case: the formats, then one per feature ET (``feature_data``)."""
+    return {**_FORMATS, **{source.name.lower(): source for source in feature_data.sources()}}
+
+
 def find(name: str) -> DataSource:
-    source = SOURCES.get(name.lower())
+    source = sources().get(name.lower())
     if source is None:
-        raise MLSQLError(f"unknown format {name!r}: expected one of {', '.join(s.name for s in SOURCES.values())}")
+        raise MLSQLError(f"unknown format {name!r}: expected one of {', '.join(s.name for s in sources().values())}")
     return source
 
 
 def listing() -> pa.Table:
     """``!show datasources``: Byzer's one column ``name``, and what each is."""
-    return pa.table({"name": [s.name for s in SOURCES.values()],
-                     "description": [s.description for s in SOURCES.values()]})
+    return pa.table({"name": [s.name for s in sources().values()],
+                     "description": [s.description for s in sources().values()]})
 
 
 def params(name: str) -> pa.Table:
@@ -37,4 +42,4 @@ def params(name: str) -> pa.Table:
     return params_table(find(name).params)
 
 
-__all__ = ["DataSource", "Param", "SOURCES", "find", "listing", "params"]
+__all__ = ["DataSource", "Param", "find", "listing", "params", "sources"]

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from ..files import located, read_csv, read_json, read_parquet, read_text, write
 from ..result import Result
 from .base import DataSource, Param
 
+_READERS: dict[str, Callable] = {"parquet": read_parquet, "csv": read_csv, "json": read_json, "text": read_text}
 
-def _loader(fmt: str, read: Callable) -> Callable:
+
+def add_files(session, table: str, fmt: str, path: Path, options: dict, origin: str) -> None:
+    """Name ``table`` in the session's catalog: the ``fmt`` files at ``path`` (a file or a folder)."""
+    files, hive = located(path, fmt)
+    read = _READERS[fmt]
+    session.catalog.add_relation(table, read(session.con, files, options, hive), origin,
+                                 parquet_files=tuple(files) if fmt == "parquet" else (), hive=hive)
+
+
+def _loader(fmt: str) -> Callable:
     def load(session, s) -> None:
-        files, hive = located(session._path(s.path), fmt)
-        session.catalog.add_relation(s.table, read(session.con, files, s.options, hive), f"{fmt}.`{s.path}`",
-                                     parquet_files=tuple(files) if fmt == "parquet" else (), hive=hive)
+        add_files(session, s.table, fmt, session._path(s.path), s.options, f"{fmt}.`{s.path}`")
 
     return load
 
@@ -37,10 +46,10 @@ CSV_PARAMS = (
 )
 
 SOURCES = (
-    DataSource("parquet", "Parquet files: a file or a folder of part files", _loader("parquet", read_parquet),
+    DataSource("parquet", "Parquet files: a file or a folder of part files", _loader("parquet"),
                _saver("parquet")),
-    DataSource("csv", "CSV files: a file or a folder of part files", _loader("csv", read_csv), _saver("csv"), CSV_PARAMS),
-    DataSource("json", "JSON lines files: one object per line", _loader("json", read_json), _saver("json")),
+    DataSource("csv", "CSV files: a file or a folder of part files", _loader("csv"), _saver("csv"), CSV_PARAMS),
+    DataSource("json", "JSON lines files: one object per line", _loader("json"), _saver("json")),
     DataSource("text", "text files as rows (file, value), one row per line; load only (save as csv, json or parquet)",
-               _loader("text", read_text)),
+               _loader("text")),
 )

@@ -20,6 +20,7 @@ from . import (
     discretizer,
     indexing,
     distributions,
+    feature_extract,
     json_expand,
     sampling,
     scaling,
@@ -35,7 +36,7 @@ from . import fitted
 from .base import ET, Call, Partitioned
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing, confusion, vecmap, tfidf, word2vec)
+            discretizer, indexing, confusion, vecmap, tfidf, word2vec, feature_extract)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 
@@ -71,11 +72,13 @@ def _learner(name: str, verb: str):
     return et.learner
 
 
-def fitted_function(session, s: ast.Register):
-    """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as a function."""
+def fitted_functions(session, s: ast.Register) -> list[fitted.FittedFunction]:
+    """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as the function f
+    (and f's companions, f_SUFFIX, for an ET that has them)."""
     learner = _learner(s.format, "register")
     version, state = fitted.load(session, s.path, learner.name)
-    return fitted.FittedFunction(s.function, s.path, version, learner.applier, state)
+    return [fitted.FittedFunction(s.function + suffix, s.path, version, applier, state)
+            for suffix, applier in {"": learner.applier, **learner.companions}.items()]
 
 
 def predict(session, s: ast.Train) -> Result:

@@ -86,6 +86,8 @@ class Learner:
     fit: Callable[[pa.Table, Call], dict]
     transform: Callable[[dict, pa.Table, str], pa.Table]  # (state, table, the table's name)
     applier: Applier
+    #: more functions ``register ... as f`` gives, by the suffix of their names (FeatureExtractInPlace's ``f_email``...)
+    companions: dict[str, Applier] = field(default_factory=dict)
 
     def train(self, session, call: Call) -> pa.Table:
         table = input_table(session, call)
