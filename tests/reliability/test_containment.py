@@ -227,7 +227,7 @@ def scripts(tmp_path: Path) -> Path:
     project = tmp_path / "project"
     (project / "lib").mkdir(parents=True)
     (project / "lib" / "inside.mlsql").write_text('set inside = "ran";\n')
-    (tmp_path / "outside.mlsql").write_text('set leaked = "ran";\n')
+    (tmp_path / "outside.mlsql").write_text('set leaked = "ran" where scope="session";\n')
     (project / "lib" / "sneaky.mlsql").symlink_to(tmp_path / "outside.mlsql")
     return project
 
