@@ -114,6 +114,31 @@ def test_a_computed_input_is_in_the_object_store_once(mnist: Session, source):
     assert 0.9 * source.nbytes < row["bytes"] < 1.3 * source.nbytes, (row, source.nbytes)  # not 4 x the table
 
 
+def test_a_parquet_loaded_by_a_relative_path_is_read_by_workers_in_other_folders(ray_session: Session, source,
+                                                                                 tmp_path, monkeypatch):
+    """The driver's working folder is not a Ray worker's: a relative load path reaches the
+    workers resolved (the MNIST notebook loads ../sample_data/mnist)."""
+    (tmp_path / "data").mkdir()
+    pq.write_table(source, tmp_path / "data" / "digits.parquet")
+    monkeypatch.chdir(tmp_path)
+    ray_session.execute("load parquet.`data/digits.parquet` as rel;")
+    run_cell(ray_session, """
+        import os
+        import ray
+        from pyjava.api.mlsql import RayContext
+        rc = RayContext.connect(globals(), None)
+
+        @ray.remote
+        def rows(server):
+            return {"cwd": os.getcwd(), "rows": server.read().num_rows}
+
+        rc.build_result(ray.get([rows.remote(s) for s in rc.data_servers()]))
+    """, input="rel", output="read", num_partitions="2")
+    seen = ray_session.table("read").to_pylist()
+    assert all(r["cwd"] != str(tmp_path) for r in seen)  # the workers really are elsewhere
+    assert sum(r["rows"] for r in seen) == source.num_rows
+
+
 def test_an_actor_reads_its_partition_itself_twice(mnist: Session, source):
     """Each actor gets only the small handle and reads the partition from the object store."""
     run_cell(mnist, """

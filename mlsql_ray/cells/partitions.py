@@ -319,7 +319,8 @@ def _parquet_sources(session, entry) -> list[tuple[Any, int]] | None:
         keys = {part.split("=", 1)[0] for f in entry.parquet_files for part in Path(f).parts[:-1] if "=" in part}
         types = dict(zip(relation.columns, (str(t) for t in relation.types)))
         hive_types = tuple(sorted((k, types[k]) for k in keys if k in types))
-    return [(ParquetRows((f,), (_stamp(f),), hive_types), pq.read_metadata(f).num_rows) for f in entry.parquet_files]
+    files = [os.path.abspath(f) for f in entry.parquet_files]  # workers run in other folders than the driver
+    return [(ParquetRows((f,), (_stamp(f),), hive_types), pq.read_metadata(f).num_rows) for f in files]
 
 
 def _stamp(path: str) -> tuple[int, int]:
