@@ -361,7 +361,9 @@ NOT_YET: dict[str, str] = {
     # mlsql-ray has no collaborative filtering: train knows no ALSInPlace
     "ml/algs/als.md#1": "ALS (ml/algs/als.md)",
     "ml/algs/als.md#2": "ALS (ml/algs/als.md): its userRec table",
-    "ml/algs/lda.md#3": "the lda_doc and lda_topic functions register LDA makes beside lda (ml/algs/lda.md)",
+    # register LDA makes lda(features) → prediction here; Byzer's lda(n) is the topics matrix
+    "ml/algs/lda.md#3": "Byzer's LDA functions lda(n) (topics matrix), lda_doc(features) and lda_topic(topic, n) "
+                        "(ml/algs/lda.md)",
 }
 
 
