@@ -270,7 +270,9 @@ def _same_cluster_for_same_features(rows: list[dict]) -> bool:
 CHECK_ROWS = {
     "ml/algs/kmeans.md#2": _same_cluster_for_same_features,
     "ml/algs/auto_ml.md#1": lambda rows: len(rows) == 10 and all(row["prediction"] in (0.0, 1.0) for row in rows),
-    "ml/algs/lda.md#2": lambda rows: len(rows) == 10,
+    # k="3": each row's distribution over the three topics
+    "ml/algs/lda.md#2": lambda rows: len(rows) == 10 and all(
+        len(row["topicDistribution"]) == 3 and abs(sum(row["topicDistribution"]) - 1) < 1e-9 for row in rows),
 }
 
 # blocks with Python cells: they share the test run's one local Ray
