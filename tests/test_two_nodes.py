@@ -150,9 +150,11 @@ def test_workers_on_two_nodes_read_their_partitions_themselves(tmp_path: Path):
     # what it holds is the run's weights
     assert {s["plan"] for s in servers} == {"FileRows"}
     assert servers[0]["store_bytes"] < source.nbytes / 4, servers
-    # the registered function's actors are spread over both nodes and score every row
+    # the registered function's two actors score every row
+    # (each is asked for a different node, softly: Ray moves a zero-CPU actor off a node whose CPUs
+    # are all held, which training workers still winding down can be, so where they land is not asserted)
     predictors = [a["node"] for a in report["actors"] if a["class"] == "Predictor"]
-    assert sorted(predictors) == sorted(report["nodes"]), report["actors"]
+    assert len(predictors) == 2 and set(predictors) <= set(report["nodes"]), report["actors"]
     assert [r["label"] for r in report["scored"]] == source.column("label").to_pylist()
     accuracy = sum(r["p"] == r["label"] for r in report["scored"]) / len(report["scored"])
     assert accuracy > 0.5  # one epoch of a linear model on 2 000 images: far above chance (0.1)
