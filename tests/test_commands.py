@@ -202,23 +202,32 @@ def test_show_jobs_lists_recent_statements_without_secrets(session: Session):
     assert "hunter2" not in str(jobs.table.to_pylist())
 
 
-def test_kill_stops_a_query_another_thread_runs_and_the_session_goes_on(session: Session):
-    """The job's DuckDB query is interrupted; the statement fails as killed, at its position; the
-    tables are as they were; a job id that is unknown, finished or the script itself is a clear error."""
+def execute_in_a_thread(session: Session, script: str):
+    """Start ``session.execute(script)`` in another thread; the thread, and a dict that gets the
+    MLSQLError it ends with under "error"."""
     import threading
-    import time
 
-    session.execute("select 1 as a as kept;")
     outcome = {}
 
-    def long_script():
+    def run():
         try:
-            session.execute("select 2 as b as t2;\nselect count(*) as n from range(100000000000) as r(x) as kept;")
+            session.execute(script)
         except MLSQLError as exc:
             outcome["error"] = exc
 
-    worker = threading.Thread(target=long_script)
+    worker = threading.Thread(target=run)
     worker.start()
+    return worker, outcome
+
+
+def test_kill_stops_a_query_another_thread_runs_and_the_session_goes_on(session: Session):
+    """The job's DuckDB query is interrupted; the statement fails as killed, at its position; the
+    tables are as they were; a job id that is unknown, finished or the script itself is a clear error."""
+    import time
+
+    session.execute("select 1 as a as kept;")
+    worker, outcome = execute_in_a_thread(
+        session, "select 2 as b as t2;\nselect count(*) as n from range(100000000000) as r(x) as kept;")
     while not any("range(" in job.text for job in session.jobs.running()):
         assert worker.is_alive(), outcome
         time.sleep(0.02)
@@ -246,19 +255,9 @@ def test_kill_stops_a_query_another_thread_runs_and_the_session_goes_on(session:
 
 def test_kill_stops_a_python_cell_on_the_driver(session: Session):
     """Python code stops at once (as with Ctrl-C); this cell uses no Ray, so none starts."""
-    import threading
     import time
 
-    outcome = {}
-
-    def cell():
-        try:
-            session.execute("--%python\nimport time\nwhile True:\n    time.sleep(0.02)\n")
-        except MLSQLError as exc:
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=cell)
-    worker.start()
+    worker, outcome = execute_in_a_thread(session, "--%python\nimport time\nwhile True:\n    time.sleep(0.02)\n")
     while not session.jobs.running():
         time.sleep(0.02)
     job = session.jobs.running()[0]
