@@ -432,3 +432,27 @@ def test_als_model_with_pickled_arrays_is_refused(session, tmp_path):
     with pytest.raises(MLSQLError, match="does not hold ALS factors as .npz.*allow_pickle=False"):
         session.execute('load modelExplain.`db.evil` where alg="ALSInPlace" as explained;')
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_als_half_step_is_sparks_least_squares(implicit):
+    """After a fit the user factors solve, one user at a time, Spark's problem for the final item
+    factors Y: explicit (YᵤᵀYᵤ + λ·nᵤ·I)x = Yᵤᵀr; implicit (YᵀY + Yᵤᵀ(α|r|)Yᵤ + λ·n⁺ᵤ·I)x = Yᵤᵀ(1 + α|r|)[r > 0],
+    nᵤ counting the user's ratings (a repeated rating twice), n⁺ᵤ its positive ones."""
+    from mlsql_ray.ml.algs.als import SparkALS
+
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.integers(0, 12, 150), rng.integers(0, 9, 150)]).astype(float)
+    y = rng.integers(-1, 6, 150).astype(float)
+    model = SparkALS(rank=3, max_iter=2, reg_param=0.3, implicit_prefs=implicit, alpha=0.7, random_state=5).fit(x, y)
+    items = model.item_factors[np.searchsorted(model.item_ids, x[:, 1])]
+    for u, user in enumerate(model.user_ids):
+        rows = x[:, 0] == user
+        f, r = items[rows], y[rows]
+        if implicit:
+            c = 0.7 * np.abs(r)
+            a = model.item_factors.T @ model.item_factors + f.T @ (f * c[:, None]) + 0.3 * np.sum(r > 0) * np.eye(3)
+            b = f.T @ np.where(r > 0, 1 + c, 0)
+        else:
+            a, b = f.T @ f + 0.3 * rows.sum() * np.eye(3), f.T @ r
+        assert np.allclose(model.user_factors[u], np.linalg.solve(a, b))

@@ -84,11 +84,12 @@ class SparkALS:
             gram += sources.T @ sources
         else:
             weights, targets, counted = np.ones_like(ratings), ratings, np.ones(len(ratings), bool)
-        for start in range(0, len(owners), _CHUNK_ROWS):
+        for start in range(0, len(owners), _CHUNK_ROWS):  # rows sorted by owner: sums over runs
             part = slice(start, start + _CHUNK_ROWS)
             f = sources[source_index[part]]
-            np.add.at(gram, owners[part], f[:, :, None] * f[:, None, :] * weights[part, None, None])
-            np.add.at(rhs, owners[part], f * targets[part, None])
+            present, runs = np.unique(owners[part], return_index=True)
+            gram[present] += np.add.reduceat(f[:, :, None] * f[:, None, :] * weights[part, None, None], runs)
+            rhs[present] += np.add.reduceat(f * targets[part, None], runs)
         regularised = gram + (self.reg_param * np.bincount(owners[counted], minlength=n_owners))[:, None, None] * np.eye(k)
         if self.nonnegative:
             return np.stack([_nnls(a, b) for a, b in zip(regularised, rhs)])
