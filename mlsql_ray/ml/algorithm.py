@@ -85,8 +85,8 @@ class Algorithm:
         parameters) and, for a supervised kind, the label's option."""
         read = {p: self.value(given, p) for p in self.id_params} or {"featuresCol": given.get("featuresCol", features)}
         if self.kind in SUPERVISED:
-            read[self.label_param] = given.get("labelCol", label) if self.label_param == "labelCol" \
-                else self.value(given, self.label_param)
+            own = self.label_param != "labelCol"  # a parameter of the algorithm, not train's labelCol
+            read[self.label_param] = self.value(given, self.label_param) if own else given.get("labelCol", label)
         return read
 
     def statement_kwargs(self, options: dict[str, str]) -> dict:

@@ -152,7 +152,7 @@ def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Datase
 
 
 def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Table | None,
-             evaluate_name: str | None) -> dict[tuple[str, str], tuple[Dataset, Dataset | None]]:
+             evaluate_name: str | None) -> dict[tuple, tuple[Dataset, Dataset | None]]:
     """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked."""
     out = {}
     for p in plans:
