@@ -237,6 +237,7 @@ TRAINED: dict[str, tuple[str, int, set[str] | None]] = {  # alg's prefix, groups
     "ml/algs/auto_ml.md#0": ("sklearn.", 2, CLASSIFIER_METRICS),  # algos="LogisticRegression,NaiveBayes"
     "ml/algs/kmeans.md#1": ("sklearn.cluster.KMeans", 1, None),
     "ml/algs/lda.md#1": ("sklearn.decomposition.", 1, None),
+    "ml/algs/als.md#1": ("mlsql_ray.ml.algs.als.SparkALS", 2, {"rmse"}),
 }
 
 
@@ -266,9 +267,21 @@ def _same_cluster_for_same_features(rows: list[dict]) -> bool:
     return len(same) == 1 and len({row["catagory"] for row in rows}) == 2
 
 
+def _every_item_for_each_user(rows: list[dict]) -> bool:
+    """als.md: users 1 and 2 rated items 2, 3, 6 and 7 (all 1): userRec="10" gives each user all four
+    items, best first, and the best group (rmse near 0) predicts the items each rated near 1."""
+    rated = {1: {2, 3, 6}, 2: {2, 7}}
+    return sorted(row["a"] for row in rows) == [1, 2] and all(
+        sorted(r["i"] for r in row["recommendations"]) == [2, 3, 6, 7]
+        and [r["rating"] for r in row["recommendations"]] == sorted((r["rating"] for r in row["recommendations"]), reverse=True)
+        and all(abs(r["rating"] - 1) < 0.05 for r in row["recommendations"] if r["i"] in rated[row["a"]])
+        for row in rows)
+
+
 # checks of the block's last result where the doc shows no table to compare with
 CHECK_ROWS = {
     "ml/algs/kmeans.md#2": _same_cluster_for_same_features,
+    "ml/algs/als.md#2": _every_item_for_each_user,
     "ml/algs/auto_ml.md#1": lambda rows: len(rows) == 10 and all(row["prediction"] in (0.0, 1.0) for row in rows),
     # k="3": each row's distribution over the three topics
     "ml/algs/lda.md#2": lambda rows: len(rows) == 10 and all(
@@ -360,9 +373,6 @@ SKIP: dict[str, str] = {
 }
 
 NOT_YET: dict[str, str] = {
-    # mlsql-ray has no collaborative filtering: train knows no ALSInPlace
-    "ml/algs/als.md#1": "ALS (ml/algs/als.md)",
-    "ml/algs/als.md#2": "ALS (ml/algs/als.md): its userRec table",
     # register LDA makes lda(features) → prediction here; Byzer's lda(n) is the topics matrix
     "ml/algs/lda.md#3": "Byzer's LDA functions lda(n) (topics matrix), lda_doc(features) and lda_topic(topic, n) "
                         "(ml/algs/lda.md)",

@@ -330,3 +330,129 @@ def test_keras_classifier_trains_on_ray_actors(ray_session):
     truth, predicted = columns(s, "scored", "label", "prediction")
     assert_close(parse_metrics(block["metrics"]), classification_metrics(truth, predicted))
     assert parse_metrics(block["metrics"])["accuracy"] > 0.3  # chance is 0.1; 300 digits, 3 epochs
+
+
+# a rank-2 rating matrix, (1 + u%3)(1 + i%4) + (u%5)(i%2), for 30 users and 20 items, 4 in 5 of it rated
+RATINGS = """
+select u, i, cast((1 + u % 3) * (1 + i % 4) + (u % 5) * (i % 2) as double) as rating
+from (select id as u from range(30)) as us cross join (select id as i from range(20)) as its
+where (u * 7 + i * 3) % 5 != 0 as ratings;
+"""
+ALS = ('train ratings as ALSInPlace.`{target}` where userCol="u" and itemCol="i" and rank="4" and regParam="0.001" '
+       'and evaluateTable="ratings" and seed="7" {extra}')
+
+
+def test_als_fits_a_low_rank_matrix_and_writes_top_n(ray_session, tmp_path):
+    """More iterations, lower rmse, near 0 in the end; userRec/itemRec hold the top N by predicted
+    rating, best first; the same seed gives the same model."""
+    s = ray_session
+    iterations = ["1", "2", "5", "20"]
+    groups_ = " ".join(f'and `fitParam.{n}.maxIter`="{m}"' for n, m in enumerate(iterations))
+    target = tmp_path / "als"
+    s.execute(RATINGS + ALS.format(target=target, extra=groups_ + ' and userRec="5" and itemRec="3" as res;'))
+    blocks = groups(s.table("res"))
+    assert [b["status"] for b in blocks] == ["success"] * 4, [b["message"] for b in blocks]
+    rmse = [parse_metrics(b["metrics"])["rmse"] for b in blocks]
+    assert rmse == sorted(rmse, reverse=True) and len(set(rmse)) == 4 and rmse[-1] < 0.05, rmse
+    s.execute(f"load parquet.`{target}/data/userRec` as user_rec; load parquet.`{target}/data/itemRec` as item_rec;")
+    users = s.table("user_rec").to_pylist()
+    assert sorted(row["u"] for row in users) == list(range(30))
+    for row in users:
+        ratings = [r["rating"] for r in row["recommendations"]]
+        assert len(ratings) == 5 and ratings == sorted(ratings, reverse=True)
+        assert len({r["i"] for r in row["recommendations"]}) == 5
+    # the best group fits the matrix: user 2's top item is one of the largest of its row, (3)(4) + 2 = 14
+    [user2] = [row for row in users if row["u"] == 2]
+    assert user2["recommendations"][0]["i"] in (3, 7, 11, 15, 19) and abs(user2["recommendations"][0]["rating"] - 14) < 0.5
+    items = s.table("item_rec").to_pylist()
+    assert sorted(row["i"] for row in items) == list(range(20)) and all(len(row["recommendations"]) == 3 for row in items)
+    s.execute(RATINGS + ALS.format(target=tmp_path / "again", extra=groups_ + " as res2;"))
+    assert [b["metrics"] for b in groups(s.table("res2"))] == [b["metrics"] for b in blocks]
+    assert not (tmp_path / "again" / "data").exists()  # no userRec/itemRec asked, none written
+
+
+def test_als_cold_start_strategy(session, tmp_path):
+    """A user the model never saw: its rows make rmse NaN (Spark's default "nan") or are left out ("drop")."""
+    session.execute(RATINGS + "select * from ratings union all select 99 as u, 1 as i, 3.0 as rating as with_new;")
+    rmse = {}
+    for strategy in ("nan", "drop"):
+        session.execute(ALS.format(target=tmp_path / strategy, extra=f'and coldStartStrategy="{strategy}" as r_{strategy};')
+                        .replace('evaluateTable="ratings"', 'evaluateTable="with_new"'))
+        [block] = groups(session.table(f"r_{strategy}"))
+        rmse[strategy] = parse_metrics(block["metrics"])["rmse"]
+    assert math.isnan(rmse["nan"]) and rmse["drop"] < 0.05, rmse
+
+
+BAD_ALS = [
+    (ALS.format(target="db.bad", extra='and `fitParam.0.userCol`="user_id";'),
+     "ratings has no id column 'user_id' (userCol; columns: u, i, rating)"),
+    (ALS.format(target="db.bad", extra='and ratingCol="stars";'), "ratings has no label column 'stars' (ratingCol;"),
+    ('select u, i + 0.5 as i, rating from ratings as halves;\n' + ALS.format(target="db.bad", extra=";")
+     .replace("train ratings", "train halves"), "id column 'i' (itemCol) of halves must hold whole numbers"),
+    (ALS.format(target="db.bad", extra='and userRec="many";'), "ALSInPlace option userRec='many'"),
+    ('predict ratings as ALSInPlace.`db.good`;', "ALSInPlace does not support batch predict or API predict (register)"),
+    ('register ALSInPlace.`db.good` as recommend;', "ALSInPlace does not support batch predict or API predict (register)"),
+]
+
+
+@pytest.mark.parametrize("statement, message", BAD_ALS)
+def test_als_bad_input_and_inference_are_errors_at_the_statement(session, statement, message):
+    from mlsql_ray.storage import delta
+
+    session.execute(RATINGS + ALS.format(target="db.good", extra='and maxIter="2";'))
+    path = delta.table_path(session.warehouse, "db.good", {})
+    with pytest.raises(MLSQLError) as caught:
+        session.execute("\n\n" + statement)
+    assert message in caught.value.message
+    assert caught.value.line == 2 + statement.count("\n") + 1
+    assert delta.open_table(path, "db.good").version() == 0
+    assert not delta.table_path(session.warehouse, "db.bad", {}).exists()
+
+
+def test_als_model_with_pickled_arrays_is_refused(session, tmp_path):
+    """ALS factors are read with numpy's allow_pickle=False: an .npz whose array is a pickled object
+    (one that would create a marker file when unpickled) is refused and nothing in it runs."""
+    import io
+
+    from mlsql_ray.ml import store
+    from mlsql_ray.storage import delta
+
+    marker = tmp_path / "unpickled"
+
+    class Opens:
+        def __reduce__(self):
+            return open, (str(marker), "w")
+
+    data = io.BytesIO()
+    np.savez(data, user_ids=np.array([Opens()], dtype=object), item_ids=np.arange(2), user_factors=np.ones((1, 2)),
+             item_factors=np.ones((2, 2)), params=np.frombuffer(b"{}", np.uint8))
+    evil = store.StoredGroup(0, "ALSInPlace", "success", {"kind": "recommender"}, data.getvalue())
+    delta.write(delta.table_path(session.warehouse, "db.evil", {}), "db.evil", store.to_table([evil]).to_reader(),
+                "overwrite", (), {})
+    with pytest.raises(MLSQLError, match="does not hold ALS factors as .npz.*allow_pickle=False"):
+        session.execute('load modelExplain.`db.evil` where alg="ALSInPlace" as explained;')
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("implicit", [False, True])
+def test_als_half_step_is_sparks_least_squares(implicit):
+    """After a fit the user factors solve, one user at a time, Spark's problem for the final item
+    factors Y: explicit (YᵤᵀYᵤ + λ·nᵤ·I)x = Yᵤᵀr; implicit (YᵀY + Yᵤᵀ(α|r|)Yᵤ + λ·n⁺ᵤ·I)x = Yᵤᵀ(1 + α|r|)[r > 0],
+    nᵤ counting the user's ratings (a repeated rating twice), n⁺ᵤ its positive ones."""
+    from mlsql_ray.ml.algs.als import SparkALS
+
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.integers(0, 12, 150), rng.integers(0, 9, 150)]).astype(float)
+    y = rng.integers(-1, 6, 150).astype(float)
+    model = SparkALS(rank=3, max_iter=2, reg_param=0.3, implicit_prefs=implicit, alpha=0.7, random_state=5).fit(x, y)
+    items = model.item_factors[np.searchsorted(model.item_ids, x[:, 1])]
+    for u, user in enumerate(model.user_ids):
+        rows = x[:, 0] == user
+        f, r = items[rows], y[rows]
+        if implicit:
+            c = 0.7 * np.abs(r)
+            a = model.item_factors.T @ model.item_factors + f.T @ (f * c[:, None]) + 0.3 * np.sum(r > 0) * np.eye(3)
+            b = f.T @ np.where(r > 0, 1 + c, 0)
+        else:
+            a, b = f.T @ f + 0.3 * rows.sum() * np.eye(3), f.T @ r
+        assert np.allclose(model.user_factors[u], np.linalg.solve(a, b))

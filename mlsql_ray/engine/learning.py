@@ -3,14 +3,17 @@
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
 (predict.ModelFunction, as for Keras models); ``load modelList/modelParams/modelExplain``
-describe algorithms and models.
+describe algorithms and models. An algorithm may write tables next to its model
+(ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register`` (``Algorithm.no_inference``).
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from ..errors import MLSQLError
 from ..lang import ast
@@ -42,8 +45,11 @@ def train(session, s: ast.Train) -> Result:
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
+    extra = runner.extra_tables(s.format, options, groups, s.path)
     path = _target(session, s.path, options)
     version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
+    if extra is not None:
+        _write_data(path / "data", extra)
     result = runner.result_table(groups, s.path, version)
     output = s.output or "output"
     session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
@@ -53,7 +59,20 @@ def train(session, s: ast.Train) -> Result:
                   table=result, num_rows=result.num_rows, name=output, version=version)
 
 
+def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:
+    """Byzer's TARGET/data/NAME Parquet folders, replacing those of the previous train."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for name, table in tables.items():
+        (folder / name).mkdir(parents=True)
+        pq.write_table(table, folder / name / "part-0.parquet")
+
+
 def _chosen(session, fmt: str, target: str, options: dict):
+    if registry.is_known(fmt) and fmt.lower() != registry.AUTOML.lower():
+        alg = registry.get(fmt)
+        if alg.no_inference:
+            raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
+                             f"{alg.no_inference.replace('TARGET', target)}")
     version, groups = store.read(_target(session, target, options), target, options)
     return version, ml_predictor.select(groups, fmt, options, target)
 

@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 from ..errors import MLSQLError
 
-CLASSIFIER, REGRESSOR, CLUSTERER, TOPICS = "classifier", "regressor", "clusterer", "topics"
+CLASSIFIER, REGRESSOR, CLUSTERER, TOPICS, RECOMMENDER = "classifier", "regressor", "clusterer", "topics", "recommender"
+#: kinds fitted on a label column (a recommender's label is its rating)
+SUPERVISED = (CLASSIFIER, REGRESSOR, RECOMMENDER)
 #: options of ``train`` that are not estimator parameters
 COMMON_OPTIONS = ("featuresCol", "labelCol", "evaluateTable", "keepVersion", "mode")
 #: options a single parameter group may override
@@ -52,16 +54,51 @@ class Param:
 class Algorithm:
     name: str
     kind: str
-    library: str  # the serialiser's name: "skops", "xgboost" or "keras"
+    library: str  # the serialiser's name: "skops", "xgboost", "keras" or "npz"
     #: what ``load modelList`` shows; a trained group reports the class that ran (implementation_of)
     implementation: str
     params: tuple[Param, ...]
     build: Callable[[dict, int], Any]  # build(library_kwargs, n_rows) → an unfitted estimator
     threads_param: str | None = None  # the estimator keyword for its thread count
     in_process: bool = False  # fitted by the driver (it starts Ray actors itself), never in a Ray task
+    #: options of the whole statement, not of a group (ALS's userRec/itemRec), checked as parameters are
+    statement_params: tuple[Param, ...] = ()
+    #: parameters naming whole-number id columns read as the features instead of featuresCol (ALS's
+    #: userCol, itemCol), and the one naming the label column (ALS's ratingCol)
+    id_params: tuple[str, ...] = ()
+    label_param: str = "labelCol"
+    #: tables train also writes under TARGET/data/NAME as Parquet: (best group's model, statement
+    #: options by target) → {NAME: table}
+    tables: Callable[[Any, dict], dict] | None = None
+    #: why ``predict``/``register`` refuse its models (None: they serve them)
+    no_inference: str | None = None
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]
+
+    def value(self, spark_params: dict[str, str], name: str):
+        """A parameter as the group gives it (unconverted text), else its default."""
+        return spark_params.get(name, next(p.default for p in self.params if p.name == name))
+
+    def columns(self, given: dict[str, str], features: str, label: str) -> dict[str, str]:
+        """The columns a group reads, by the option naming each: featuresCol (or the id
+        parameters) and, for a supervised kind, the label's option."""
+        read = {p: self.value(given, p) for p in self.id_params} or {"featuresCol": given.get("featuresCol", features)}
+        if self.kind in SUPERVISED:
+            own = self.label_param != "labelCol"  # a parameter of the algorithm, not train's labelCol
+            read[self.label_param] = self.value(given, self.label_param) if own else given.get("labelCol", label)
+        return read
+
+    def statement_kwargs(self, options: dict[str, str]) -> dict:
+        """The statement options (``statement_params``) by target, None where not given."""
+        out = {}
+        for param in self.statement_params:
+            text = options.get(param.name)
+            try:
+                out[param.target] = None if text is None else param.convert(text)
+            except ValueError as exc:
+                raise MLSQLError(f"{self.name} option {param.name}={text!r}: {exc}") from None
+        return out
 
     def library_kwargs(self, spark_params: dict[str, str], threads: int) -> dict:
         """Spark-named string parameters → the estimator's keywords, Spark's defaults for the

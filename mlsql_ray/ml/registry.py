@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ..errors import MLSQLError
 from .algorithm import Algorithm
-from .algs import clustering, gbt, keras_classifier, linear, naive_bayes, random_forest
+from .algs import als, clustering, gbt, keras_classifier, linear, naive_bayes, random_forest
 
 ALGORITHMS: dict[str, Algorithm] = {
     alg.name.lower(): alg
-    for module in (random_forest, gbt, linear, naive_bayes, clustering, keras_classifier)
+    for module in (random_forest, gbt, linear, naive_bayes, clustering, keras_classifier, als)
     for alg in module.ALGORITHMS
 }
 AUTOML = "AutoML"

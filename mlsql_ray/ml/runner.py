@@ -23,12 +23,12 @@ from ..arrays import matrix
 from ..errors import MLSQLError
 from ..raycluster import local_cpus, remote_error_line
 from . import metrics as evaluation, registry, serialize
-from .algorithm import CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, REGRESSOR, TOPICS
+from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
+                        TOPICS, Algorithm)
 from .store import StoredGroup
 
 _FIT_PARAM = re.compile(r"fitParam\.(\d+)\.(\w+)")
 AUTOML_OPTIONS = ("algos", "sortedBy")
-SUPERVISED = (CLASSIFIER, REGRESSOR)
 
 
 @dataclass(frozen=True)
@@ -36,14 +36,18 @@ class GroupPlan:
     index: int
     alg: str  # Byzer's algorithm name
     params: dict  # the estimator's parameters, Spark-named strings
-    features_col: str
-    label_col: str
+    columns: dict  # the columns it reads, by option: featuresCol, labelCol (ALS: userCol, itemCol, ratingCol)
     given: dict = field(default_factory=dict)  # as the user wrote them (for trainParams)
+
+    @property
+    def inputs(self) -> tuple:
+        """What its data is read by: groups with the same inputs share one dataset."""
+        return tuple(self.columns.items())
 
 
 @dataclass
 class Dataset:
-    """Features (rows × numbers) and, for supervised algorithms, labels."""
+    """Features (rows × numbers; ALS: user and item ids) and, for supervised algorithms, labels."""
 
     x: np.ndarray
     y: np.ndarray | None
@@ -52,8 +56,10 @@ class Dataset:
 def plan(alg_name: str, options: dict) -> list[GroupPlan]:
     """The groups a train statement asks for, every parameter checked."""
     automl = alg_name.lower() == registry.AUTOML.lower()
+    alg = None if automl else registry.get(alg_name)
+    statement = AUTOML_OPTIONS if automl else [p.name for p in alg.statement_params]
     shared = {k: v for k, v in options.items() if not k.startswith("fitParam.") and k not in COMMON_OPTIONS
-              and not (automl and k in AUTOML_OPTIONS)}
+              and k not in statement}
     per_group: dict[int, dict] = {}
     for key, value in options.items():
         if key.startswith("fitParam."):
@@ -64,14 +70,13 @@ def plan(alg_name: str, options: dict) -> list[GroupPlan]:
     features, label = options.get("featuresCol", "features"), options.get("labelCol", "label")
     if automl:
         return _automl_plan(options, shared, features, label)
-    alg = registry.get(alg_name)
+    alg.statement_kwargs(options)  # raises on a bad value
     plans = []
     for index in sorted(per_group) or [0]:
         given = {**shared, **per_group.get(index, {})}
         params = {k: v for k, v in given.items() if k not in GROUP_OPTIONS}
         alg.library_kwargs(params, 1)  # raises on an unknown parameter or a bad value
-        plans.append(GroupPlan(index, alg.name, params, given.get("featuresCol", features),
-                               given.get("labelCol", label), per_group.get(index, {})))
+        plans.append(GroupPlan(index, alg.name, params, alg.columns(given, features, label), per_group.get(index, {})))
     return plans
 
 
@@ -85,7 +90,7 @@ def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list
     for index, alg in enumerate(algorithms):
         params = {k: v for k, v in shared.items() if k in alg.param_names()}
         alg.library_kwargs(params, 1)
-        plans.append(GroupPlan(index, alg.name, params, features, label, params))
+        plans.append(GroupPlan(index, alg.name, params, alg.columns({}, features, label), params))
     return plans
 
 
@@ -108,9 +113,9 @@ def _numeric(kind: pa.DataType) -> bool:
     return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
 
 
-def labels_of(table: pa.Table, column: str, what: str) -> np.ndarray:
+def labels_of(table: pa.Table, column: str, what: str, option: str = "labelCol") -> np.ndarray:
     if column not in table.column_names:
-        raise MLSQLError(f"{what} has no label column {column!r} (labelCol; columns: {', '.join(table.column_names)})")
+        raise MLSQLError(f"{what} has no label column {column!r} ({option}; columns: {', '.join(table.column_names)})")
     kind = table.schema.field(column).type
     if not _numeric(kind):
         raise MLSQLError(f"label column {column!r} of {what} must be numeric (as in Spark), not {kind}; "
@@ -120,31 +125,54 @@ def labels_of(table: pa.Table, column: str, what: str) -> np.ndarray:
     return table.column(column).cast(pa.float64()).to_numpy()
 
 
+def ids_of(table: pa.Table, column: str, what: str, option: str) -> np.ndarray:
+    """An id column (ALS's userCol, itemCol) as float64: whole numbers in Spark's Integer range."""
+    if column not in table.column_names:
+        raise MLSQLError(f"{what} has no id column {column!r} ({option}; columns: {', '.join(table.column_names)})")
+    kind = table.schema.field(column).type
+    if not _numeric(kind) or pa.types.is_boolean(kind):
+        raise MLSQLError(f"id column {column!r} ({option}) of {what} must hold whole numbers, not {kind}")
+    if table.column(column).null_count:
+        raise MLSQLError(f"id column {column!r} ({option}) of {what} has nulls; fill or filter them first")
+    values = table.column(column).cast(pa.float64()).to_numpy()
+    if np.any(values != np.floor(values)) or np.any(np.abs(values) > 2 ** 31 - 1):
+        raise MLSQLError(f"id column {column!r} ({option}) of {what} must hold whole numbers in Integer range, "
+                         "as Spark's ALS")
+    return values
+
+
+def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Dataset:
+    """A group's data from ``table``: the columns the algorithm reads (``Algorithm.columns``)."""
+    if alg.id_params:
+        x = np.column_stack([ids_of(table, columns[p], what, p) for p in alg.id_params])
+    else:
+        x = features_of(table, columns["featuresCol"], what)
+    y = labels_of(table, columns[alg.label_param], what, alg.label_param) if alg.kind in SUPERVISED else None
+    return Dataset(x, y)
+
+
 def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Table | None,
-             evaluate_name: str | None) -> dict[tuple[str, str], tuple[Dataset, Dataset | None]]:
-    """(train, evaluation) data per (featuresCol, labelCol) the groups use, checked."""
+             evaluate_name: str | None) -> dict[tuple, tuple[Dataset, Dataset | None]]:
+    """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked."""
     out = {}
     for p in plans:
-        key = (p.features_col, p.label_col)
-        if key in out:
+        if p.inputs in out:
             continue
-        supervised = registry.get(p.alg).kind in SUPERVISED
-        train = Dataset(features_of(table, p.features_col, name),
-                        labels_of(table, p.label_col, name) if supervised else None)
+        alg = registry.get(p.alg)
+        train = dataset(alg, p.columns, table, name)
         check = None
         if evaluate is not None:
-            check = Dataset(features_of(evaluate, p.features_col, f"evaluateTable {evaluate_name}"),
-                            labels_of(evaluate, p.label_col, f"evaluateTable {evaluate_name}") if supervised else None)
+            check = dataset(alg, p.columns, evaluate, f"evaluateTable {evaluate_name}")
             if check.x.shape[1] != train.x.shape[1]:
                 raise MLSQLError(f"evaluateTable {evaluate_name} has {check.x.shape[1]} features per row, "
                                  f"{name} has {train.x.shape[1]}")
         if len(train.x) == 0:
             raise MLSQLError(f"{name} has no rows to train on")
-        out[key] = (train, check)
+        out[p.inputs] = (train, check)
     for p in plans:
-        y = out[(p.features_col, p.label_col)][0].y
+        y = out[p.inputs][0].y
         if registry.get(p.alg).kind == CLASSIFIER and len(np.unique(y)) < 2:
-            raise MLSQLError(f"label column {p.label_col!r} of {name} has one class ({np.unique(y)[0].item()!r}): "
+            raise MLSQLError(f"label column {p.columns['labelCol']!r} of {name} has one class ({np.unique(y)[0].item()!r}): "
                              f"{p.alg} needs at least two")
     return out
 
@@ -157,7 +185,7 @@ def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: 
     started = time.time()
     metadata = {"algorithm": alg.name, "implementation": alg.implementation, "library": alg.library,
                 "kind": alg.kind, "algIndex": group.index, "params": group.params, "given": group.given,
-                "featuresCol": group.features_col, "labelCol": group.label_col,
+                **group.columns, "columns": list(group.columns),
                 "numFeatures": int(train.x.shape[1]), "trainRows": int(len(train.x)), "metrics": {}}
     data = b""
     try:
@@ -168,7 +196,7 @@ def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: 
                 classes, y = np.unique(train.y, return_inverse=True)
                 metadata["classes"] = classes.tolist()
                 estimator.fit(train.x, y)
-            elif alg.kind == REGRESSOR:
+            elif alg.kind in SUPERVISED:
                 estimator.fit(train.x, train.y)
             else:
                 estimator.fit(train.x)
@@ -195,7 +223,24 @@ def evaluate(kind: str, estimator, metadata: dict, check: Dataset) -> dict[str, 
         return evaluation.silhouette(check.x, estimator.predict(check.x))
     if kind == TOPICS:
         return {"logPerplexity": float(np.log(estimator.perplexity(check.x)))}
+    if kind == RECOMMENDER:  # Spark's RegressionEvaluator on what coldStartStrategy leaves, as Byzer: rmse
+        truth, predicted = estimator.rated(check.x, check.y)
+        return {"rmse": float(np.sqrt(np.mean((truth - predicted) ** 2))) if len(truth) else float("nan")}
     raise ValueError(f"unknown algorithm kind {kind!r}")
+
+
+def extra_tables(alg_name: str, options: dict, groups: list[StoredGroup], what: str) -> dict[str, pa.Table] | None:
+    """The tables the algorithm writes beside its model (``Algorithm.tables``), from its best
+    group as Byzer picks it: the best on the groups' metric (lowest rmse for ALS), else the first
+    that succeeded. None: the algorithm writes none."""
+    if alg_name.lower() == registry.AUTOML.lower() or registry.get(alg_name).tables is None:
+        return None
+    alg = registry.get(alg_name)
+    fine = [g for g in groups if g.status == "success"]
+    metric = next((name for g in fine for name in g.metrics), None)
+    best = (evaluation.best(fine, metric) if metric else None) or fine[0]
+    model = serialize.loads(best.data, alg.library, lambda: alg.build({}, 0), what)
+    return alg.tables(model, alg.statement_kwargs(options))
 
 
 def _stamp(seconds: float) -> str:
@@ -211,7 +256,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         done = []
         for p in plans:
             _report_start(p, len(plans))
-            done.append(_report_end(fit_group(p, *data[(p.features_col, p.label_col)], local_cpus()), len(plans)))
+            done.append(_report_end(fit_group(p, *data[p.inputs], local_cpus()), len(plans)))
         return done
     local = [p for p in plans if registry.get(p.alg).in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
@@ -277,7 +322,7 @@ def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, thread
         while waiting and hosts.idle:
             p, host = waiting.pop(0), hosts.idle.pop()
             _report_start(p, len(plans))
-            running[host.fit.remote(p, *refs[(p.features_col, p.label_col)], threads)] = (p, host)
+            running[host.fit.remote(p, *refs[p.inputs], threads)] = (p, host)
             hosts.busy.append(host)
         [future], _ = ray.wait(list(running), num_returns=1)
         p, host = running.pop(future)
@@ -286,7 +331,8 @@ def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, thread
             hosts.busy.remove(host)
             hosts.idle.append(host)
         except Exception as exc:  # noqa: BLE001 - a host that died: that group fails, not the others
-            group = StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index,
+            group = StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index, **p.columns,
+                                                         "columns": list(p.columns),
                                                          "reason": remote_error_line(exc), "metrics": {}})
             hosts.replace(host, needed=bool(waiting))
         done[p.index] = _report_end(group, len(plans))
@@ -314,9 +360,8 @@ def result_table(groups: list[StoredGroup], target: str, version: int | None) ->
     for g in groups:
         m = g.metadata
         given = {**m.get("given", {})}
-        given.setdefault("featuresCol", m.get("featuresCol", "features"))
-        if m.get("kind") in SUPERVISED:
-            given.setdefault("labelCol", m.get("labelCol", "label"))
+        for option in m.get("columns", ()):
+            given.setdefault(option, m[option])
         block = {
             "modelPath": f"{target}/_model_{version}/model/{g.index}",
             "algIndex": str(g.index),

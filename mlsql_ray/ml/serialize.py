@@ -1,12 +1,14 @@
 """Fitted models as bytes and back, never with pickle: scikit-learn estimators through skops
 (its loader refuses any type not trusted, and we trust only the few scikit-learn internals our
 algorithms produce — anything else in a table is refused, not loaded), XGBoost models in
-XGBoost's own JSON format, Keras networks as ``.keras`` files loaded in Keras's safe mode."""
+XGBoost's own JSON format, Keras networks as ``.keras`` files loaded in Keras's safe mode, ALS's
+factors as numpy's ``.npz`` read with ``allow_pickle=False``."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
 
 from ..errors import MLSQLError
 
@@ -27,6 +29,8 @@ def dumps(model, library: str) -> bytes:
                 return f.read()
     if library == "keras":
         return model.model_file
+    if library == "npz":
+        return model.to_bytes()
     raise ValueError(f"no serialiser for {library!r}")
 
 
@@ -53,4 +57,11 @@ def loads(data: bytes, library: str, empty_model, what: str):
         from .algs.keras_classifier import KerasClassifier
 
         return KerasClassifier.from_bytes(data)
+    if library == "npz":  # arrays and JSON text only: numpy refuses object arrays without allow_pickle
+        from .algs.als import SparkALS
+
+        try:
+            return SparkALS.from_bytes(data)
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+            raise MLSQLError(f"{what} does not hold ALS factors as .npz: {exc}") from exc
     raise MLSQLError(f"{what} was saved by an unknown library {library!r}")

@@ -23,7 +23,8 @@ def model_list() -> pa.Table:
 
 
 def model_params(alg_name: str) -> pa.Table:
-    params = registry.get(alg_name).params
+    alg = registry.get(alg_name)
+    params = alg.params + alg.statement_params
     return pa.table({"param": [p.name for p in params], "defaultValue": [str(p.default) for p in params],
                      "implementationParam": [p.target or "" for p in params], "doc": [p.doc for p in params]})
 
