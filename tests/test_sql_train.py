@@ -247,6 +247,31 @@ def test_model_sources(session):
     assert math.isclose(sum(r["value"] for r in explained), 1.0, rel_tol=1e-9)
 
 
+def test_model_explain_index_picks_the_train_of_model_n(session):
+    """Byzer's ``index="N"`` (ModelSelfExplain.md): the models of the train whose modelPath was
+    TARGET/_model_N/..., also written as the path TARGET/_model_N; a bad index names the kept ones."""
+    def explained(target: str, where: str = "") -> list[tuple]:
+        session.execute(f"load modelExplain.`{target}` {where} as x;")
+        return [(r["algIndex"], r["name"], r["feature"], r["value"]) for r in session.table("x").to_pylist()]
+
+    train = REGRESSION + 'train reg as LinearRegression.`db.kv` where regParam="{r}" and keepVersion="{keep}" as res;'
+    session.execute(train.format(r="0.0", keep="true"))
+    first = explained("db.kv")
+    session.execute(train.format(r="50.0", keep="true"))
+    assert [r["value"] for r in session.table("res").to_pylist() if r["name"] == "modelPath"] == ["db.kv/_model_1/model/0"]
+    second = explained("db.kv")
+    assert first != second and {name for _, name, _, _ in first} == {"coefficient", "intercept"}
+    assert explained("db.kv", 'where index="0" and alg="LinearRegression"') == first
+    assert explained("db.kv/_model_0") == first
+    assert explained("db.kv", 'where index="1"') == second
+    with pytest.raises(MLSQLError, match=r"db.kv has no model index '2' .*it has 0, 1\)"):
+        explained("db.kv", 'where index="2"')
+    session.execute(train.format(r="0.0", keep="false"))  # vacuums versions 0 and 1
+    with pytest.raises(MLSQLError, match=r"no model index '0' .*it has 2\)"):
+        explained("db.kv", 'where index="0"')
+    assert explained("db.kv", 'where index="2"') == first
+
+
 BAD = [
     ('train train as RandomTrees.`db.bad` where featuresCol="image";', "unknown algorithm 'RandomTrees': known are RandomForest"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',

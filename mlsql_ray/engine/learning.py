@@ -8,6 +8,7 @@ describe algorithms and models.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -94,14 +95,33 @@ def _model_params(session, s: ast.Load) -> pa.Table:
     return sources.model_params(s.path)
 
 
+#: Byzer's folder of one train's models, ``TARGET/_model_N``: ``modelExplain`` reads it as index="N"
+_MODEL_FOLDER = re.compile(r"^(?P<target>.+?)/+_model_(?P<index>\d+)/*$")
+
+
 def _model_explain(session, s: ast.Load) -> pa.Table:
+    """``index="N"`` (or the path ``TARGET/_model_N``) explains the models of the train that
+    reported ``modelPath`` TARGET/_model_N/..., the table's version N; without it the latest."""
     options = dict(s.options)
-    _, groups = store.read(_target(session, s.path, options), s.path, options)
+    target, index = s.path.rstrip("/") or s.path, options.get("index")
+    folder = _MODEL_FOLDER.match(target)
+    if folder:
+        if index is not None and index.strip() != folder["index"]:
+            raise MLSQLError(f"modelExplain.`{target}` is index {folder['index']}, but index={index!r} is given too")
+        target, index = folder["target"], folder["index"]
+    path = _target(session, target, options)
+    if index is not None:
+        kept = store.kept_versions(path, target)
+        if not index.strip().isdigit() or int(index) not in kept:
+            raise MLSQLError(f"{target} has no model index {index!r} (the index is the N of modelPath "
+                             f"{target}/_model_N/...; it has {', '.join(map(str, kept))})")
+        options["version"] = str(int(index))
+    _, groups = store.read(path, target, options)
     alg = options.get("alg")
     if alg:
         registry.get(alg)
         groups = [g for g in groups if g.alg.lower() == alg.lower()]
-    return sources.model_explain(groups, s.path)
+    return sources.model_explain(groups, target)
 
 
 #: ``load FORMAT.`...` as T`` sources about algorithms and models, by lower-cased format
