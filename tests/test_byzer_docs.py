@@ -266,6 +266,24 @@ def _same_cluster_for_same_features(rows: list[dict]) -> bool:
     return len(same) == 1 and len({row["catagory"] for row in rows}) == 2
 
 
+def _lda_functions(rows: list[dict]) -> bool:
+    """lda.md's register: the features have 4 terms, so lda(4) (the topics matrix's row of term 4) is
+    null; lda_doc a distribution over k="3" topics; lda_topic(label, 4) all 4 terms of topic 0 or 1,
+    heaviest first, with their weights in the topic (summing to 1), the same for the same label."""
+    by_label = {}
+    for row in rows:
+        topic = row["describeTopics"]
+        weights = topic["termWeights"]
+        if not (row["topicsMatrix"] is None and len(row["TopicDistribution"]) == 3
+                and abs(sum(row["TopicDistribution"]) - 1) < 1e-9 and sorted(topic["termIndices"]) == [0, 1, 2, 3]
+                and weights == sorted(weights, reverse=True) and abs(sum(weights) - 1) < 1e-9):
+            return False
+        by_label.setdefault(row["label"], topic)
+        if by_label[row["label"]] != topic:
+            return False
+    return len(rows) == 10 and set(by_label) == {0.0, 1.0} and by_label[0.0] != by_label[1.0]
+
+
 # checks of the block's last result where the doc shows no table to compare with
 CHECK_ROWS = {
     "ml/algs/kmeans.md#2": _same_cluster_for_same_features,
@@ -273,6 +291,7 @@ CHECK_ROWS = {
     # k="3": each row's distribution over the three topics
     "ml/algs/lda.md#2": lambda rows: len(rows) == 10 and all(
         len(row["topicDistribution"]) == 3 and abs(sum(row["topicDistribution"]) - 1) < 1e-9 for row in rows),
+    "ml/algs/lda.md#3": _lda_functions,
 }
 
 # blocks with Python cells: they share the test run's one local Ray
@@ -363,9 +382,6 @@ NOT_YET: dict[str, str] = {
     # mlsql-ray has no collaborative filtering: train knows no ALSInPlace
     "ml/algs/als.md#1": "ALS (ml/algs/als.md)",
     "ml/algs/als.md#2": "ALS (ml/algs/als.md): its userRec table",
-    # register LDA makes lda(features) → prediction here; Byzer's lda(n) is the topics matrix
-    "ml/algs/lda.md#3": "Byzer's LDA functions lda(n) (topics matrix), lda_doc(features) and lda_topic(topic, n) "
-                        "(ml/algs/lda.md)",
 }
 
 

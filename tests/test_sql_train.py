@@ -187,6 +187,38 @@ def test_kmeans_and_lda(session):
     assert np.stack(distribution).shape == (50, 3) and np.allclose(np.stack(distribution).sum(axis=1), 1)
 
 
+def test_register_lda_gives_byzers_three_functions(ray_session):
+    """ml/algs/lda.md: ``register LDA ... as lda`` defines lda(term), lda_doc(features) and
+    lda_topic(topic, n), checked against the stored scikit-learn model (components_ is Spark's
+    topicsMatrix transposed) and against predict's topicDistribution."""
+    from mlsql_ray.ml import store
+    from mlsql_ray.ml.predictor import FittedModel
+
+    s = ray_session
+    [*_, registered, _] = s.execute("""
+        select id, vec_dense(array(id % 3, 3 - id % 3, id % 2, 1)) as features from range(50) as docs;
+        train docs as LDA.`db.lda` where k="3" and maxIter="10" and seed="10";
+        predict docs as LDA.`db.lda` as topics;
+        register LDA.`db.lda` as lda;
+        select id, lda(id % 5) as term, lda_doc(features) as doc, lda_topic(cast(id % 4 as double), 2) as topic
+        from docs as served;""")
+    assert "also lda_doc, lda_topic" in registered.message
+    _, [group] = store.read(s.warehouse / "db" / "lda", "db.lda")
+    topics = FittedModel(group, "db.lda").estimator.components_  # topics × terms
+    weights = topics / topics.sum(axis=1, keepdims=True)
+    predicted = s.table("topics").column("topicDistribution").to_pylist()
+    for row in s.table("served").to_pylist():
+        term, topic = row["id"] % 5, row["id"] % 4
+        assert row["term"] == (topics[:, term].tolist() if term < 4 else None)  # 4 terms: lda(4) is null
+        assert row["doc"] == predicted[row["id"]]
+        if topic < 3:
+            heaviest = np.argsort(-weights[topic])[:2]
+            assert row["topic"]["termIndices"] == heaviest.tolist()
+            assert np.allclose(row["topic"]["termWeights"], weights[topic][heaviest], rtol=1e-12)
+        else:
+            assert row["topic"] is None  # k="3": no topic 3
+
+
 def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     s = ray_session
     s.execute(MNIST + """train train as AutoML.`db.auto` where featuresCol="image" and algos="LogisticRegression,NaiveBayes"

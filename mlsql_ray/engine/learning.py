@@ -2,7 +2,7 @@
 
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
-(predict.ModelFunction, as for Keras models); ``load modelList/modelParams/modelExplain``
+(predict.ModelFunction, as for Keras models), and for LDA also Byzer's f_doc and f_topic; ``load modelList/modelParams/modelExplain``
 describe algorithms and models.
 """
 
@@ -16,6 +16,7 @@ import pyarrow as pa
 from ..errors import MLSQLError
 from ..lang import ast
 from ..ml import predictor as ml_predictor, registry, runner, sources, store
+from ..ml.algorithm import TOPICS
 from ..storage import delta
 from .result import PREVIEW_ROWS, Result
 
@@ -76,15 +77,49 @@ def predict(session, s: ast.Train) -> Result:
                   table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
 
 
-def model_function(session, s: ast.Register):
-    """A ModelFunction (predict.py) whose actors hold the chosen group of an ML model table."""
-    from ..predict import ModelFunction
+def _on_actors(output: str | None = None):
+    """A ModelFunction (predict.py) whose Ray actors hold the group, answering ``output`` (else
+    the statement's ``output`` option)."""
 
-    options = dict(s.options)
-    version, group = _chosen(session, s.format, s.path, options)
-    session.ray_link.ensure()
-    return ModelFunction.start(s.function, s.path, version, store.to_table([group]), options,
-                               session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
+    def start(session, name: str, s: ast.Register, version: int, group):
+        from ..predict import ModelFunction
+
+        options = dict(s.options) if output is None else {**dict(s.options), "output": output}
+        session.ray_link.ensure()
+        return ModelFunction.start(name, s.path, version, store.to_table([group]), options,
+                                   session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
+
+    return start
+
+
+def _in_process(function_class):
+    def make(session, name: str, s: ast.Register, version: int, group):
+        return function_class.of(name, s.path, version, group)
+
+    return make
+
+
+#: what ``register ALG.`TARGET` as f`` defines, by the suffix of each function's name; LDA's are
+#: Byzer's: f(term) a row of the topics matrix, f_doc(features) a document's topic distribution,
+#: f_topic(topic, n) the topic's n heaviest terms (Spark's describeTopics)
+FUNCTIONS = {TOPICS: {"": _in_process(ml_predictor.TermTopics), "_doc": _on_actors("probability"),
+                      "_topic": _in_process(ml_predictor.DescribedTopic)}}
+#: … and for every other kind of algorithm: f(features), the model on Ray actors
+MODEL_ON_ACTORS = {"": _on_actors()}
+
+
+def model_functions(session, s: ast.Register) -> list:
+    """The functions serving the chosen group of an ML model table, ``s.function`` first."""
+    version, group = _chosen(session, s.format, s.path, dict(s.options))
+    made = []
+    try:
+        for suffix, make in FUNCTIONS.get(registry.get(group.alg).kind, MODEL_ON_ACTORS).items():
+            made.append(make(session, s.function + suffix, s, version, group))
+    except BaseException:
+        for function in made:
+            function.close()
+        raise
+    return made
 
 
 def _model_list(session, s: ast.Load) -> pa.Table:
