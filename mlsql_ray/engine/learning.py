@@ -2,8 +2,8 @@
 
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
-(predict.ModelFunction, as for Keras models), and for LDA also Byzer's f_doc and f_topic; ``load modelList/modelParams/modelExplain``
-describe algorithms and models.
+(predict.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
+``load modelList/modelParams/modelExplain`` describe algorithms and models.
 """
 
 from __future__ import annotations
@@ -93,6 +93,8 @@ def _on_actors(output: str | None = None):
 
 
 def _in_process(function_class):
+    """A function answered in this process from the loaded group (``function_class.of``)."""
+
     def make(session, name: str, s: ast.Register, version: int, group):
         return function_class.of(name, s.path, version, group)
 

@@ -155,7 +155,7 @@ class TopicsMatrixFunction:
     null_handling = "special"  # null in, null out; and null for a term or topic the model lacks
 
     @classmethod
-    def of(cls, name: str, table: str, version: int, group: StoredGroup) -> "TopicsMatrixFunction":
+    def of(cls, name: str, table: str, version: int, group: StoredGroup) -> TopicsMatrixFunction:
         model = FittedModel(group, table)
         return cls(name, table, version, np.asarray(model.estimator.components_, dtype=np.float64))
 
