@@ -226,7 +226,9 @@ class FunctionRegistry:
     def add(self, function: ModelFunction) -> None:
         self.remove(function.name)
         try:
-            self.con.create_function(function.name, function, None, function.duckdb_type, type="arrow")
+            # "special": the function sees null inputs and may answer null (LDA's, for a term it lacks)
+            self.con.create_function(function.name, function, None, function.duckdb_type, type="arrow",
+                                     null_handling=getattr(function, "null_handling", "default"))
         except Exception as exc:  # noqa: BLE001 - e.g. a name DuckDB already uses for a built-in
             function.close()
             raise MLSQLError(f"cannot register {function.name}: {exc}") from exc

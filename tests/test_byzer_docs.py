@@ -112,6 +112,10 @@ VECMAP_DATA = """set jsonStr='''
 load jsonStr.`jsonStr` as data;
 select map("a", features.a, "b", features.b) as f from data as newdata;"""
 
+# ModelSelfExplain.md trains with evaluateTable="mock_data_validate", which it never makes: its own data
+_SELF_EXPLAIN_DATA = (BLOCKS["ml/algs/model_explain/ModelSelfExplain.md#0"].split("-- use RandomForest")[0]
+                      + "select * from mock_data_1 as mock_data_validate;")
+
 GIVEN: dict[str, str] = {
     "grammar/assert.md#10": VEGA_CSV, "grammar/assert.md#11": VEGA_CSV,
     **{key: HELLO_XLSX for key in ("grammar/macro.md#0", "grammar/macro.md#1", "grammar/macro.md#2", "grammar/macro.md#3",
@@ -128,9 +132,10 @@ GIVEN: dict[str, str] = {
     "ml/feature/vecmap.md#1": VECMAP_DATA,
     **{f"ml/feature/vecmap.md#{i}": VECMAP_DATA + '\ntrain newdata as VecMapInPlace.`/tmp/model` where inputCol="f";'
        for i in (3, 4)},  # what #1 trains (it fails in its load)
-    # ModelSelfExplain.md trains with evaluateTable="mock_data_validate", which it never makes: its own data
-    "ml/algs/model_explain/ModelSelfExplain.md#0": BLOCKS["ml/algs/model_explain/ModelSelfExplain.md#0"]
-    .split("-- use RandomForest")[0] + "select * from mock_data_1 as mock_data_validate;",
+    "ml/algs/model_explain/ModelSelfExplain.md#0": _SELF_EXPLAIN_DATA,
+    # it explains /tmp/model/_model_8, the doc's ninth train of /tmp/model (AFTER runs the ninth)
+    **{f"ml/algs/model_explain/ModelSelfExplain.md#{i}": _SELF_EXPLAIN_DATA + "\n" + "\n".join(
+        [BLOCKS["ml/algs/model_explain/ModelSelfExplain.md#0"]] * 8) for i in (1, 2)},
     # the table behind the doc's result: age 18 once and 21 seven times, 上海 once and 广州 seven times
     "ml/eda/DescriptiveMetrics.md#0": "select * from values (18, '上海'), " + ", ".join(["(21, '广州')"] * 7)
                                       + " as t(age, address) as table1;",
@@ -278,6 +283,35 @@ def _every_item_for_each_user(rows: list[dict]) -> bool:
         for row in rows)
 
 
+def _two_forests_explained(rows: list[dict]) -> bool:
+    """ModelSelfExplain.md: the two forests of /tmp/model/_model_8, each one importance per feature
+    (4), summing to 1."""
+    sums = {}
+    for row in rows:
+        if row["alg"] != "RandomForest" or row["name"] != "featureImportance":
+            return False
+        sums[row["algIndex"]] = sums.get(row["algIndex"], 0.0) + row["value"]
+    return len(rows) == 8 and set(sums) == {0, 1} and all(abs(total - 1) < 1e-9 for total in sums.values())
+
+
+def _lda_functions(rows: list[dict]) -> bool:
+    """lda.md's register: the features have 4 terms, so lda(4) (the topics matrix's row of term 4) is
+    null; lda_doc a distribution over k="3" topics; lda_topic(label, 4) all 4 terms of topic 0 or 1,
+    heaviest first, with their weights in the topic (summing to 1), the same for the same label."""
+    by_label = {}
+    for row in rows:
+        topic = row["describeTopics"]
+        weights = topic["termWeights"]
+        if not (row["topicsMatrix"] is None and len(row["TopicDistribution"]) == 3
+                and abs(sum(row["TopicDistribution"]) - 1) < 1e-9 and sorted(topic["termIndices"]) == [0, 1, 2, 3]
+                and weights == sorted(weights, reverse=True) and abs(sum(weights) - 1) < 1e-9):
+            return False
+        by_label.setdefault(row["label"], topic)
+        if by_label[row["label"]] != topic:
+            return False
+    return len(rows) == 10 and set(by_label) == {0.0, 1.0} and by_label[0.0] != by_label[1.0]
+
+
 # checks of the block's last result where the doc shows no table to compare with
 CHECK_ROWS = {
     "ml/algs/kmeans.md#2": _same_cluster_for_same_features,
@@ -286,6 +320,8 @@ CHECK_ROWS = {
     # k="3": each row's distribution over the three topics
     "ml/algs/lda.md#2": lambda rows: len(rows) == 10 and all(
         len(row["topicDistribution"]) == 3 and abs(sum(row["topicDistribution"]) - 1) < 1e-9 for row in rows),
+    "ml/algs/lda.md#3": _lda_functions,
+    **{f"ml/algs/model_explain/ModelSelfExplain.md#{i}": _two_forests_explained for i in (1, 2)},
 }
 
 # blocks with Python cells: they share the test run's one local Ray
@@ -368,14 +404,9 @@ SKIP: dict[str, str] = {
     "extension/et/TableRepartition.md#0": _FRAGMENT + "the outline run [表名] as TableRepartition.`` ...",
     "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
     "ml/feature/vecmap.md#0": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\" (GIVEN makes its table)",
-    **{f"ml/algs/model_explain/ModelSelfExplain.md#{i}": _FRAGMENT + "explains version 8 (_model_8) of /tmp/model, "
-       "the doc's ninth train of it; the page trains it once" for i in (1, 2)},
 }
 
 NOT_YET: dict[str, str] = {
-    # register LDA makes lda(features) → prediction here; Byzer's lda(n) is the topics matrix
-    "ml/algs/lda.md#3": "Byzer's LDA functions lda(n) (topics matrix), lda_doc(features) and lda_topic(topic, n) "
-                        "(ml/algs/lda.md)",
 }
 
 
@@ -422,8 +453,9 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
             assert (session.table(table) if table else results[-1].table).to_pylist() == expected
         if key in TRAINED:
             _check_trained(results[-1].table, *TRAINED[key])
-        if key in CHECK_ROWS:
-            rows = results[-1].table.to_pylist()
+        if key in CHECK_ROWS:  # a load shows no preview: its table
+            last = results[-1]
+            rows = (last.table if last.table is not None else session.table(last.name)).to_pylist()
             assert CHECK_ROWS[key](rows), rows
 
 

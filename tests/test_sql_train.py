@@ -187,6 +187,38 @@ def test_kmeans_and_lda(session):
     assert np.stack(distribution).shape == (50, 3) and np.allclose(np.stack(distribution).sum(axis=1), 1)
 
 
+def test_register_lda_gives_byzers_three_functions(ray_session):
+    """ml/algs/lda.md: ``register LDA ... as lda`` defines lda(term), lda_doc(features) and
+    lda_topic(topic, n), checked against the stored scikit-learn model (components_ is Spark's
+    topicsMatrix transposed) and against predict's topicDistribution."""
+    from mlsql_ray.ml import store
+    from mlsql_ray.ml.predictor import FittedModel
+
+    s = ray_session
+    [*_, registered, _] = s.execute("""
+        select id, vec_dense(array(id % 3, 3 - id % 3, id % 2, 1)) as features from range(50) as docs;
+        train docs as LDA.`db.lda` where k="3" and maxIter="10" and seed="10";
+        predict docs as LDA.`db.lda` as topics;
+        register LDA.`db.lda` as lda;
+        select id, lda(id % 5) as term, lda_doc(features) as doc, lda_topic(cast(id % 4 as double), 2) as topic
+        from docs as served;""")
+    assert "also lda_doc, lda_topic" in registered.message
+    _, [group] = store.read(s.warehouse / "db" / "lda", "db.lda")
+    topics = FittedModel(group, "db.lda").estimator.components_  # topics × terms
+    weights = topics / topics.sum(axis=1, keepdims=True)
+    predicted = s.table("topics").column("topicDistribution").to_pylist()
+    for row in s.table("served").to_pylist():
+        term, topic = row["id"] % 5, row["id"] % 4
+        assert row["term"] == (topics[:, term].tolist() if term < 4 else None)  # 4 terms: lda(4) is null
+        assert row["doc"] == predicted[row["id"]]
+        if topic < 3:
+            heaviest = np.argsort(-weights[topic])[:2]
+            assert row["topic"]["termIndices"] == heaviest.tolist()
+            assert np.allclose(row["topic"]["termWeights"], weights[topic][heaviest], rtol=1e-12)
+        else:
+            assert row["topic"] is None  # k="3": no topic 3
+
+
 def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     s = ray_session
     s.execute(MNIST + """train train as AutoML.`db.auto` where featuresCol="image" and algos="LogisticRegression,NaiveBayes"
@@ -245,6 +277,31 @@ def test_model_sources(session):
     explained = session.table("explained").to_pylist()
     assert len(explained) == 784 and {r["name"] for r in explained} == {"featureImportance"}
     assert math.isclose(sum(r["value"] for r in explained), 1.0, rel_tol=1e-9)
+
+
+def test_model_explain_index_picks_the_train_of_model_n(session):
+    """Byzer's ``index="N"`` (ModelSelfExplain.md): the models of the train whose modelPath was
+    TARGET/_model_N/..., also written as the path TARGET/_model_N; a bad index names the kept ones."""
+    def explained(target: str, where: str = "") -> list[tuple]:
+        session.execute(f"load modelExplain.`{target}` {where} as x;")
+        return [(r["algIndex"], r["name"], r["feature"], r["value"]) for r in session.table("x").to_pylist()]
+
+    train = REGRESSION + 'train reg as LinearRegression.`db.kv` where regParam="{r}" and keepVersion="{keep}" as res;'
+    session.execute(train.format(r="0.0", keep="true"))
+    first = explained("db.kv")
+    session.execute(train.format(r="50.0", keep="true"))
+    assert [r["value"] for r in session.table("res").to_pylist() if r["name"] == "modelPath"] == ["db.kv/_model_1/model/0"]
+    second = explained("db.kv")
+    assert first != second and {name for _, name, _, _ in first} == {"coefficient", "intercept"}
+    assert explained("db.kv", 'where index="0" and alg="LinearRegression"') == first
+    assert explained("db.kv/_model_0") == first
+    assert explained("db.kv", 'where index="1"') == second
+    with pytest.raises(MLSQLError, match=r"db.kv has no model index '2' .*it has 0, 1\)"):
+        explained("db.kv", 'where index="2"')
+    session.execute(train.format(r="0.0", keep="false"))  # vacuums versions 0 and 1
+    with pytest.raises(MLSQLError, match=r"no model index '0' .*it has 2\)"):
+        explained("db.kv", 'where index="0"')
+    assert explained("db.kv", 'where index="2"') == first
 
 
 BAD = [

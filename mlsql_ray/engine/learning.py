@@ -2,13 +2,15 @@
 
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
-(predict.ModelFunction, as for Keras models); ``load modelList/modelParams/modelExplain``
-describe algorithms and models. An algorithm may write tables next to its model
-(ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register`` (``Algorithm.no_inference``).
+(predict.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
+``load modelList/modelParams/modelExplain`` describe algorithms and models. An algorithm may write
+tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register``
+(``Algorithm.no_inference``).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 from ..errors import MLSQLError
 from ..lang import ast
 from ..ml import predictor as ml_predictor, registry, runner, sources, store
+from ..ml.algorithm import TOPICS
 from ..storage import delta
 from .result import PREVIEW_ROWS, Result
 
@@ -94,15 +97,51 @@ def predict(session, s: ast.Train) -> Result:
                   table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
 
 
-def model_function(session, s: ast.Register):
-    """A ModelFunction (predict.py) whose actors hold the chosen group of an ML model table."""
-    from ..predict import ModelFunction
+def _on_actors(output: str | None = None):
+    """A ModelFunction (predict.py) whose Ray actors hold the group, answering ``output`` (else
+    the statement's ``output`` option)."""
 
-    options = dict(s.options)
-    version, group = _chosen(session, s.format, s.path, options)
-    session.ray_link.ensure()
-    return ModelFunction.start(s.function, s.path, version, store.to_table([group]), options,
-                               session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
+    def start(session, name: str, s: ast.Register, version: int, group):
+        from ..predict import ModelFunction
+
+        options = dict(s.options) if output is None else {**dict(s.options), "output": output}
+        session.ray_link.ensure()
+        return ModelFunction.start(name, s.path, version, store.to_table([group]), options,
+                                   session.ray_link.cpus(), predictor=ml_predictor.Predictor, pool=session.workers)
+
+    return start
+
+
+def _in_process(function_class):
+    """A function answered in this process from the loaded group (``function_class.of``)."""
+
+    def make(session, name: str, s: ast.Register, version: int, group):
+        return function_class.of(name, s.path, version, group)
+
+    return make
+
+
+#: what ``register ALG.`TARGET` as f`` defines, by the suffix of each function's name; LDA's are
+#: Byzer's: f(term) a row of the topics matrix, f_doc(features) a document's topic distribution,
+#: f_topic(topic, n) the topic's n heaviest terms (Spark's describeTopics)
+FUNCTIONS = {TOPICS: {"": _in_process(ml_predictor.TermTopics), "_doc": _on_actors("probability"),
+                      "_topic": _in_process(ml_predictor.DescribedTopic)}}
+#: … and for every other kind of algorithm: f(features), the model on Ray actors
+MODEL_ON_ACTORS = {"": _on_actors()}
+
+
+def model_functions(session, s: ast.Register) -> list:
+    """The functions serving the chosen group of an ML model table, ``s.function`` first."""
+    version, group = _chosen(session, s.format, s.path, dict(s.options))
+    made = []
+    try:
+        for suffix, make in FUNCTIONS.get(registry.get(group.alg).kind, MODEL_ON_ACTORS).items():
+            made.append(make(session, s.function + suffix, s, version, group))
+    except BaseException:
+        for function in made:
+            function.close()
+        raise
+    return made
 
 
 def _model_list(session, s: ast.Load) -> pa.Table:
@@ -113,14 +152,33 @@ def _model_params(session, s: ast.Load) -> pa.Table:
     return sources.model_params(s.path)
 
 
+#: Byzer's folder of one train's models, ``TARGET/_model_N``: ``modelExplain`` reads it as index="N"
+_MODEL_FOLDER = re.compile(r"^(?P<target>.+?)/+_model_(?P<index>\d+)/*$")
+
+
 def _model_explain(session, s: ast.Load) -> pa.Table:
+    """``index="N"`` (or the path ``TARGET/_model_N``) explains the models of the train that
+    reported ``modelPath`` TARGET/_model_N/..., the table's version N; without it the latest."""
     options = dict(s.options)
-    _, groups = store.read(_target(session, s.path, options), s.path, options)
+    target, index = s.path.rstrip("/") or s.path, options.get("index")
+    folder = _MODEL_FOLDER.match(target)
+    if folder:
+        if index is not None and index.strip() != folder["index"]:
+            raise MLSQLError(f"modelExplain.`{target}` is index {folder['index']}, but index={index!r} is given too")
+        target, index = folder["target"], folder["index"]
+    path = _target(session, target, options)
+    if index is not None:
+        kept = store.kept_versions(path, target)
+        if not index.strip().isdigit() or int(index) not in kept:
+            raise MLSQLError(f"{target} has no model index {index!r} (the index is the N of modelPath "
+                             f"{target}/_model_N/...; it has {', '.join(map(str, kept))})")
+        options["version"] = str(int(index))
+    _, groups = store.read(path, target, options)
     alg = options.get("alg")
     if alg:
         registry.get(alg)
         groups = [g for g in groups if g.alg.lower() == alg.lower()]
-    return sources.model_explain(groups, s.path)
+    return sources.model_explain(groups, target)
 
 
 #: ``load FORMAT.`...` as T`` sources about algorithms and models, by lower-cased format

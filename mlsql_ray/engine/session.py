@@ -324,7 +324,7 @@ class Session:
         if handler is not None:
             return handler(self, s)
         if learning.is_algorithm(s.format):
-            functions = [learning.model_function(self, s)]
+            functions = learning.model_functions(self, s)
         elif s.format.lower() in ets.ETS:
             functions = ets.fitted_functions(self, s)
         else:
@@ -336,7 +336,8 @@ class Session:
         function, *companions = functions
         also = f"; also {', '.join(c.name for c in companions)}" if companions else ""
         return Result(s, f"registered {s.function} from {s.path} version {function.version} "
-                         f"({len(function.actors)} workers, output {function.output}{also})", name=s.function)
+                         f"({sum(len(f.actors) for f in functions)} workers, output {function.output}{also})",
+                      name=s.function)
 
     def _unregister(self, s: ast.Unregister) -> Result:
         removed = []

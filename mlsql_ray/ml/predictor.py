@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..arrays import matrix
 from ..errors import MLSQLError
@@ -124,3 +127,74 @@ class Predictor:
         if self.model.second_output is None:
             raise ValueError(f"a {self.model.algorithm.name} model has no probabilities; use output=\"prediction\"")
         return columns[self.model.second_output]
+
+
+def _whole_numbers(column: pa.Array, what: str) -> list[int | None]:
+    """A column of indices; Spark casts a double argument of an int UDF parameter, and so do we."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_decimal(column.type)
+            or pa.types.is_null(column.type)):
+        raise MLSQLError(f"{what} is a whole number, not {column.type}")
+    return pc.cast(column, pa.int64(), safe=False).to_pylist()
+
+
+@dataclass
+class TopicsMatrixFunction:
+    """Byzer's LDA functions that read only the topics matrix (Spark's ``LDAModel.topicsMatrix``,
+    terms × topics; scikit-learn's ``components_`` is its transpose, unnormalised as Spark's
+    online optimizer leaves it): a lookup per row in this process, no actors to start."""
+
+    name: str
+    table: str
+    version: int
+    topics: np.ndarray  # topics × terms
+    argument: str | None = None
+    actors: list = field(default_factory=list)
+
+    null_handling = "special"  # null in, null out; and null for a term or topic the model lacks
+
+    @classmethod
+    def of(cls, name: str, table: str, version: int, group: StoredGroup) -> TopicsMatrixFunction:
+        model = FittedModel(group, table)
+        return cls(name, table, version, np.asarray(model.estimator.components_, dtype=np.float64))
+
+    def close(self) -> None:
+        pass
+
+
+class TermTopics(TopicsMatrixFunction):
+    """``lda(term)``: row ``term`` of the topics matrix, the term's weight in each topic (null for
+    a term the model does not have, as SQL's element access past the end)."""
+
+    output = "a term's row of the topics matrix"
+    duckdb_type = "DOUBLE[]"
+
+    def __call__(self, terms: pa.Array) -> pa.Array:
+        vocabulary = self.topics.shape[1]
+        rows = [None if t is None or not 0 <= t < vocabulary else self.topics[:, t].tolist()
+                for t in _whole_numbers(terms, f"{self.name}'s term index")]
+        return pa.array(rows, pa.list_(pa.float64()))
+
+
+DESCRIBED_TOPIC = pa.struct([("termIndices", pa.list_(pa.int64())), ("termWeights", pa.list_(pa.float64()))])
+
+
+class DescribedTopic(TopicsMatrixFunction):
+    """``lda_topic(topic, n)``: Spark's ``describeTopics(n)`` row of one topic, its n heaviest terms
+    (``termIndices``) and their weights in the topic's term distribution (``termWeights``); null for
+    a topic the model does not have (Byzer's)."""
+
+    output = "describeTopics"
+    duckdb_type = "STRUCT(termIndices BIGINT[], termWeights DOUBLE[])"
+
+    def __call__(self, topics: pa.Array, sizes: pa.Array) -> pa.Array:
+        weights = self.topics / self.topics.sum(axis=1, keepdims=True)
+        rows = []
+        for topic, size in zip(_whole_numbers(topics, f"{self.name}'s topic"), _whole_numbers(sizes, f"{self.name}'s term count")):
+            if topic is None or size is None or not 0 <= topic < len(weights):
+                rows.append(None)
+                continue
+            heaviest = np.argsort(-weights[topic], kind="stable")[:max(size, 0)]
+            rows.append({"termIndices": heaviest.tolist(), "termWeights": weights[topic][heaviest].tolist()})
+        return pa.array(rows, DESCRIBED_TOPIC)

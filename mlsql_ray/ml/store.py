@@ -23,6 +23,9 @@ from ..storage import delta, rows as file_rows
 MODEL_SCHEMA = pa.schema([("algIndex", pa.int64()), ("alg", pa.string()), ("status", pa.string()),
                           ("metadata", pa.string())] + list(file_rows.FILE_SCHEMA))
 
+#: the commit metadata of a train's version: its groups, status and metrics
+TRAIN_SUMMARY = "mlsql.train"
+
 
 @dataclass
 class StoredGroup:
@@ -54,7 +57,7 @@ def to_table(groups: list[StoredGroup]) -> pa.Table:
 def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) -> int:
     """Save the groups as the table's new version; without ``keep_version`` the files of older
     versions are removed once the new one is committed (Byzer's default keeps one model)."""
-    summary = {"mlsql.train": json.dumps([{"algIndex": g.index, "alg": g.alg, "status": g.status,
+    summary = {TRAIN_SUMMARY: json.dumps([{"algIndex": g.index, "alg": g.alg, "status": g.status,
                                            "metrics": g.metrics} for g in groups])}
     table = to_table(groups)
     written = delta.write(path, name, table.to_reader(), "overwrite", (), {}, commit_metadata=summary)
@@ -69,6 +72,21 @@ def read(path: Path, name: str, options: dict | None = None) -> tuple[int, list[
     """(version, groups) of a model table; a table that is not one is the user's mistake."""
     table = delta.open_table(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
     return table.version(), groups_of(table.to_pyarrow_table(), name)
+
+
+def kept_versions(path: Path, name: str) -> list[int]:
+    """The versions a train wrote whose files are all still there (a train without
+    ``keepVersion`` vacuums the older ones, in commits of its own), oldest first."""
+    from deltalake import DeltaTable
+
+    kept = []
+    for entry in delta.open_table(path, name).history():
+        if TRAIN_SUMMARY not in entry:
+            continue
+        uris = DeltaTable(str(path), version=entry["version"]).file_uris()
+        if all(Path(uri.removeprefix("file://")).exists() for uri in uris):
+            kept.append(entry["version"])
+    return sorted(kept)
 
 
 def groups_of(data: pa.Table, name: str) -> list[StoredGroup]:

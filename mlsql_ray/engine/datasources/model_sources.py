@@ -44,5 +44,6 @@ SOURCES = (
     DataSource("modelExample", "an ET's example script, name and doc as rows (name, value): load modelExample.`JsonExpandExt` as t",
                _example),
     DataSource("modelExplain", "what a trained model learned: feature importances or coefficients",
-               _loader("modelexplain"), params=(Param("alg", "", "the algorithm the model was trained with"),)),
+               _loader("modelexplain"), params=(Param("alg", "", "the algorithm the model was trained with"),
+                       Param("index", "", "which train's models: the N of modelPath TARGET/_model_N/... (default: the latest)"))),
 )
