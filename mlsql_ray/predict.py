@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from .errors import MLSQLError
 from .raycluster import remote_error_line
-from .warm import Shape, WarmPool, let_go_of_resources, stop_actors
+from .warm import Shape, WarmPool, stop_actors
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
@@ -120,8 +120,8 @@ class ModelFunction:
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
               predictor: type = Predictor, pool: WarmPool | None = None) -> "ModelFunction":
-        """Take ``predictor`` actors from ``pool`` (or start them) and wait until each has loaded
-        the model; none is left running when loading fails. A Keras model carrying Python code is
+        """Take ``predictor`` actors from ``pool`` (or start them), one per node in turn on a cluster
+        of several, and wait until each has loaded the model; none is left running when loading fails. A Keras model carrying Python code is
         refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray
 
@@ -143,19 +143,11 @@ class ModelFunction:
         rows_ref = ray.put(row_list)
         threads = max(1, cpus // workers)
         shape = Shape(f"{predictor.__module__}.{predictor.__qualname__}/{threads} threads")
-        actors = pool.take(shape, workers) if pool is not None else []
-        strategies = _spread(ray, workers)[len(actors):]
-        if any(strategy != "DEFAULT" for strategy in strategies):
-            # Ray's soft node affinity leaves a node whose CPUs are all held, even for an actor
-            # that asks for none: idle warm actors holding CPUs there must not decide placement
-            let_go_of_resources()
-        actor_class = ray.remote(predictor)
-        actors += [actor_class.options(num_cpus=0, max_restarts=0, scheduling_strategy=strategy).remote(threads)
-                   for strategy in strategies]
+        nodes = placement(ray, workers)
+        reused = pool.take_on(shape, nodes) if pool is not None else [None] * workers
         try:
-            widths = ray.get([a.load.remote(rows_ref, unsafe) for a in actors])
+            actors, widths = start_predictors(ray, predictor, threads, nodes, reused, rows_ref, unsafe)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
-            stop_actors(ray, actors)
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
         return cls(name, table, version, actors, widths[0], scale, output, batch_size, output_types=outputs,
                    pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
@@ -204,16 +196,47 @@ class ModelFunction:
         self.pool.give(self.shape, actors)
 
 
-def _spread(ray, count: int) -> list:
-    """Where each of ``count`` actors goes: node i mod N of the cluster's nodes with CPUs (soft:
-    elsewhere if that node is gone). Actors that ask for no CPU would otherwise all land on the
-    driver's node; Ray's "SPREAD" does not spread them."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
+def placement(ray, count: int) -> list[str | None]:
+    """The node each of ``count`` actors goes to: node i mod N of the cluster's live nodes with
+    CPUs, or None (anywhere) on a one-node cluster. Actors that ask for no CPU cannot be left to
+    Ray: it puts a zero-resource actor on a random node whatever its strategy ("SPREAD", soft node
+    affinity), except under hard node affinity."""
     nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU")]
     if len(nodes) < 2:
-        return ["DEFAULT"] * count
-    return [NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True) for i in range(count)]
+        return [None] * count
+    return [nodes[i % len(nodes)] for i in range(count)]
+
+
+def start_predictors(ray, predictor: type, threads: int, nodes: list[str | None], reused: list, rows_ref,
+                     unsafe: bool) -> tuple[list, list[int | None]]:
+    """One ``predictor`` actor per entry of ``nodes`` (a node id; None: anywhere) with the model of
+    ``rows_ref`` loaded: the one of ``reused`` in its place, else a fresh one pinned to that node.
+    Returns (actors, their input widths); if any load fails, stops them all and raises. A fresh
+    actor whose node died after ``placement`` listed it fails at once as unschedulable (hard
+    affinity does not move it): a replacement goes wherever Ray puts it, on a live node."""
+    from ray.exceptions import ActorUnschedulableError
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    actor_class = ray.remote(predictor)
+
+    def new_actor(node: str | None):
+        strategy = "DEFAULT" if node is None else NodeAffinitySchedulingStrategy(node, soft=False)
+        return actor_class.options(num_cpus=0, max_restarts=0, scheduling_strategy=strategy).remote(threads)
+
+    actors = [actor if actor is not None else new_actor(node) for actor, node in zip(reused, nodes)]
+    refs = [actor.load.remote(rows_ref, unsafe) for actor in actors]
+    widths = []
+    try:
+        for index, ref in enumerate(refs):
+            try:
+                widths.append(ray.get(ref))
+            except ActorUnschedulableError:
+                actors[index] = new_actor(None)
+                widths.append(ray.get(actors[index].load.remote(rows_ref, unsafe)))
+    except BaseException:
+        stop_actors(ray, actors)
+        raise
+    return actors, widths
 
 
 class FunctionRegistry:

@@ -98,6 +98,24 @@ def actor_states(actor_id: str | None = None) -> dict:
     return state.actors()
 
 
+def actor_node(actor) -> str | None:
+    """The hex id of the node an actor runs on, from its GCS record (None while it has none).
+    Inside the actor ``ray.get_runtime_context().get_node_id()`` says it, but asking costs a
+    task behind whatever the actor is doing."""
+    return actor_states(actor_id(actor)).get("Address", {}).get("NodeID") or None
+
+
+def task_placements() -> list[dict]:
+    """Every task attempt the GCS knows of, as {"name", "actor", "node"} (hex ids; "" when
+    unknown), from ``ray._private.state.state._get_all_task_events``: for the two-node test, which
+    checks where a model function's batches ran. The public ``ray.util.state.list_tasks`` goes
+    through the dashboard, which we do not start. Ray reports task events about once a second."""
+    from ray._private import state
+
+    return [{"name": e.task_info.name, "actor": e.task_info.actor_id.hex(), "node": e.state_updates.node_id.hex()}
+            for e in state.state._get_all_task_events()]
+
+
 def node_addresses() -> tuple[str, str]:
     """(GCS address, node IP) of the Ray this process is connected to
     (``ray._private.worker.global_worker.node``); for the containment tests, which check what

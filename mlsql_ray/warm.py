@@ -5,7 +5,9 @@ or scikit-learn: seconds per worker per run, more than a small training itself. 
 keeps the actors a run is done with, idle, and hands them to the next run asking for the same
 kind of actor with the same resources (CPUs and GPUs per actor); the run gives each its own
 work (a training worker builds a fresh model from the run's ``model_fn``, so no weights carry
-over; it keeps the rows it read when the next run feeds it the same data server).
+over; it keeps the rows it read when the next run feeds it the same data server). A model
+function's actor asks for no CPU, so it runs where it is pinned: it is handed out only for the
+node it runs on (``take_on``).
 
 An idle actor still holds its CPUs, so the pool lets them go:
 - after ``idle_seconds`` unused, and beyond ``cap`` idle actors (the oldest first);
@@ -96,21 +98,32 @@ class WarmPool:
         with self._lock:
             mine = [i for i in self._idle if i.shape == shape and i.job == job][-count:] if count > 0 else []
             self._idle = [i for i in self._idle if i not in mine]
-        if not mine:
-            return []
-        refs = {i.actor.pid.remote(): i.actor for i in mine}
-        ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=PING_TIMEOUT_S)
-        live, dead = [], []
-        for ref, actor in refs.items():
-            try:
-                if ref not in ready:
-                    raise TimeoutError
-                ray.get(ref)
-                live.append(actor)
-            except Exception:  # noqa: BLE001 - dead or hung: not reusable, whatever the cause
-                dead.append(actor)
-        stop_actors(ray, dead)
-        return live
+        return [i.actor for i, live in zip(mine, _answering(ray, [i.actor for i in mine])) if live]
+
+    def take_on(self, shape: Shape, nodes: list[str | None]) -> list:
+        """For each of ``nodes`` (node ids, repeats allowed; None: any node) a live idle actor of
+        ``shape`` already running there (the newest first), now the caller's, or None. An actor that
+        asks Ray for no resources goes only where it is told (model functions'), so one reused for a
+        node must be on it already; idle actors elsewhere stay idle."""
+        import ray
+
+        job = _job_id(ray)
+        with self._lock:
+            candidates = [i for i in self._idle if i.shape == shape and i.job == job][::-1]
+        pinned = any(node is not None for node in nodes)
+        where = {id(i): ray_internals.actor_node(i.actor) for i in candidates} if pinned else {}  # GCS calls
+        chosen: list[_Idle | None] = []
+        with self._lock:
+            candidates = [i for i in candidates if i in self._idle]  # the watcher may have let some go
+            for node in nodes:
+                match = next((i for i in candidates if node is None or where[id(i)] == node), None)
+                if match is not None:
+                    candidates.remove(match)
+                chosen.append(match)
+            self._idle = [i for i in self._idle if i not in chosen]
+        taken = [i for i in chosen if i is not None]
+        answering = dict(zip(map(id, taken), _answering(ray, [i.actor for i in taken])))
+        return [i.actor if i is not None and answering[id(i)] else None for i in chosen]
 
     def give(self, shape: Shape, actors: list) -> None:
         """Keep ``actors`` (each already told to forget its run) for the next run of ``shape``."""
@@ -189,11 +202,6 @@ def make_room(ray, cpus: float, gpus: float = 0) -> None:
     free = ray.available_resources()
     if free.get("CPU", 0) + 1e-9 >= cpus and free.get("GPU", 0) + 1e-9 >= gpus:
         return
-    let_go_of_resources()
-
-
-def let_go_of_resources() -> None:
-    """Every pool of this process stops its idle actors that hold CPUs or GPUs."""
     for pool in list(_pools):
         pool._release(lambda i: i.shape.cpus > 0 or i.shape.gpus > 0)
 
@@ -208,6 +216,24 @@ def released_on_interrupt(pool: WarmPool | None) -> Iterator[None]:
         if pool is not None:
             pool.release()
         raise
+
+
+def _answering(ray, actors: list) -> list[bool]:
+    """Whether each of ``actors`` answers (its pid) within ``PING_TIMEOUT_S``; those that do not
+    (dead, hung: not reusable, whatever the cause) are killed."""
+    refs = [actor.pid.remote() for actor in actors]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=PING_TIMEOUT_S) if refs else ([], [])
+    answers = []
+    for ref in refs:
+        try:
+            if ref not in ready:
+                raise TimeoutError
+            ray.get(ref)
+            answers.append(True)
+        except Exception:  # noqa: BLE001 - dead or hung: not reusable, whatever the cause
+            answers.append(False)
+    stop_actors(ray, [actor for actor, live in zip(actors, answers) if not live])
+    return answers
 
 
 def _job_id(ray) -> str:

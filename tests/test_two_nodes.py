@@ -1,8 +1,9 @@
 """Beyond one machine: a two-node Ray cluster (``ray.cluster_utils.Cluster``, two raylets of one
 CPU each, 127.0.0.1 only, token authentication on) runs a training cell and a registered model
-function with workers on both nodes, and each training worker reads its partition from the
-files on its own node: the data servers are descriptions of what to read, not objects, and
-Ray's object store never holds a copy of the data.
+function with workers on both nodes (each predictor scoring batches where it runs, and reused
+from the warm pool on its node), and each training worker reads its partition from the files on
+its own node: the data servers are descriptions of what to read, not objects, and Ray's object
+store never holds a copy of the data.
 
 The cluster is a Ray of its own, so it runs in a subprocess (the test run keeps its one Ray),
 in a process group and temp dir of its own, stopped by killing that group.
@@ -59,12 +60,16 @@ rc.build_result(result.model_table())
 save overwrite model as delta.`ai_model.digits`;
 register tf.`ai_model.digits` as digit where scale="1/255" and output="argmax" and workers="2";
 select digit(image) as p, label from mnist as scored;
+unregister tf.`digit`;
+register tf.`ai_model.digits` as again where scale="1/255" and output="argmax" and workers="2";
+select again(image) as p, label from mnist as scored_again;
 '''
 
 DRIVER = r'''
 import json
 import socket
 import sys
+import time
 
 import ray
 from ray.cluster_utils import Cluster
@@ -108,10 +113,19 @@ try:
     with Session(warehouse=warehouse) as session:
         session.execute(open(script).read())
         scored = session.table("scored").to_pylist()
-        actors = [{"class": a["ActorClassName"], "node": a["Address"]["NodeID"]}
+        scored_again = session.table("scored_again").to_pylist()
+        actors = [{"id": a["ActorID"], "class": a["ActorClassName"], "node": a["Address"]["NodeID"]}
                   for a in ray_internals.actor_states().values()]
+        predictors = {a["id"] for a in actors if a["class"] == "Predictor"}
+        deadline = time.monotonic() + 60
+        while True:  # Ray reports task events about once a second
+            batches = [t for t in ray_internals.task_placements() if t["name"] == "Predictor.predict"]
+            if {t["actor"] for t in batches} >= predictors or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     with open(out, "w") as f:
-        json.dump({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]], "actors": actors, "scored": scored}, f)
+        json.dump({"nodes": [n["NodeID"] for n in ray.nodes() if n["Alive"]], "actors": actors, "scored": scored,
+                   "scored_again": scored_again, "batches": batches}, f)
 finally:
     ray.shutdown()
     cluster.shutdown()
@@ -150,11 +164,15 @@ def test_workers_on_two_nodes_read_their_partitions_themselves(tmp_path: Path):
     # what it holds is the run's weights
     assert {s["plan"] for s in servers} == {"FileRows"}
     assert servers[0]["store_bytes"] < source.nbytes / 4, servers
-    # the registered function's two actors score every row
-    # (each is asked for a different node, softly: Ray moves a zero-CPU actor off a node whose CPUs
-    # are all held, which training workers still winding down can be, so where they land is not asserted)
-    predictors = [a["node"] for a in report["actors"] if a["class"] == "Predictor"]
-    assert len(predictors) == 2 and set(predictors) <= set(report["nodes"]), report["actors"]
+    # the registered function's two actors are one on each node (pinned there: Ray would put a
+    # zero-CPU actor on a random node), and each scored batches of rows where it runs
+    predictors = {a["id"]: a["node"] for a in report["actors"] if a["class"] == "Predictor"}
+    assert sorted(predictors.values()) == sorted(report["nodes"]), report["actors"]
+    assert {t["actor"] for t in report["batches"]} == set(predictors), report["batches"]
+    assert all(t["node"] == predictors[t["actor"]] for t in report["batches"]), report["batches"]
     assert [r["label"] for r in report["scored"]] == source.column("label").to_pylist()
+    # registered again, the function took the same two actors from the warm pool (no third one
+    # above), each for the node it is on
+    assert report["scored_again"] == report["scored"]
     accuracy = sum(r["p"] == r["label"] for r in report["scored"]) / len(report["scored"])
     assert accuracy > 0.5  # one epoch of a linear model on 2 000 images: far above chance (0.1)

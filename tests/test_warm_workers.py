@@ -1,6 +1,7 @@
 """Warm workers (mlsql_ray.warm) on the test run's real Ray (2 CPUs): a second run of the same
 shape reuses the first one's actors, each run still builds its own model, and idle actors go on
-close, on interrupt, when another job needs their CPUs, and when found dead."""
+close, on interrupt, when another job needs their CPUs, and when found dead. A model function's
+actors (which ask for no CPU, so go only where they are pinned) are reused only on their node."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 
-from mlsql_ray import progress, ray_internals, train
+from mlsql_ray import progress, ray_internals, train, warm
+from mlsql_ray.models import rows_from_model_file
+from mlsql_ray.predict import Predictor, start_predictors
 
 from conftest import SAMPLE_MNIST
 from training_helpers import eventually, tiny_partitions
@@ -181,3 +184,43 @@ def test_sql_train_runs_its_groups_on_the_last_trains_hosts(ray_session):
     assert statuses == ["success", "success"]
     session.close()
     assert dead(hosts)
+
+
+class Pinger:
+    """The least a pooled actor is: one that answers the pool's ping."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def gone_node() -> str:
+    """A node id Ray does not know: what a node that died looks like to its scheduler."""
+    return os.urandom(28).hex()
+
+
+def test_pooled_predictors_are_taken_only_for_the_node_they_run_on(ray_runtime):
+    here = ray_runtime.get_runtime_context().get_node_id()
+    shape = warm.Shape("test.Pinger")
+    with train.WarmPool() as pool:
+        actor = ray_runtime.remote(Pinger).options(num_cpus=0).remote()
+        pool.give(shape, [actor])
+        assert pool.take_on(shape, [gone_node()]) == [None]
+        assert ids(pool.idle_actors()) == ids([actor])  # still idle, for a run that wants it where it is
+        taken, missing = pool.take_on(shape, [here, here])
+        assert ids([taken]) == ids([actor]) and missing is None
+        pool.give(shape, [taken])
+        assert ids(pool.take_on(shape, [None])) == ids([actor])  # None: any node (a one-node cluster)
+
+
+def test_a_predictor_pinned_to_a_node_that_died_starts_on_a_live_one(ray_runtime, tmp_path):
+    """Pinned (hard node affinity), an actor whose node died after the nodes were listed fails at
+    once as unschedulable; its replacement loads the model on a live node."""
+    path = tmp_path / "tiny.keras"
+    seeded_tiny_model().save(path)
+    rows = ray_runtime.put(rows_from_model_file(path.read_bytes()))
+    actors, widths = start_predictors(ray_runtime, Predictor, 1, [gone_node()], [None], rows, False)
+    try:
+        assert widths == [4]
+        assert ray_internals.actor_node(actors[0]) == ray_runtime.get_runtime_context().get_node_id()
+    finally:
+        warm.stop_actors(ray_runtime, actors)
