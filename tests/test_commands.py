@@ -393,3 +393,35 @@ def test_cli_allow_path_option(run_cli, tmp_path: Path, files: Path):
                       cwd=script.parent)
     assert allowed.returncode == 0, allowed.stderr
     assert "1,x" in allowed.stdout
+
+
+def test_kill_lands_even_when_the_first_one_is_lost_in_a_gc_callback(session: Session, tmp_path):
+    """An exception raised into a thread inside a garbage-collector callback is printed as
+    "ignored" and dropped by Python; the killed cell must stop all the same (it ran on, in CI)."""
+    import time
+
+    marker = tmp_path / "in-callback"
+    code = f"""--%python
+import gc, pathlib, time
+
+def slow_once(phase, info):
+    if phase == "start" and not pathlib.Path({str(marker)!r}).exists():
+        pathlib.Path({str(marker)!r}).touch()
+        time.sleep(1)  # the kill arrives here
+
+gc.callbacks.append(slow_once)
+try:
+    gc.collect()
+    while True:
+        time.sleep(0.02)
+finally:
+    gc.callbacks.remove(slow_once)
+"""
+    worker, outcome = execute_in_a_thread(session, code)
+    while not marker.exists():
+        assert worker.is_alive(), outcome
+        time.sleep(0.02)
+    job = session.jobs.running()[0]
+    session.execute(f"!kill {job.id};")
+    worker.join(60)
+    assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"

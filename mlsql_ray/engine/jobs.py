@@ -19,6 +19,7 @@ import datetime as dt
 import getpass
 import itertools
 import re
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from ..lang import ast
 RECENT_JOBS = 50  # finished jobs !show jobs keeps listing
 _SECRET = re.compile(r"pass|secret|token|credential|key|auth", re.IGNORECASE)
 _TEXT_LIMIT = 200
+LOST_KILL_DELAY_S = 0.05  # see _watch_for_lost_kills
+_killed: dict[int, tuple] = {}  # thread ident -> (Jobs, Job) of a killed job that has not ended yet
 
 
 class JobKilled(KeyboardInterrupt):
@@ -68,6 +71,7 @@ class Jobs:
         with self._lock:
             if job.kill_requested:
                 _raise_in_thread(job.thread, None)
+                _killed.pop(job.thread, None)
                 job.state = "killed"
             elif error is None or isinstance(error, GeneratorExit):
                 job.state = "done"
@@ -92,8 +96,16 @@ class Jobs:
                                  f"(stop this one with Ctrl-C or the notebook's interrupt)")
             job.kill_requested = True
             interrupt_queries()
+            _killed[job.thread] = (self, job)
+            _watch_for_lost_kills()
             _raise_in_thread(job.thread, JobKilled)
             return job
+
+    def raise_again(self, job: Job) -> None:
+        """``JobKilled`` once more into a killed job's thread, if the job still runs."""
+        with self._lock:
+            if job.id in self._running:
+                _raise_in_thread(job.thread, JobKilled)
 
     def running(self) -> list[Job]:
         with self._lock:
@@ -116,6 +128,26 @@ class Jobs:
 
 def _time(moment: dt.datetime | None) -> str | None:
     return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
+def _watch_for_lost_kills() -> None:
+    """An exception raised into a thread while it runs a garbage-collector callback or a
+    ``__del__`` is printed as "ignored" and lost (Python hands it to ``sys.unraisablehook``): a
+    lost ``JobKilled`` is raised again shortly after, from another thread, once the killed thread
+    is back in ordinary code (raised from the hook itself, it would land in the hook)."""
+    previous = sys.unraisablehook
+    if getattr(previous, "raises_lost_kills", False):
+        return
+
+    def hook(unraisable) -> None:
+        killed = _killed.get(threading.get_ident())
+        if isinstance(unraisable.exc_value, JobKilled) and killed is not None:
+            threading.Timer(LOST_KILL_DELAY_S, killed[0].raise_again, killed[1:]).start()
+        else:
+            previous(unraisable)
+
+    hook.raises_lost_kills = True
+    sys.unraisablehook = hook
 
 
 def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None:
