@@ -191,9 +191,7 @@ class ModelFunction:
         if self.pool is None:
             stop_actors(ray, actors)
             return
-        for actor in actors:
-            actor.forget.remote()
-        self.pool.give(self.shape, actors)
+        self.pool.keep(self.shape, actors)
 
 
 def placement(ray, count: int) -> list[str | None]:

@@ -144,6 +144,12 @@ class WarmPool:
                 self._watcher.start()
         stop_actors(ray, [i.actor for i in extra])
 
+    def keep(self, shape: Shape, actors: list) -> None:
+        """Tell each actor to forget its run (its ``forget`` method), then ``give`` them."""
+        for actor in actors:
+            actor.forget.remote()
+        self.give(shape, actors)
+
     def release(self) -> None:
         """Stop every idle actor (session closed, run interrupted) and wait until Ray says so."""
         self._release(lambda i: True)

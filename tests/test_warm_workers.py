@@ -224,3 +224,20 @@ def test_a_predictor_pinned_to_a_node_that_died_starts_on_a_live_one(ray_runtime
         assert ray_internals.actor_node(actors[0]) == ray_runtime.get_runtime_context().get_node_id()
     finally:
         warm.stop_actors(ray_runtime, actors)
+
+
+def test_a_second_async_fit_runs_on_the_first_ones_workers_and_shards(ray_runtime):
+    """Asynchronous training keeps its workers and parameter shards too; the second run starts
+    from its own model's initial weights, as a cold one does (one worker: no race between pushes)."""
+    options = dict(mode="async", steps_per_push=2, num_shards=1)
+    one_partition = tiny_partitions()[:1]
+    cold = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
+    with train.WarmPool() as pool, pool.active():
+        first = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
+        kept = ids(pool.idle_actors())
+        second = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
+        assert ids(pool.idle_actors()) == kept and len(kept) == 2  # the worker and the shard, reused
+    assert eventually(lambda: dead(kept))
+    for run in (first, second):
+        for got, expected in zip(run.weights, cold.weights):
+            np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -17,19 +17,23 @@ current weights (its lost pushes are made up by everyone, as a straggler's are);
 counts against ``max_failures`` as in synchronous mode. A parameter shard that dies cannot be
 replaced, since its part of the weights dies with it: that ends training with a
 ``TrainingError`` naming the shard.
+
+With a warm pool active (``mlsql_ray.warm``), the workers and shards of a run that ended well wait
+in it for the next asynchronous run of the same shape, TensorFlow imported; each run still starts
+from its own model's initial weights.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
 
-from .. import progress
+from .. import progress, warm
 from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, stop
-from .data import load_xy
 from .result import TrainResult
-from .worker import Straggler, configure_tensorflow, straggler_factor
+from .worker import Worker, straggler_factor
 
 
 class ParameterShard:
@@ -44,9 +48,19 @@ class ParameterShard:
         self.metrics: list[tuple[dict, int]] = []
 
     def load(self, weights: list[np.ndarray]) -> None:
-        """The starting weights (the shard is created before they exist, so that its process
-        starts while the workers import TensorFlow)."""
+        """The starting weights of a run (the shard is created, or taken from a warm pool, before
+        they exist, so that its process starts while the workers import TensorFlow)."""
         self.weights = [np.array(w, dtype=np.float32) for w in weights]
+        self.version, self.dropped, self.metrics = 0, 0, []
+
+    def forget(self) -> None:
+        """Drop the run's weights (the shard waits in a warm pool for the next run)."""
+        self.weights, self.metrics = [], []
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
 
     def pull(self) -> tuple[int, int, list[np.ndarray]]:
         """(version, pushes received so far, weights)."""
@@ -73,20 +87,9 @@ class ParameterShard:
         return {"version": self.version, "dropped": self.dropped}
 
 
-class AsyncWorker:
-    def __init__(self, index: int, model_fn, source, prepare, threads: int, learning_rate: float | None,
-                 slowdown: float = 1.0):
-        configure_tensorflow(threads)
-        self.model = model_fn()
-        if learning_rate is not None:
-            self.model.optimizer.learning_rate.assign(learning_rate)
-        self.x, self.y = load_xy(source, prepare)
-        self.index = index
-        self.rng = np.random.default_rng(index)
-        self.straggler = Straggler(slowdown)
-
-    def ready(self) -> int:
-        return len(self.x)
+class AsyncWorker(Worker):
+    """A training worker (``Worker``: one process, set up per run, kept warm between runs) that
+    trains on its own and talks to the parameter shards."""
 
     def initial_state(self) -> list[np.ndarray]:
         """The common start: this worker's trainable weights."""
@@ -152,15 +155,22 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
               max_failures: int, on_round) -> TrainResult:
     """The asynchronous counterpart of ``trainer.fit`` (which checks arguments and resources)."""
     worker_class = ray.remote(AsyncWorker).options(num_cpus=cpus_per_worker, max_restarts=0)
+    pool, shape = warm.current(), warm.Shape("train.AsyncWorker", cpus_per_worker)
+    reused = pool.take(shape, len(data)) if pool is not None else []
+    setups: dict[int, object] = {}  # worker index → its setup call (rows it trains on)
 
     def start(index: int):
-        return worker_class.remote(index, model_fn, data[index], prepare, threads, learning_rate,
-                                   straggler_factor(index))
+        actor = reused.pop() if reused else worker_class.remote(threads)
+        setups[index] = actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, 1, None,
+                                           straggler_factor(index))
+        return actor
 
     started = time.monotonic()
-    with Crew(ray, start, len(data), max_failures) as crew, _Shards(ray, num_shards) as shards:
-        (counts, initial), _ = crew.retrying(
-            "while starting", lambda: (crew.call("ready"), crew.call_worker(0, "initial_state")))
+    with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
+                                                  functools.partial(pool.keep, shape) if pool is not None else None) as crew, \
+            _Shards(ray, num_shards, pool) as shards:
+        (counts, initial), _ = crew.retrying("while starting", lambda: (
+            [setup["rows"] for setup in crew.gather(dict(setups))], crew.call_worker(0, "initial_state")))
         shards.load(initial)
         startup_seconds = time.monotonic() - started
         pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
@@ -232,21 +242,29 @@ class _History:
                 self.on_round(entry)
 
 
+SHARD_SHAPE = warm.Shape("train.ParameterShard")
+
+
 class _Shards:
     """The parameter servers of one run. A shard that dies takes its part of the weights with it,
     so unlike a worker it cannot be replaced: training ends with a ``TrainingError`` naming it."""
 
-    def __init__(self, ray, count: int):
-        self.ray = ray
-        self.started = [ray.remote(ParameterShard).options(num_cpus=0, max_restarts=0).remote() for _ in range(count)]
+    def __init__(self, ray, count: int, pool: warm.WarmPool | None):
+        self.ray, self.pool = ray, pool
+        taken = pool.take(SHARD_SHAPE, count) if pool is not None else []
+        self.started = taken + [ray.remote(ParameterShard).options(num_cpus=0, max_restarts=0).remote()
+                                for _ in range(count - len(taken))]
         self.actors = list(self.started)
         self.layout: list[list[int]] = []
 
     def __enter__(self) -> _Shards:
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        stop(self.ray, self.started)
+    def __exit__(self, exc_type, *exc_info) -> None:
+        if exc_type is not None or self.pool is None:
+            stop(self.ray, self.started)
+            return
+        self.pool.keep(SHARD_SHAPE, self.started)
 
     def load(self, initial: list[np.ndarray]) -> None:
         """Spread the starting weights over the shards (as many as there are weight arrays, at most)."""

@@ -16,6 +16,7 @@ is active (``mlsql_ray.warm``): the next run of the same shape starts on them at
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable, Sequence
 
@@ -117,13 +118,8 @@ def fit(
                                            validation if index == 0 else None, straggler_factor(index))
         return actor
 
-    def keep(workers: list) -> None:
-        for worker in workers:
-            worker.forget.remote()
-        pool.give(shape, workers)
-
     with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
-                                                  keep if pool is not None else None) as crew:
+                                                  functools.partial(pool.keep, shape) if pool is not None else None) as crew:
         run = _Averaging(crew, started, batch_size, steps_per_round, average_optimizer)
         read_seconds, weights, optimizer_state = run.start(setups)
         startup_seconds = time.monotonic() - started
