@@ -173,3 +173,36 @@ def postgres():
     server = pg_server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def executed_notebook(tmp_path_factory, ray_address):
+    """``executed_notebook(path)``: the notebook as ``jupyter nbconvert --to notebook --execute`` left
+    it (the ``CompletedProcess`` and the executed copy, read back), in this checkout's kernel joined
+    to the test run's Ray, its folder as the kernel's cwd, a fresh warehouse. Run once per notebook
+    and shared by the tests that read it (tests/test_kernel.py, test_notebook_tools.py,
+    test_sql_training_notebook.py): nbconvert executes through nbclient, so one run answers
+    "it runs under nbconvert" and "it runs in its kernel" — the MNIST notebook alone costs minutes."""
+    import subprocess
+
+    import nbformat
+
+    from kernel_helpers import checkout_kernelspec
+
+    done: dict[Path, tuple] = {}
+
+    def execute(path: Path):
+        if path not in done:
+            folder = tmp_path_factory.mktemp(path.stem)
+            out = folder / path.name
+            with checkout_kernelspec(folder / "jupyter"):
+                ran = subprocess.run(
+                    [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+                     "--ExecutePreprocessor.timeout=900", "--ExecutePreprocessor.startup_timeout=120",
+                     str(path), "--output", str(out)],
+                    cwd=path.parent, capture_output=True, text=True, timeout=1200,
+                    env={**os.environ, "MLSQL_WAREHOUSE": str(folder / "warehouse"), RAY_ADDRESS_ENV: ray_address})
+            done[path] = (ran, nbformat.read(out, as_version=4) if out.exists() else None)
+        return done[path]
+
+    return execute

@@ -34,6 +34,7 @@ import pytest
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine import ets
 from mlsql_ray.engine.ets.base import PEOPLE_DATA
+from mlsql_ray.warm import WarmPool
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
@@ -437,12 +438,33 @@ def _cases():
         yield pytest.param(key, id=key, marks=marks)
 
 
+_TRAINS_OR_REGISTERS = re.compile(r"^\s*(train|register|predict)\s", re.IGNORECASE | re.MULTILINE)
+
+
+def _uses_workers(key: str) -> bool:
+    """The block, or what runs before it, trains or registers a model: Ray actors do that work."""
+    page = key.split("#")[0]
+    texts = [GIVEN.get(key, ""), *(BLOCKS[page + block] for block in AFTER.get(key, [])), BLOCKS[key]]
+    return any(_TRAINS_OR_REGISTERS.search(text) for text in texts)
+
+
+@pytest.fixture(scope="module")
+def shared_workers(ray_runtime):
+    """One warm pool (mlsql_ray.warm) for the sessions of the blocks that train or register: each
+    block still runs in a fresh Session, on actors an earlier block's session handed back (each
+    told to forget its run), not on new Ray worker processes that import scikit-learn or
+    TensorFlow first — seconds per block, most of such a block's time."""
+    with WarmPool() as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("key", _cases())
 def test_doc_example(key, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
     if key in NEEDS_RAY:
         request.getfixturevalue("ray_runtime")
-    with Session(warehouse=tmp_path / "warehouse") as session:
+    workers = request.getfixturevalue("shared_workers") if _uses_workers(key) else None
+    with Session(warehouse=tmp_path / "warehouse", workers=workers) as session:
         if key in EXPECT_ERROR:
             with pytest.raises(MLSQLError, match=EXPECT_ERROR[key]):
                 _run_block(session, key, tmp_path)

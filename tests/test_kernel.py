@@ -621,24 +621,18 @@ class TestMLSQLKernelProtocol(jupyter_kernel_test.KernelTests):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", notebooks(ROOT))
-def test_notebook_runs_in_the_kernel(path, tmp_path, monkeypatch, ray_address):
+def test_notebook_runs_in_the_kernel(path, executed_notebook):
     """Every notebook in notebooks/ runs top to bottom headless in its kernel (mlsql, or Python
     for the magic's), its folder as the kernel's cwd; the kernel joins the test run's Ray
-    (``ray_kernel`` is the test of the embedded start)."""
+    (``ray_kernel`` is the test of the embedded start). The run is nbconvert's (nbclient under the
+    hood), shared with test_notebook_tools.py: one execution of each notebook serves both."""
     import nbformat
-    from nbclient import NotebookClient
 
-    monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "warehouse"))
-    monkeypatch.setenv("MLSQL_RAY_ADDRESS", ray_address)
-    notebook = nbformat.read(path, as_version=4)
-    kernel_name = notebook.metadata["kernelspec"]["name"]
-    assert kernel_name in ("mlsql", "python3")
-    client = NotebookClient(notebook, kernel_name=kernel_name, timeout=900, startup_timeout=120,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    assert nbformat.read(path, as_version=4).metadata["kernelspec"]["name"] in ("mlsql", "python3")
+    ran, notebook = executed_notebook(path)
+    assert ran.returncode == 0, ran.stderr
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
-    nbformat.write(notebook, tmp_path / path.name)  # the executed copy, for a look after a failure
     if path.name == "quickstart.ipynb":
         select = notebook.cells[4].outputs
         assert any("mean_pixel" in o.get("data", {}).get("text/html", "") for o in select)

@@ -114,13 +114,10 @@ def test_papermill_cli_with_awkward_values(small_data, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", notebooks(ROOT))
-def test_nbconvert_executes_every_notebook(path, tmp_path):
-    out = tmp_path / "executed.ipynb"
-    done = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-                           "--ExecutePreprocessor.timeout=900", str(path), "--output", str(out)],
-                          cwd=path.parent, env=tool_env(tmp_path), capture_output=True, text=True, timeout=1200)
+def test_nbconvert_executes_every_notebook(path, executed_notebook):
+    """(The run is shared with tests/test_kernel.py's notebook test: conftest's ``executed_notebook``.)"""
+    done, notebook = executed_notebook(path)
     assert done.returncode == 0, done.stderr  # nbconvert fails on a cell's error
-    notebook = nbformat.read(out, as_version=4)
     assert not [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     if path == QUICKSTART:
         assert "mean_pixel" in select_text(notebook) and "(10 rows)" in select_text(notebook)

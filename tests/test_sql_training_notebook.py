@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from kernel_helpers import checkout_kernelspec
-
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "sql_training.ipynb"
 
@@ -44,17 +42,16 @@ def check(story: dict) -> None:
 
 
 @pytest.mark.slow
-def test_sql_training_notebook_in_the_kernel_and_the_cli_agree(run_cli, tmp_path, monkeypatch):
+def test_sql_training_notebook_in_the_kernel_and_the_cli_agree(run_cli, tmp_path, executed_notebook, ray_address):
+    """The kernel's run is conftest's ``executed_notebook`` (nbconvert, i.e. nbclient, in the mlsql
+    kernel), shared with the other notebook tests so that the four fits run once for all of them."""
     import nbformat
-    from nbclient import NotebookClient
 
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    assert notebook.metadata["kernelspec"]["name"] == "mlsql"
-    assert not any("--%python" in c.source for c in notebook.cells)  # SQL only
-    monkeypatch.setenv("MLSQL_WAREHOUSE", str(tmp_path / "kernel-warehouse"))
-    with checkout_kernelspec(tmp_path / "jupyter"):
-        NotebookClient(notebook, kernel_name="mlsql", timeout=600, startup_timeout=120,
-                       resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    source = nbformat.read(NOTEBOOK, as_version=4)
+    assert source.metadata["kernelspec"]["name"] == "mlsql"
+    assert not any("--%python" in c.source for c in source.cells)  # SQL only
+    ran, notebook = executed_notebook(NOTEBOOK)
+    assert ran.returncode == 0, ran.stderr
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     in_kernel = the_story([o.data["text/plain"] for o in outputs if o.output_type == "display_data"
@@ -66,7 +63,8 @@ def test_sql_training_notebook_in_the_kernel_and_the_cli_agree(run_cli, tmp_path
         for group in (0, 1):
             assert f"{alg} group {group} (2 in all): success in " in shown
 
-    done = run_cli("run", str(NOTEBOOK), "--warehouse", str(tmp_path / "cli-warehouse"), timeout=600)
+    done = run_cli("run", str(NOTEBOOK), "--warehouse", str(tmp_path / "cli-warehouse"), timeout=600,
+                   ray_address=ray_address)
     assert done.returncode == 0, done.stderr
     tables = ["\n".join(block.splitlines()) for block in _tables(done.stdout)]
     by_cli = the_story(tables)

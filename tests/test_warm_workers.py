@@ -186,6 +186,25 @@ def test_sql_train_runs_its_groups_on_the_last_trains_hosts(ray_session):
     assert dead(hosts)
 
 
+def test_sessions_given_one_pool_share_its_actors_and_leave_it_to_its_owner(ray_runtime, tmp_path):
+    """``Session(workers=pool)``: closing the session hands its actors to the caller's pool, the next
+    session's train runs on them, and they stop when the owner releases the pool."""
+    from mlsql_ray import Session
+
+    statement = ('train small as RandomForest.`db.rf` where featuresCol="image" and numTrees="5" '
+                 'and `fitParam.0.maxDepth`="3" and `fitParam.1.maxDepth`="6";')
+    load = f"load parquet.`{SAMPLE_MNIST / 'train.parquet'}` as mnist; select * from mnist limit 200 as small;"
+    with warm.WarmPool() as pool:
+        with Session(warehouse=tmp_path / "first", workers=pool) as first:
+            first.execute(load + statement)
+        hosts = ids(pool.idle_actors())
+        assert len(hosts) == 2 and not dead(hosts)
+        with Session(warehouse=tmp_path / "second", workers=pool) as second:
+            second.execute(load + statement)
+        assert ids(pool.idle_actors()) == hosts
+    assert dead(hosts)
+
+
 class Pinger:
     """The least a pooled actor is: one that answers the pool's ping."""
 

@@ -47,12 +47,13 @@ class Session:
     ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`. ``allowed_paths``: folders
     the file commands (``!fs``, ``!saveFile``) may touch besides the working directory and the
     warehouse. ``project_root``: where ``include project.`path``` starts (default: the folder of the
-    script being run).
+    script being run). ``workers``: a warm pool of training and prediction actors the caller owns
+    and shares between sessions (kept when this one closes); by default the session has its own.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
-                 project_root: str | os.PathLike | None = None):
+                 project_root: str | os.PathLike | None = None, workers: WarmPool | None = None):
         config = resolve_config(warehouse, ray_address)
         self.warehouse = config.warehouse
         self.ray_address = config.ray_address
@@ -67,7 +68,9 @@ class Session:
         self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
-        self.workers = WarmPool()  # training and prediction actors kept for the next run (mlsql_ray.warm)
+        # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
+        self.workers = workers if workers is not None else WarmPool()
+        self._owns_workers = workers is None
         self._functions = None  # model functions (register), created with the first one
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
@@ -139,10 +142,12 @@ class Session:
         return self.catalog.arrow(name)
 
     def close(self) -> None:
-        """Release DuckDB, model functions and warm actors, and stop Ray if this session started it."""
+        """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
+        if this session started it."""
         if self._functions is not None:
             self._functions.close()
-        self.workers.release()
+        if self._owns_workers:
+            self.workers.release()
         self.ray_link.shutdown()
         self.con.close()
 
