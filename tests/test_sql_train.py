@@ -104,7 +104,7 @@ def test_register_probability_output_and_algindex(ray_session):
 
 
 @pytest.mark.parametrize("alg, params", [
-    ("GBTClassifier", 'maxIter="5" and maxDepth="3"'),
+    pytest.param("GBTClassifier", 'maxIter="5" and maxDepth="3"', marks=pytest.mark.slow),  # XGBoost: seconds
     ("LogisticRegression", 'maxIter="30" and regParam="0.01" and elasticNetParam="0.5"'),
     ("NaiveBayes", 'smoothing="0.5"'),
 ])
@@ -187,6 +187,7 @@ def test_kmeans_and_lda(session):
     assert np.stack(distribution).shape == (50, 3) and np.allclose(np.stack(distribution).sum(axis=1), 1)
 
 
+@pytest.mark.slow  # trains LDA in Ray tasks: seconds each
 def test_register_lda_gives_byzers_three_functions(ray_session):
     """ml/algs/lda.md: ``register LDA ... as lda`` defines lda(term), lda_doc(features) and
     lda_topic(topic, n), checked against the stored scikit-learn model (components_ is Spark's
@@ -219,6 +220,7 @@ def test_register_lda_gives_byzers_three_functions(ray_session):
             assert row["topic"] is None  # k="3": no topic 3
 
 
+@pytest.mark.slow  # trains every algorithm in Ray tasks: seconds each
 def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     s = ray_session
     s.execute(MNIST + """train train as AutoML.`db.auto` where featuresCol="image" and algos="LogisticRegression,NaiveBayes"
@@ -399,6 +401,7 @@ ALS = ('train ratings as ALSInPlace.`{target}` where userCol="u" and itemCol="i"
        'and evaluateTable="ratings" and seed="7" {extra}')
 
 
+@pytest.mark.slow  # fits ALS in Ray tasks: seconds each
 def test_als_fits_a_low_rank_matrix_and_writes_top_n(ray_session, tmp_path):
     """More iterations, lower rmse, near 0 in the end; userRec/itemRec hold the top N by predicted
     rating, best first; the same seed gives the same model."""
