@@ -311,6 +311,7 @@ BAD = [
     ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
      "RandomForest has no parameter 'depth'; its parameters are numTrees, maxDepth"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and numTrees="many";', "numTrees='many'"),
+    ('train train as KerasClassifier.`db.bad` where featuresCol="image" and layers="wide";', "layers='wide'"),
     ('select cast(label as string) as s, label from train as words;\ntrain words as RandomForest.`db.bad` where featuresCol="s";',
      "features column 's' of words must hold numbers"),
     ('select image, 1 as label from train as one;\ntrain one as RandomForest.`db.bad` where featuresCol="image";',
