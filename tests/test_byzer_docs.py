@@ -428,9 +428,19 @@ def _local(text: str, tmp_path: Path) -> str:
     return text.replace("/tmp/", f"{tmp_path}/tmp/")
 
 
+_TRAIN = re.compile(r"^\s*train\s", re.IGNORECASE | re.MULTILINE)
+
+
+def _trains(key: str) -> bool:
+    """The block, or an earlier block of its page that runs first (``AFTER``), has a ``train``."""
+    page = key.split("#")[0]
+    return any(_TRAIN.search(BLOCKS[block]) for block in [key, *(page + b for b in AFTER.get(key, []))])
+
+
 def _cases():
     for key in BLOCKS:
-        marks = []
+        # a block that trains fits scikit-learn/XGBoost models for seconds: the slow tier (-m "not slow")
+        marks = [pytest.mark.slow] if _trains(key) else []
         if key in SKIP:
             marks.append(pytest.mark.skip(reason=SKIP[key]))
         elif key in NOT_YET:

@@ -104,7 +104,7 @@ def test_register_probability_output_and_algindex(ray_session):
 
 
 @pytest.mark.parametrize("alg, params", [
-    ("GBTClassifier", 'maxIter="5" and maxDepth="3"'),
+    pytest.param("GBTClassifier", 'maxIter="5" and maxDepth="3"', marks=pytest.mark.slow),  # XGBoost: seconds
     ("LogisticRegression", 'maxIter="30" and regParam="0.01" and elasticNetParam="0.5"'),
     ("NaiveBayes", 'smoothing="0.5"'),
 ])
@@ -187,6 +187,7 @@ def test_kmeans_and_lda(session):
     assert np.stack(distribution).shape == (50, 3) and np.allclose(np.stack(distribution).sum(axis=1), 1)
 
 
+@pytest.mark.slow  # trains LDA in Ray tasks: seconds each
 def test_register_lda_gives_byzers_three_functions(ray_session):
     """ml/algs/lda.md: ``register LDA ... as lda`` defines lda(term), lda_doc(features) and
     lda_topic(topic, n), checked against the stored scikit-learn model (components_ is Spark's
@@ -219,6 +220,7 @@ def test_register_lda_gives_byzers_three_functions(ray_session):
             assert row["topic"] is None  # k="3": no topic 3
 
 
+@pytest.mark.slow  # trains every algorithm in Ray tasks: seconds each
 def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     s = ray_session
     s.execute(MNIST + """train train as AutoML.`db.auto` where featuresCol="image" and algos="LogisticRegression,NaiveBayes"
@@ -309,6 +311,7 @@ BAD = [
     ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
      "RandomForest has no parameter 'depth'; its parameters are numTrees, maxDepth"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and numTrees="many";', "numTrees='many'"),
+    ('train train as KerasClassifier.`db.bad` where featuresCol="image" and layers="wide";', "layers='wide'"),
     ('select cast(label as string) as s, label from train as words;\ntrain words as RandomForest.`db.bad` where featuresCol="s";',
      "features column 's' of words must hold numbers"),
     ('select image, 1 as label from train as one;\ntrain one as RandomForest.`db.bad` where featuresCol="image";',
@@ -399,6 +402,7 @@ ALS = ('train ratings as ALSInPlace.`{target}` where userCol="u" and itemCol="i"
        'and evaluateTable="ratings" and seed="7" {extra}')
 
 
+@pytest.mark.slow  # fits ALS in Ray tasks: seconds each
 def test_als_fits_a_low_rank_matrix_and_writes_top_n(ray_session, tmp_path):
     """More iterations, lower rmse, near 0 in the end; userRec/itemRec hold the top N by predicted
     rating, best first; the same seed gives the same model."""

@@ -104,6 +104,7 @@ save overwrite seen as json.`{out}`;
 """
 
 
+@pytest.mark.slow  # a CLI run whose cell reads a file in Ray workers: a minute on the 2-core machine
 def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_address):
     """A cell whose input is a parquet load, or a select over one, hands its workers what to read:
     the driver's peak memory does not grow with the data (today's main read it all in, then

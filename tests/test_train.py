@@ -58,6 +58,19 @@ def test_matrix_is_vectorised_and_checks_lengths():
         train.matrix(pa.array([[1, 2], [3]]))
 
 
+def test_columns_scale_one_hot_and_name_a_missing_column():
+    """The default partition → (x, y) of every training (``Columns``), without Ray: the fast tier's
+    reach into train/data.py."""
+    import pyarrow as pa
+
+    table = pa.table({"image": pa.array([[0, 255], [255, 0]], pa.list_(pa.uint8())), "label": [1, 0]})
+    x, y = train.Columns(scale=1 / 255, one_hot=2)(table)
+    np.testing.assert_array_equal(x, [[0.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(y, [[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="no column 'pixels'"):
+        train.Columns(features="pixels")(table)
+
+
 # -- on Ray --------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -67,11 +67,11 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
     assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()))
 
 
-@pytest.mark.slow
 def test_checkpoints_keep_the_last_n(ray_runtime, warehouse):
     checkpoints = train.Checkpoints("ckpt.tiny", warehouse=warehouse, every=1, keep=2)
-    train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, checkpoints=checkpoints)
+    result = train.fit(tiny_model(), tiny_partitions(), rounds=4, batch_size=8, checkpoints=checkpoints)
     assert checkpoints.rounds() == [3, 4]
+    assert result.summary()["rounds"] == "4" and result.model_table().num_rows == len(result.model_rows()) > 0
     latest = checkpoints.latest()
     assert latest["round"] == 4 and [h["round"] for h in latest["history"]] == [1, 2, 3, 4]
     from deltalake import DeltaTable

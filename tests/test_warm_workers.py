@@ -22,6 +22,10 @@ from training_helpers import eventually, tiny_partitions
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import test modules
 
+# Every test here starts Ray actors (training workers, pooled predictors) and most train: seconds
+# to a minute each, so the whole file is in the slow tier.
+pytestmark = pytest.mark.slow
+
 
 def seeded_tiny_model():
     """A 4-in, 3-class softmax model with fixed initial weights (seed 3)."""
