@@ -281,7 +281,7 @@ class GroupHost:
         return os.getpid()
 
     def fit(self, group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
-        return fit_group(group, train, check, threads)
+        return fit_group(group, train, check, min(threads, local_cpus()))
 
 
 class _Hosts:
@@ -317,12 +317,17 @@ class _Hosts:
 def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, threads: int) -> list[StoredGroup]:
     """Each group to the next free host, reported as it starts and as it ends (in the order they
     finish). A host that dies fails its group, not the others, and is replaced."""
+    # Each host holds ``threads`` CPUs in Ray, but its library's thread pool may use all the CPUs
+    # the run holds (never more than its node has): groups rarely take equal time, and a group
+    # that ends early would otherwise leave its CPUs idle while a longer one runs on its share
+    # (2 RandomForest groups of depth 8 and 16 on 2 CPUs: 1.28x the direct fits; now 1.1x).
+    pool_threads = threads * (len(hosts.idle) + len(hosts.busy))
     waiting, running, done = list(plans), {}, {}
     while waiting or running:
         while waiting and hosts.idle:
             p, host = waiting.pop(0), hosts.idle.pop()
             _report_start(p, len(plans))
-            running[host.fit.remote(p, *refs[p.inputs], threads)] = (p, host)
+            running[host.fit.remote(p, *refs[p.inputs], pool_threads)] = (p, host)
             hosts.busy.append(host)
         [future], _ = ray.wait(list(running), num_returns=1)
         p, host = running.pop(future)
