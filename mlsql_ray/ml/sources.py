@@ -19,7 +19,8 @@ def model_list() -> pa.Table:
     return pa.table({"name": [a.name for a in algs] + [registry.AUTOML],
                      "algType": [a.kind for a in algs] + ["classifier"],
                      "implementation": [a.implementation for a in algs] + ["one group per algorithm in algos"],
-                     "doc": docs + [f"trains {', '.join(registry.AUTOML_DEFAULT)} (or algos=...) and ranks them by sortedBy"]})
+                     "doc": docs + [f"trains {', '.join(a.name for a in registry.automl_algorithms(None, None))} (or "
+                                    "algos=..., all classifiers or all regressors) and ranks them by sortedBy"]})
 
 
 def model_params(alg_name: str) -> pa.Table:
