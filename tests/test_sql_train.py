@@ -496,6 +496,20 @@ def test_als_bad_input_and_inference_are_errors_at_the_statement(session, statem
     assert not delta.table_path(session.warehouse, "db.bad", {}).exists()
 
 
+def test_als_model_explain_gives_its_parameters_and_shapes(session, tmp_path):
+    """ALS learns no per-feature numbers: modelExplain shows its parameters by Spark's
+    name (booleans as 1/0) and the shapes of its factors, in the rows the other algorithms use."""
+    session.execute(RATINGS + ALS.format(target=tmp_path / "als", extra='and implicitPrefs="true" and alpha="2.5" and maxIter="3";'))
+    session.execute(f'load modelExplain.`{tmp_path / "als"}` where alg="ALSInPlace" as explained;')
+    table = session.table("explained")
+    assert table.column_names == ["algIndex", "alg", "name", "row", "feature", "value"]
+    rows = table.to_pylist()
+    assert {(r["alg"], r["row"], r["feature"]) for r in rows} == {("ALSInPlace", None, 0)}
+    assert {r["name"]: r["value"] for r in rows} == {"rank": 4, "maxIter": 3, "regParam": 0.001, "implicitPrefs": 1,
+                                                     "alpha": 2.5, "nonnegative": 0, "seed": 7, "numUsers": 30,
+                                                     "numItems": 20}
+
+
 def test_als_model_with_pickled_arrays_is_refused(session, tmp_path):
     """ALS factors are read with numpy's allow_pickle=False: an .npz whose array is a pickled object
     (one that would create a marker file when unpickled) is refused and nothing in it runs."""
