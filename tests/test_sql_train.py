@@ -233,6 +233,17 @@ def test_automl_ranks_algorithms_and_predicts_with_the_best(ray_session):
     assert_close(parse_metrics(best["metrics"]), classification_metrics(truth, predicted))
 
 
+def test_automl_of_regressors_ranks_by_a_regression_metric(session):
+    """AutoML compares regressors too, by rmse, r2, ...: without algos it trains the doc's default
+    regressor, LinearRegression, and predict takes the best by the kind's default metric."""
+    session.execute(REGRESSION + """train reg as AutoML.`db.auto_reg` where sortedBy="rmse" and evaluateTable="reg" as res;
+        predict reg as AutoML.`db.auto_reg` as scored;""")
+    [block] = groups(session.table("res"))
+    assert block["alg"] == "sklearn.linear_model.LinearRegression" and block["status"] == "success"
+    truth, predicted = columns(session, "scored", "label", "prediction")
+    assert math.isclose(parse_metrics(block["metrics"])["rmse"], skm.root_mean_squared_error(truth, predicted), rel_tol=1e-9)
+
+
 @pytest.mark.slow
 def test_doc_example_random_forest(ray_session, tmp_path):
     session = ray_session
@@ -320,6 +331,21 @@ BAD = [
      "evaluateTable other has no features column 'image'"),
     ('register RandomForest.`db.plain` as f;', "db.plain holds no model trained by `train`"),
     ('register NaiveBayes.`db.good` as f;', "db.good holds RandomForest models, not NaiveBayes"),
+    # AutoML ranks algorithms of one kind by one metric (ml/algs/auto_ml.md: classifiers by accuracy, f1, ...)
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="GBTs,ALSInPlace";',
+     "AutoML compares algorithms of one kind, here classifiers (GBTs is one): ALSInPlace is a recommender model; "
+     "algos lists classifiers (RandomForest, GBTClassifier, GBTs, LogisticRegression, NaiveBayes, KerasClassifier)"),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="RandomForest,KMeans";',
+     "KMeans is a clusterer model"),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="LDA,NaiveBayes";', "LDA is a topics model"),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="NaiveBayes,LinearRegression";',
+     "LinearRegression is a regressor model; algos lists classifiers"),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="LinearRegression,NaiveBayes";',
+     "here regressors (LinearRegression is one): NaiveBayes is a classifier model"),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and algos="GBTs" and sortedBy="rmse";',
+     "here regressors (sortedBy='rmse' ranks them): GBTs is a classifier model; algos lists classifiers ("),
+    ('train train as AutoML.`db.bad` where featuresCol="image" and sortedBy="speed";',
+     "AutoML cannot rank by sortedBy='speed': algos lists classifiers"),
 ]
 
 
@@ -468,6 +494,20 @@ def test_als_bad_input_and_inference_are_errors_at_the_statement(session, statem
     assert caught.value.line == 2 + statement.count("\n") + 1
     assert delta.open_table(path, "db.good").version() == 0
     assert not delta.table_path(session.warehouse, "db.bad", {}).exists()
+
+
+def test_als_model_explain_gives_its_parameters_and_shapes(session, tmp_path):
+    """ALS learns no per-feature numbers: modelExplain shows its parameters by Spark's
+    name (booleans as 1/0) and the shapes of its factors, in the rows the other algorithms use."""
+    session.execute(RATINGS + ALS.format(target=tmp_path / "als", extra='and implicitPrefs="true" and alpha="2.5" and maxIter="3";'))
+    session.execute(f'load modelExplain.`{tmp_path / "als"}` where alg="ALSInPlace" as explained;')
+    table = session.table("explained")
+    assert table.column_names == ["algIndex", "alg", "name", "row", "feature", "value"]
+    rows = table.to_pylist()
+    assert {(r["alg"], r["row"], r["feature"]) for r in rows} == {("ALSInPlace", None, 0)}
+    assert {r["name"]: r["value"] for r in rows} == {"rank": 4, "maxIter": 3, "regParam": 0.001, "implicitPrefs": 1,
+                                                     "alpha": 2.5, "nonnegative": 0, "seed": 7, "numUsers": 30,
+                                                     "numItems": 20}
 
 
 def test_als_model_with_pickled_arrays_is_refused(session, tmp_path):

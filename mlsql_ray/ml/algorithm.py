@@ -72,6 +72,9 @@ class Algorithm:
     tables: Callable[[Any, dict], dict] | None = None
     #: why ``predict``/``register`` refuse its models (None: they serve them)
     no_inference: str | None = None
+    #: what ``load modelExplain`` shows of a fitted model, name → numbers, when its fitted
+    #: attributes (sources.EXPLAINED) do not explain it (ALS: parameters and factor shapes)
+    explain: Callable[[Any], dict] | None = None
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]

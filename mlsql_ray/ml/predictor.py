@@ -58,8 +58,8 @@ class FittedModel:
 
 def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -> StoredGroup:
     """The group ``register``/``predict`` use: ``algIndex="N"``, the best by
-    ``autoSelectByMetric``, for AutoML the best by ``sortedBy`` (default accuracy), else the
-    first that succeeded."""
+    ``autoSelectByMetric``, for AutoML the best by ``sortedBy`` (default accuracy, for regressors
+    rmse), else the first that succeeded."""
     automl = alg_name.lower() == registry.AUTOML.lower()
     if not automl:
         registry.get(alg_name)
@@ -76,7 +76,7 @@ def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -
         if chosen.status != "success":
             raise MLSQLError(f"group {chosen.index} of {what} failed in training: {chosen.metadata.get('reason', '')}")
         return chosen
-    metric = options.get("autoSelectByMetric") or (options.get("sortedBy", "accuracy") if automl else None)
+    metric = options.get("autoSelectByMetric") or (options.get("sortedBy") or _automl_metric(fine) if automl else None)
     if metric is None:
         return fine[0]
     chosen = evaluation.best(fine, metric)
@@ -85,6 +85,12 @@ def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -
         raise MLSQLError(f"no model in {what} has the metric {metric!r} (train with evaluateTable to compute metrics; "
                          f"stored: {', '.join(known) or 'none'})")
     return chosen
+
+
+def _automl_metric(groups: list[StoredGroup]) -> str:
+    """AutoML's default ``sortedBy`` for the kind its models are (accuracy for classifiers)."""
+    kinds = registry.AUTOML_KINDS
+    return kinds.get(registry.get(groups[0].alg).kind, kinds[CLASSIFIER])[0]
 
 
 class Predictor:

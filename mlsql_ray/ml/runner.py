@@ -81,11 +81,10 @@ def plan(alg_name: str, options: dict) -> list[GroupPlan]:
 
 
 def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list[GroupPlan]:
-    names = [n.strip() for n in options.get("algos", ",".join(registry.AUTOML_DEFAULT)).split(",") if n.strip()]
-    algorithms = [registry.get(n) for n in names]
+    algorithms = registry.automl_algorithms(options.get("algos"), options.get("sortedBy"))
     for key in shared:
         if not any(key in alg.param_names() for alg in algorithms):
-            raise MLSQLError(f"none of {', '.join(names)} has a parameter {key!r}")
+            raise MLSQLError(f"none of {', '.join(alg.name for alg in algorithms)} has a parameter {key!r}")
     plans = []
     for index, alg in enumerate(algorithms):
         params = {k: v for k, v in shared.items() if k in alg.param_names()}

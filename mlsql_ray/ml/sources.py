@@ -19,7 +19,8 @@ def model_list() -> pa.Table:
     return pa.table({"name": [a.name for a in algs] + [registry.AUTOML],
                      "algType": [a.kind for a in algs] + ["classifier"],
                      "implementation": [a.implementation for a in algs] + ["one group per algorithm in algos"],
-                     "doc": docs + [f"trains {', '.join(registry.AUTOML_DEFAULT)} (or algos=...) and ranks them by sortedBy"]})
+                     "doc": docs + [f"trains {', '.join(a.name for a in registry.automl_algorithms(None, None))} (or "
+                                    "algos=..., all classifiers or all regressors) and ranks them by sortedBy"]})
 
 
 def model_params(alg_name: str) -> pa.Table:
@@ -33,11 +34,21 @@ def _final_step(estimator):
     return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
 
 
-#: fitted attribute → what modelExplain calls it, first found wins per model
+#: fitted attribute → what modelExplain calls it (an algorithm's own ``explain`` comes first)
 EXPLAINED = (("feature_importances_", "featureImportance"), ("coef_", "coefficient"),
              ("intercept_", "intercept"), ("cluster_centers_", "clusterCenter"),
              ("components_", "topicWord"), ("feature_log_prob_", "featureLogProbability"),
              ("theta_", "classMean"))
+
+
+def _explained(fitted: FittedModel) -> dict:
+    """name → numbers: the algorithm's ``explain`` (ALS: parameters and shapes), else the
+    fitted attributes in EXPLAINED that the model has."""
+    model = _final_step(fitted.estimator)
+    if fitted.algorithm.explain is not None:
+        return fitted.algorithm.explain(model)
+    return {label: getattr(model, attribute) for attribute, label in EXPLAINED
+            if getattr(model, attribute, None) is not None}
 
 
 def model_explain(groups: list[StoredGroup], what: str) -> pa.Table:
@@ -47,11 +58,7 @@ def model_explain(groups: list[StoredGroup], what: str) -> pa.Table:
     for group in groups:
         if group.status != "success":
             continue
-        model = _final_step(FittedModel(group, what).estimator)
-        for attribute, label in EXPLAINED:
-            values = getattr(model, attribute, None)
-            if values is None:
-                continue
+        for label, values in _explained(FittedModel(group, what)).items():
             values = np.atleast_1d(np.asarray(values, dtype=np.float64))
             grid = values.reshape(1, -1) if values.ndim == 1 else values
             for r, row in enumerate(grid):

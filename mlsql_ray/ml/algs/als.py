@@ -180,30 +180,42 @@ def _als(kwargs: dict, n_samples: int) -> SparkALS:
     return SparkALS(**kwargs)
 
 
+PARAMS = (
+    Param("rank", "rank", _at_least(1, to_int), 10, "number of latent factors"),
+    Param("maxIter", "max_iter", _at_least(0, to_int), 10, "number of alternating iterations"),
+    Param("regParam", "reg_param", _at_least(0, float), 0.1,
+          "regularisation, scaled by each user's (item's) number of ratings"),
+    Param("implicitPrefs", "implicit_prefs", to_bool, False, "ratings are implicit preferences (confidence)"),
+    Param("alpha", "alpha", _at_least(0, float), 1.0, "implicitPrefs: confidence 1 + alpha·|rating|"),
+    Param("nonnegative", "nonnegative", to_bool, False, "factors constrained to be non-negative (NNLS)"),
+    Param("coldStartStrategy", "cold_start_strategy", _cold_start, "nan",
+          "unknown users/items in evaluateTable: nan (rmse is NaN) or drop (rows left out)"),
+    Param("userCol", "user_col", str, "user", "user id column (whole numbers)"),
+    Param("itemCol", "item_col", str, "item", "item id column (whole numbers)"),
+    Param("ratingCol", "rating_col", str, "rating", "rating column"),
+    Param("numUserBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    Param("numItemBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    Param("blockSize", None, to_int, 4096, "accepted for Spark compatibility; no effect"),
+    Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    Param("intermediateStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
+    Param("finalStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
+    SEED,
+)
+
+
+def explain(model: SparkALS) -> dict[str, float]:
+    """modelExplain's rows for ALS, whose factors belong to no feature: the numeric parameters
+    that shaped them, by Spark's name (booleans as 1/0), and their shapes (Spark's ALSModel:
+    rank, userFactors, itemFactors)."""
+    used = {p.name: getattr(model, p.target) for p in PARAMS if p.target is not None}
+    numbers = {name: float(value) for name, value in used.items() if isinstance(value, (bool, int, float))}
+    return {**numbers, "numUsers": len(model.user_ids), "numItems": len(model.item_ids)}
+
+
 ALGORITHMS = (
     Algorithm(
         name="ALSInPlace", kind=RECOMMENDER, library="npz", implementation="mlsql_ray.ml.algs.als.SparkALS",
-        params=(
-            Param("rank", "rank", _at_least(1, to_int), 10, "number of latent factors"),
-            Param("maxIter", "max_iter", _at_least(0, to_int), 10, "number of alternating iterations"),
-            Param("regParam", "reg_param", _at_least(0, float), 0.1,
-                  "regularisation, scaled by each user's (item's) number of ratings"),
-            Param("implicitPrefs", "implicit_prefs", to_bool, False, "ratings are implicit preferences (confidence)"),
-            Param("alpha", "alpha", _at_least(0, float), 1.0, "implicitPrefs: confidence 1 + alpha·|rating|"),
-            Param("nonnegative", "nonnegative", to_bool, False, "factors constrained to be non-negative (NNLS)"),
-            Param("coldStartStrategy", "cold_start_strategy", _cold_start, "nan",
-                  "unknown users/items in evaluateTable: nan (rmse is NaN) or drop (rows left out)"),
-            Param("userCol", "user_col", str, "user", "user id column (whole numbers)"),
-            Param("itemCol", "item_col", str, "item", "item id column (whole numbers)"),
-            Param("ratingCol", "rating_col", str, "rating", "rating column"),
-            Param("numUserBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-            Param("numItemBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-            Param("blockSize", None, to_int, 4096, "accepted for Spark compatibility; no effect"),
-            Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-            Param("intermediateStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
-            Param("finalStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
-            SEED,
-        ),
+        params=PARAMS,
         build=_als,
         statement_params=(
             Param("userRec", "userRec", _at_least(1, to_int), None, "write the top N items per user to TARGET/data/userRec"),
@@ -211,6 +223,7 @@ ALGORITHMS = (
         ),
         id_params=("userCol", "itemCol"), label_param="ratingCol",
         tables=recommendations,
+        explain=explain,
         no_inference="as in Byzer (ml/algs/als.md), its recommendations are the tables train writes with "
                      "userRec=\"N\" and itemRec=\"N\" (load parquet.`TARGET/data/userRec` as recs)",
     ),
