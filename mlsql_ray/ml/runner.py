@@ -319,7 +319,7 @@ def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, thread
     # Each host holds ``threads`` CPUs in Ray, but its library's thread pool may use all the CPUs
     # the run holds (never more than its node has): groups rarely take equal time, and a group
     # that ends early would otherwise leave its CPUs idle while a longer one runs on its share
-    # (2 RandomForest groups of depth 8 and 16 on 2 CPUs: 1.28x the direct fits; now 1.1x).
+    # (2 RandomForest groups of depth 8 and 16 on 2 CPUs: 1.28x the direct fits; now 1.15x).
     pool_threads = threads * (len(hosts.idle) + len(hosts.busy))
     waiting, running, done = list(plans), {}, {}
     while waiting or running:
