@@ -61,6 +61,13 @@ class Shape:
     gpus: float = 0
 
 
+class WarmActor:
+    """Base of the actor classes a pool keeps: taking one asks its ``pid`` first, to see it answers."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
 @dataclass
 class _Idle:
     actor: object

@@ -36,7 +36,7 @@ from .result import TrainResult
 from .worker import Worker, straggler_factor
 
 
-class ParameterShard:
+class ParameterShard(warm.WarmActor):
     """A slice of the model's trainable weights. Every worker pushes to every shard, so a shard
     also knows how many pushes the run has made (its budget is counted in pushes); the metrics
     workers send along with their pushes to the first shard wait there for the driver."""
@@ -56,11 +56,6 @@ class ParameterShard:
     def forget(self) -> None:
         """Drop the run's weights (the shard waits in a warm pool for the next run)."""
         self.weights, self.metrics = [], []
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
     def pull(self) -> tuple[int, int, list[np.ndarray]]:
         """(version, pushes received so far, weights)."""
