@@ -115,9 +115,10 @@ class ModelFunction:
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
               predictor: type = Predictor, pool: WarmPool | None = None) -> "ModelFunction":
-        """Take ``predictor`` actors from ``pool`` (or start them), one per node in turn on a cluster
-        of several, and wait until each has loaded the model; none is left running when loading fails. A Keras model carrying Python code is
-        refused here, before any actor starts, unless ``unsafe="true"``."""
+        """Take ``predictor`` actors from ``pool`` (or start them); wait until each has the model.
+
+        One per node in turn on a cluster of several; none is left running when loading fails. A Keras
+        model carrying Python code is refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray
 
         outputs = predictor.output_types
