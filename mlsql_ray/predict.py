@@ -17,13 +17,13 @@ import pyarrow.compute as pc
 
 from .errors import MLSQLError
 from .raycluster import remote_error_line
-from .warm import Shape, WarmPool, stop_actors
+from .warm import Shape, WarmActor, WarmPool, stop_actors
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
 
 
-class Predictor:
+class Predictor(WarmActor):
     """A Ray actor holding one loaded model. Other model kinds (mlsql_ray.ml) bring their own
     class with the same three methods and ``output_types``."""
 
@@ -49,11 +49,6 @@ class Predictor:
 
         self.model = None
         keras.backend.clear_session(free_memory=False)  # no gc.collect(): seconds on a busy machine
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
     def input_width(self) -> int | None:
         """Values per input row the model takes (None when its input is not a flat vector)."""
@@ -120,9 +115,10 @@ class ModelFunction:
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
               predictor: type = Predictor, pool: WarmPool | None = None) -> "ModelFunction":
-        """Take ``predictor`` actors from ``pool`` (or start them), one per node in turn on a cluster
-        of several, and wait until each has loaded the model; none is left running when loading fails. A Keras model carrying Python code is
-        refused here, before any actor starts, unless ``unsafe="true"``."""
+        """Take ``predictor`` actors from ``pool`` (or start them); wait until each has the model.
+
+        One per node in turn on a cluster of several; none is left running when loading fails. A Keras
+        model carrying Python code is refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray
 
         outputs = predictor.output_types

@@ -61,6 +61,13 @@ class Shape:
     gpus: float = 0
 
 
+class WarmActor:
+    """Base of the actor classes a pool keeps: taking one asks its ``pid`` first, to see it answers."""
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
 @dataclass
 class _Idle:
     actor: object
@@ -90,15 +97,9 @@ class WarmPool:
             _current.reset(token)
 
     def take(self, shape: Shape, count: int) -> list:
-        """Up to ``count`` live idle actors of ``shape``, now the caller's (the newest first).
-        Each is asked for its pid first: one that does not answer is dropped and killed."""
-        import ray
-
-        job = _job_id(ray)
-        with self._lock:
-            mine = [i for i in self._idle if i.shape == shape and i.job == job][-count:] if count > 0 else []
-            self._idle = [i for i in self._idle if i not in mine]
-        return [i.actor for i, live in zip(mine, _answering(ray, [i.actor for i in mine])) if live]
+        """Up to ``count`` live idle actors of ``shape``, now the caller's: the newest ``count``, in the
+        order they were given (callers ``pop()`` them, so the newest goes first)."""
+        return [actor for actor in self.take_on(shape, [None] * count)[::-1] if actor is not None]
 
     def take_on(self, shape: Shape, nodes: list[str | None]) -> list:
         """For each of ``nodes`` (node ids, repeats allowed; None: any node) a live idle actor of

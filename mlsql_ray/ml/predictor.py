@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from ..arrays import matrix
 from ..errors import MLSQLError
+from ..warm import WarmActor
 from . import metrics as evaluation, registry, serialize
 from .algorithm import CLASSIFIER, TOPICS
 from .store import StoredGroup
@@ -93,7 +94,7 @@ def _automl_metric(groups: list[StoredGroup]) -> str:
     return kinds.get(registry.get(groups[0].alg).kind, kinds[CLASSIFIER])[0]
 
 
-class Predictor:
+class Predictor(WarmActor):
     """A Ray actor holding one loaded group, called by predict.ModelFunction (``register``).
     ``unsafe`` is the Keras predictor's switch; these models (skops with trusted types, XGBoost's
     JSON, a safe-mode .keras file) never carry code to run, so it changes nothing here."""
@@ -114,11 +115,6 @@ class Predictor:
 
     def forget(self) -> None:
         self.model = None
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
     def input_width(self) -> int:
         return self.model.width

@@ -270,14 +270,9 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
 
-class GroupHost:
+class GroupHost(warm.WarmActor):
     """A Ray actor that fits groups, one at a time; its imports (scikit-learn, XGBoost, ...) stay
     for the next group and, through the warm pool, the next ``train``."""
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
     def fit(self, group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
         return fit_group(group, train, check, min(threads, local_cpus()))

@@ -113,6 +113,21 @@ class Crew:
             self.started.append(self.workers[index])
 
 
+def starter(reused: list, new: Callable[[], object], setup_args: Callable[[int], tuple]
+            ) -> tuple[Callable[[int], object], dict[int, object]]:
+    """A ``Crew``'s ``start`` and its setup calls. Worker ``index`` is a warm actor from ``reused``
+    (taken from a pool) while any are left, else ``new()``; either is sent ``setup(*setup_args(index))``
+    at once, and the run waits on those calls first (index → call; a replacement renews its own)."""
+    setups: dict[int, object] = {}
+
+    def start(index: int):
+        actor = reused.pop() if reused else new()
+        setups[index] = actor.setup.remote(*setup_args(index))
+        return actor
+
+    return start, setups
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

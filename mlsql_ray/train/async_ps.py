@@ -31,12 +31,12 @@ import time
 import numpy as np
 
 from .. import progress, warm
-from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, stop
+from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, starter, stop
 from .result import TrainResult
 from .worker import Worker, straggler_factor
 
 
-class ParameterShard:
+class ParameterShard(warm.WarmActor):
     """A slice of the model's trainable weights. Every worker pushes to every shard, so a shard
     also knows how many pushes the run has made (its budget is counted in pushes); the metrics
     workers send along with their pushes to the first shard wait there for the driver."""
@@ -56,11 +56,6 @@ class ParameterShard:
     def forget(self) -> None:
         """Drop the run's weights (the shard waits in a warm pool for the next run)."""
         self.weights, self.metrics = [], []
-
-    def pid(self) -> int:
-        import os
-
-        return os.getpid()
 
     def pull(self) -> tuple[int, int, list[np.ndarray]]:
         """(version, pushes received so far, weights)."""
@@ -157,14 +152,8 @@ def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, thr
     worker_class = ray.remote(AsyncWorker).options(num_cpus=cpus_per_worker, max_restarts=0)
     pool, shape = warm.current(), warm.Shape("train.AsyncWorker", cpus_per_worker)
     reused = pool.take(shape, len(data)) if pool is not None else []
-    setups: dict[int, object] = {}  # worker index → its setup call (rows it trains on)
-
-    def start(index: int):
-        actor = reused.pop() if reused else worker_class.remote(threads)
-        setups[index] = actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, 1, None,
-                                           straggler_factor(index))
-        return actor
-
+    start, setups = starter(reused, lambda: worker_class.remote(threads), lambda index: (
+        index, model_fn, data[index], prepare, learning_rate, 1, None, straggler_factor(index)))
     started = time.monotonic()
     with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
                                                   functools.partial(pool.keep, shape) if pool is not None else None) as crew, \

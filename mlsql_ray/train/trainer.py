@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import progress, warm
-from .actors import Crew, TrainingError
+from .actors import Crew, TrainingError, starter
 from .averaging import average
 from .checkpoint import Checkpoints
 from .data import Columns, Source
@@ -110,14 +110,9 @@ def fit(
         warm.stop_actors(ray, reused)
         raise
 
-    setups: dict[int, object] = {}  # worker index → its setup call, which the run waits on first
-
-    def start(index: int):
-        actor = reused.pop() if reused else actor_class.remote(threads)
-        setups[index] = actor.setup.remote(index, model_fn, data[index], prepare, learning_rate, lr_scale,
-                                           validation if index == 0 else None, straggler_factor(index))
-        return actor
-
+    start, setups = starter(reused, lambda: actor_class.remote(threads), lambda index: (
+        index, model_fn, data[index], prepare, learning_rate, lr_scale, validation if index == 0 else None,
+        straggler_factor(index)))
     with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
                                                   functools.partial(pool.keep, shape) if pool is not None else None) as crew:
         run = _Averaging(crew, started, batch_size, steps_per_round, average_optimizer)

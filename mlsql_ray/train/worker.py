@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..warm import WarmActor
 from .data import Source, load_xy, source_key
 
 
@@ -67,7 +68,7 @@ def straggler_factor(index: int) -> float:
     return (_straggler_factors.get() or {}).get(index, 1.0)
 
 
-class Worker:
+class Worker(WarmActor):
     """Started once per process (TensorFlow configured and imported), then given one run's
     partition and model by ``setup``; a warm pool hands it to the next run after ``forget``."""
 
@@ -108,9 +109,6 @@ class Worker:
     def forget(self) -> None:
         """Drop the run's model and validation data (the partition stays, for a next run on it)."""
         self.model = self.validation = None
-
-    def pid(self) -> int:
-        return os.getpid()
 
     def get_weights(self, with_optimizer: bool = False):
         weights = self.model.get_weights()
