@@ -139,6 +139,8 @@ def test_a_parquet_loaded_by_a_relative_path_is_read_by_workers_in_other_folders
     assert sum(r["rows"] for r in seen) == source.num_rows
 
 
+@pytest.mark.slow  # two actors, each a worker process Ray starts for it: seconds; the fast tier's
+# workers reading their partitions are the tasks of the test above and of test_foreach_runs_next_to_each_partition
 def test_an_actor_reads_its_partition_itself_twice(mnist: Session, source):
     """Each actor gets only the small handle and reads the partition from the object store."""
     run_cell(mnist, """

@@ -102,6 +102,8 @@ def test_install_command(tmp_path):
     assert "Installed" in done.stdout
 
 
+@pytest.mark.slow  # pip builds the whole project's wheel (seconds); the fast tier checks the kernelspec
+# files themselves (test_kernelspec_files_agree) and their installation (test_install_command)
 def test_wheel_ships_the_kernelspec(tmp_path):
     """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data)."""
     pytest.importorskip("setuptools")

@@ -83,6 +83,8 @@ def test_load_model_refuses_python_code_unless_unsafe(session, warehouse, lambda
     np.testing.assert_allclose(loaded.predict(INPUT, verbose=0), expected, rtol=1e-5)
 
 
+@pytest.mark.slow  # the fast tier's only TensorFlow import in the test process (seconds); it keeps
+# test_the_tf_keras_2_spelling_of_a_lambda_is_found for models.py
 def test_a_plain_model_still_loads(session, warehouse):
     model = _plain_model()
     _save(session, model, "ai_model.plain")
