@@ -98,7 +98,7 @@ class WarmPool:
 
     def take(self, shape: Shape, count: int) -> list:
         """Up to ``count`` live idle actors of ``shape``, now the caller's: the newest ``count``, in the
-        order they were given (callers ``pop()`` them, so the newest goes first)."""
+        order they were given, so a run's worker N gets the last run's worker N (and its partition)."""
         return [actor for actor in self.take_on(shape, [None] * count)[::-1] if actor is not None]
 
     def take_on(self, shape: Shape, nodes: list[str | None]) -> list:

@@ -63,9 +63,36 @@ def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(ray_runtim
         _, first_actors = fit_recording_actors()
         assert ids(pool.idle_actors()) == set(first_actors)
         _, second_actors = fit_recording_actors()
-        assert set(second_actors) == set(first_actors)
+        assert second_actors == first_actors  # worker N again, in the same order
         assert ids(pool.idle_actors()) == set(first_actors)
     assert eventually(lambda: dead(first_actors))
+
+
+def test_a_second_fit_on_the_same_data_servers_keeps_each_workers_partition(ray_runtime, mnist_servers):
+    """Worker N of the second run is worker N of the first, so the rows it read stay in place
+    (the same arrays, not read again); a run on other data reads its own."""
+    def partitions(actors) -> list[int]:
+        return ray.get([a.__ray_call__.remote(lambda worker: id(worker.x)) for a in actors])
+
+    def fit(servers) -> None:
+        train.fit(small_mnist_model, servers, rounds=1, steps_per_round=1, batch_size=32, scale=1 / 255, one_hot=10)
+
+    with train.WarmPool() as pool, pool.active():
+        fit(mnist_servers)
+        actors = pool.idle_actors()
+        first = partitions(actors)
+        fit(mnist_servers)
+        assert ids(pool.idle_actors()) == ids(actors) and partitions(actors) == first
+        fit(mnist_servers[::-1])
+        assert all(now != before for now, before in zip(partitions(pool.idle_actors()), first))
+
+
+def small_mnist_model():
+    import keras
+
+    network = keras.Sequential([keras.layers.Input((784,)), keras.layers.Dense(10, activation="softmax")])
+    network.compile(optimizer="sgd", loss="categorical_crossentropy")
+    return network
 
 
 def test_the_same_seed_gives_the_same_weights_on_warm_and_cold_actors(ray_runtime):

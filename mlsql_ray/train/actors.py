@@ -115,13 +115,14 @@ class Crew:
 
 def starter(reused: list, new: Callable[[], object], setup_args: Callable[[int], tuple]
             ) -> tuple[Callable[[int], object], dict[int, object]]:
-    """A ``Crew``'s ``start`` and its setup calls. Worker ``index`` is a warm actor from ``reused``
-    (taken from a pool) while any are left, else ``new()``; either is sent ``setup(*setup_args(index))``
-    at once, and the run waits on those calls first (index → call; a replacement renews its own)."""
+    """A ``Crew``'s ``start`` and its setup calls. Worker ``index`` is the next warm actor from
+    ``reused`` (taken from a pool, in the last run's worker order, so each keeps the partition it
+    read) while any are left, else ``new()``; either is sent ``setup(*setup_args(index))`` at once,
+    and the run waits on those calls first (index → call; a replacement renews its own)."""
     setups: dict[int, object] = {}
 
     def start(index: int):
-        actor = reused.pop() if reused else new()
+        actor = reused.pop(0) if reused else new()
         setups[index] = actor.setup.remote(*setup_args(index))
         return actor
 
