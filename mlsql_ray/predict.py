@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import MLSQLError
-from .raycluster import remote_error_line
-from .warm import Shape, WarmActor, WarmPool, stop_actors
+from .raycluster import remote_error_line, stop_actors
+from .warm import Shape, WarmActor, WarmPool
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}

@@ -229,3 +229,23 @@ def remote_error_line(exc: BaseException) -> str:
     """The final ``SomeError: message`` line of a Ray error's remote traceback, uncoloured."""
     lines = [l for l in re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines() if l.strip()]
     return lines[-1].strip() if lines else type(exc).__name__
+
+
+def kill_actor(ray, actor) -> None:
+    """Kill ``actor`` without waiting (it may be gone already)."""
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
+
+
+def stop_actors(ray, actors: list) -> None:
+    """Kill ``actors`` and wait until Ray reports them dead (15 s at most), so none outlives the call."""
+    for actor in actors:
+        kill_actor(ray, actor)
+    ids = {ray_internals.actor_id(a) for a in actors}
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if all(ray_internals.actor_states(i).get("State") == "DEAD" for i in ids):
+            return
+        time.sleep(0.1)

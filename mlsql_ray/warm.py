@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from . import ray_internals
+from .raycluster import stop_actors
 
 #: seconds an idle actor is kept (``$MLSQL_WARM_IDLE_S``; 0 turns pooling off)
 DEFAULT_IDLE_SECONDS = float(os.environ.get("MLSQL_WARM_IDLE_S", "600"))
@@ -245,11 +246,3 @@ def _answering(ray, actors: list) -> list[bool]:
 
 def _job_id(ray) -> str:
     return ray.get_runtime_context().get_job_id()
-
-
-def stop_actors(ray, actors: list) -> None:
-    """Kill ``actors`` and wait until Ray reports them dead."""
-    from .train.actors import stop
-
-    if actors:
-        stop(ray, actors)

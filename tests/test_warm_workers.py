@@ -16,6 +16,7 @@ import ray.cloudpickle
 from mlsql_ray import progress, ray_internals, train, warm
 from mlsql_ray.models import rows_from_model_file
 from mlsql_ray.predict import Predictor, start_predictors
+from mlsql_ray.raycluster import stop_actors
 
 from conftest import SAMPLE_MNIST
 from training_helpers import eventually, tiny_partitions
@@ -273,7 +274,7 @@ def test_a_predictor_pinned_to_a_node_that_died_starts_on_a_live_one(ray_runtime
         assert widths == [4]
         assert ray_internals.actor_node(actors[0]) == ray_runtime.get_runtime_context().get_node_id()
     finally:
-        warm.stop_actors(ray_runtime, actors)
+        stop_actors(ray_runtime, actors)
 
 
 def test_a_second_async_fit_runs_on_the_first_ones_workers_and_shards(ray_runtime):

@@ -17,8 +17,6 @@ import traceback
 import types
 from typing import Iterator
 
-import pyarrow as pa
-
 from ..errors import MLSQLError
 from ..lang import ast
 from .context import CellContext, DataServer, RayContext, env_options

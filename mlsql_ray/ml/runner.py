@@ -21,7 +21,7 @@ import pyarrow as pa
 from .. import progress, warm
 from ..arrays import matrix
 from ..errors import MLSQLError
-from ..raycluster import local_cpus, remote_error_line
+from ..raycluster import local_cpus, remote_error_line, stop_actors
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)
@@ -295,7 +295,7 @@ class _Hosts:
 
     def replace(self, dead, needed: bool) -> None:
         """A host that died: stopped for good, and a fresh one in its place if groups wait."""
-        warm.stop_actors(self.ray, [dead])
+        stop_actors(self.ray, [dead])
         self.busy.remove(dead)
         if needed:
             self.idle.append(self.actor_class.remote())
@@ -305,7 +305,7 @@ class _Hosts:
         if exc_type is None and self.pool is not None:
             self.pool.give(self.shape, every)
         else:
-            warm.stop_actors(self.ray, every)
+            stop_actors(self.ray, every)
 
 
 def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, threads: int) -> list[StoredGroup]:

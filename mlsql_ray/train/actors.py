@@ -11,12 +11,11 @@ left every actor the run used is dead, except, after a run that ended well, the 
 
 from __future__ import annotations
 
-import time
 from typing import Callable, TypeVar
 
 from .. import ray_internals
 from ..errors import MLSQLError
-from ..raycluster import remote_error_line
+from ..raycluster import kill_actor, remote_error_line, stop_actors
 
 T = TypeVar("T")
 
@@ -55,7 +54,7 @@ class Crew:
     def __exit__(self, exc_type, *exc_info) -> None:
         kept = list(self.workers) if exc_type is None and self._keep is not None else []
         kept_ids = {ray_internals.actor_id(a) for a in kept}
-        stop(self.ray, [a for a in self.started if ray_internals.actor_id(a) not in kept_ids])
+        stop_actors(self.ray, [a for a in self.started if ray_internals.actor_id(a) not in kept_ids])
         if kept:
             self._keep(kept)
 
@@ -108,7 +107,7 @@ class Crew:
             raise TrainingError(f"training worker {index} died {self.when} ({cause}); {self.failures} failures "
                                 f"is more than max_failures={self.max_failures}") from None
         for index in causes:
-            _kill(self.ray, self.workers[index])  # one whose result was lost may live on, holding its CPU
+            kill_actor(self.ray, self.workers[index])  # one whose result was lost may live on, holding its CPU
             self.workers[index] = self._start(index)
             self.started.append(self.workers[index])
 
@@ -141,23 +140,3 @@ def death_cause(exc: BaseException) -> str:
     if reason is None:
         return first_line(exc)
     return f"{type(exc).__name__}: {reason.split('. ')[0].rstrip('.')}."
-
-
-def _kill(ray, actor) -> None:
-    try:
-        ray.kill(actor, no_restart=True)
-    except Exception:  # noqa: BLE001 - already gone
-        pass
-
-
-def stop(ray, actors: list) -> None:
-    """Kill every actor and wait until Ray reports them dead, so none outlives the call."""
-    for actor in actors:
-        _kill(ray, actor)
-    ids = {ray_internals.actor_id(a) for a in actors}
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        alive = [i for i in ids if ray_internals.actor_states(i).get("State") != "DEAD"]
-        if not alive:
-            return
-        time.sleep(0.1)

@@ -31,7 +31,8 @@ import time
 import numpy as np
 
 from .. import progress, warm
-from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, starter, stop
+from ..raycluster import stop_actors
+from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, starter
 from .result import TrainResult
 from .worker import Worker, straggler_factor
 
@@ -251,7 +252,7 @@ class _Shards:
 
     def __exit__(self, exc_type, *exc_info) -> None:
         if exc_type is not None or self.pool is None:
-            stop(self.ray, self.started)
+            stop_actors(self.ray, self.started)
             return
         self.pool.keep(SHARD_SHAPE, self.started)
 

@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import progress, warm
+from ..raycluster import stop_actors
 from .actors import Crew, TrainingError, starter
 from .averaging import average
 from .checkpoint import Checkpoints
@@ -107,7 +108,7 @@ def fit(
     try:
         _check_resources(ray, len(data), cpus_per_worker, gpus_per_worker, len(data) - len(reused))
     except BaseException:
-        warm.stop_actors(ray, reused)
+        stop_actors(ray, reused)
         raise
 
     start, setups = starter(reused, lambda: actor_class.remote(threads), lambda index: (
