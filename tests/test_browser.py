@@ -177,6 +177,11 @@ def browser():
         chromium.close()
 
 
+KERNEL_IDLE = """() => {
+    const kernel = window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
+    return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}"""
+
 ALL_CELLS_RAN = """() => {
     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
     return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
@@ -198,6 +203,9 @@ def test_notebook_runs_in_jupyterlab(notebook, lab, browser, tmp_path):
                      .some(e => e.textContent.includes('MLSQL (Ray)'))""", timeout=60_000)
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells')",
                                timeout=30_000)
+        # and waits for it to be up (the toolbar's circle empty): Run All while the kernel still starts
+        # queued nothing once, on a loaded machine (the cells stayed "[ ]")
+        page.wait_for_function(KERNEL_IDLE, timeout=120_000)
         # Run → Run All Cells, as a person would
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name=re.compile(r"^Run All Cells")).click()
