@@ -54,21 +54,18 @@ def quiet_ray() -> None:
     """Drop noise from the workers' output Ray forwards to this driver (idempotent: called on
     every use of the Ray connection, so a Ray someone else started is covered too).
 
-    Ray prints that output through the handler it registers as ``ray_print_logs`` with its
-    stream dispatcher (Ray's private API: Ray offers no public filter, only all or nothing with
-    ``log_to_driver``); it is wrapped here. Ray's deduplication hint is printed only while Ray's
+    Ray prints that output through its ``ray_print_logs`` handler, which is wrapped here
+    (``ray_internals.wrap_print_logs``: Ray offers no public filter, only all or nothing with
+    ``log_to_driver``). Ray's deduplication hint is printed only while Ray's
     ``log_once("log_dedup_warning")`` is unused: using it up keeps the hint away."""
-    from ray._private.ray_logging import (
-        global_worker_stdstream_dispatcher as dispatcher,
-    )
     from ray.util.debug import log_once
+
+    from .ray_internals import wrap_print_logs
 
     if not _state["verbose"]:
         log_once("log_dedup_warning")
     set_verbose(_state["verbose"])  # Tune's loggers
-    with dispatcher._lock:
-        dispatcher.handlers = [(name, _filtered(handler) if name == "ray_print_logs" else handler)
-                               for name, handler in dispatcher.handlers]
+    wrap_print_logs(_filtered)
 
 
 def _filtered(handler):

@@ -167,3 +167,15 @@ def pending_resource_demand(gcs_address: str) -> bool:
     requests = [r for d in demands.ray_task_actor_demand for r in d.bundles_by_count]
     requests += [r for d in demands.placement_group_demand for r in d.bundles_by_count]
     return any(r.bundle.get("CPU", 0) > 0 or r.bundle.get("GPU", 0) > 0 for r in requests)
+
+
+def wrap_print_logs(wrap) -> None:
+    """Replace the handler through which Ray prints its workers' output on this driver (the one
+    registered as ``ray_print_logs`` with ``ray._private.ray_logging.
+    global_worker_stdstream_dispatcher``) by ``wrap(handler)``; for ``quiet``'s line filter,
+    since Ray has no public filter, only all or nothing (``log_to_driver``)."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    with dispatcher._lock:
+        dispatcher.handlers = [(name, wrap(handler) if name == "ray_print_logs" else handler)
+                               for name, handler in dispatcher.handlers]

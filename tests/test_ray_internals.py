@@ -39,6 +39,7 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     from ray._private import ray_constants, services, state
     from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
     from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher
     from ray._raylet import Config, CoreWorker
 
     assert isinstance(ray_constants.ENABLE_RAY_CLUSTER, bool)
@@ -51,6 +52,8 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     assert parameters(get_state_from_address)[:1] == ["address"]
     assert parameters(get_memory_info_reply)[:1] == ["state"]
     assert callable(Config.initialize) and callable(CoreWorker.get_all_reference_counts)
+    with global_worker_stdstream_dispatcher._lock:  # wrap_print_logs: a lock and (name, handler) pairs
+        assert isinstance(global_worker_stdstream_dispatcher.handlers, list)
     # resolve_ip_for_localhost must still ask get_node_ip_address, which must still read the
     # constant at call time: that is how single_machine_mode keeps the node on loopback
     assert "get_node_ip_address()" in inspect.getsource(services.resolve_ip_for_localhost)
