@@ -254,7 +254,8 @@ def test_pooled_predictors_are_taken_only_for_the_node_they_run_on(ray_runtime):
     shape = warm.Shape("test.Pinger")
     with train.WarmPool() as pool:
         actor = ray_runtime.remote(Pinger).options(num_cpus=0).remote()
-        pool.give(shape, [actor])
+        ray_runtime.get(actor.pid.remote())  # up, as an actor that served is when it is given back:
+        pool.give(shape, [actor])            # one still starting has no node yet (CI saw take_on miss it)
         assert pool.take_on(shape, [gone_node()]) == [None]
         assert ids(pool.idle_actors()) == ids([actor])  # still idle, for a run that wants it where it is
         taken, missing = pool.take_on(shape, [here, here])
