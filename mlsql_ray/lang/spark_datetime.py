@@ -16,6 +16,7 @@ Spark function does, and ``typeof`` picks the conversion when DuckDB binds the q
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import sqlglot
@@ -65,13 +66,19 @@ MACROS: dict[str, str] = {
     "spark_months_between": """(a, b, round_off) AS spark_months_between_of(spark_timestamp(a), spark_timestamp(b), round_off)""",
     # make_timestamp: out-of-range fields give NULL (non-ANSI); a 60th second is the next minute's 0
     "spark_make_timestamp": """(y, mo, d, h, mi, s, tz) AS CASE
-        WHEN h NOT BETWEEN 0 AND 23 OR mi NOT BETWEEN 0 AND 59 THEN NULL
+        WHEN h NOT BETWEEN 0 AND 23 OR mi NOT BETWEEN 0 AND 59 OR try(make_date(y, mo, d)) IS NULL THEN NULL
         WHEN s = 60 THEN try(make_timestamptz(y, mo, d, h, mi, 0, spark_zone(tz))) + INTERVAL 1 MINUTE
         WHEN s >= 0 AND s < 60 THEN try(make_timestamptz(y, mo, d, h, mi, CAST(s AS DOUBLE), spark_zone(tz))) END""",
     # the instant as seconds since the epoch, truncated as Java's long division truncates
     "spark_epoch_seconds": "(t) AS CAST(trunc(epoch_us(t) / 1000000) AS BIGINT)",
     "spark_floor_div": "(a, b) AS CAST(floor(a / b) AS BIGINT)",
     "spark_micros_to_timestamp": "(us) AS timezone('UTC', make_timestamp(CAST(us AS BIGINT)))",
+    # a datetime plus an interval (Spark's DateAddYMInterval, DateAdd of whole days, TimeAdd): a date stays a
+    # date when the interval has no time of day, else it is read as a timestamp in the session time zone
+    "spark_plus_date_interval": """(x DATE, i INTERVAL) AS CAST(x + i AS DATE), (x TIMESTAMP, i INTERVAL) AS x + i,
+                                   (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
+    "spark_plus_time_interval": """(x DATE, i INTERVAL) AS CAST(x AS TIMESTAMPTZ) + i, (x TIMESTAMP, i INTERVAL) AS x + i,
+                                   (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
     # from_utc_timestamp/to_utc_timestamp: the wall time read in one zone, shown in the other
     "spark_from_utc_timestamp": """(x, z) AS CAST(timezone(spark_zone(z), timezone('UTC', CAST(spark_timestamp(x) AS TIMESTAMP)))
                                                 AS TIMESTAMPTZ)""",
@@ -238,8 +245,28 @@ def _extract(field: str, source: exp.Expression, function: str) -> exp.Expressio
 
 
 def _is_interval(node: exp.Expression) -> bool:
+    """Whether the expression is an interval by its form: a literal, a sum of them, a make_*interval call."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _is_interval(node.this)
+    if isinstance(node, (exp.Add, exp.Sub)):
+        return _is_interval(node.this) and _is_interval(node.expression)
     return isinstance(node, exp.Interval) or (isinstance(node, exp.Anonymous) and node.name.lower() in (
         "make_interval", "make_ym_interval", "make_dt_interval"))
+
+
+def _interval_units(node: exp.Expression) -> set[str]:
+    """The units of an interval literal (or sum of them), upper case and singular; {"TIME"} when unknown."""
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _interval_units(node.this)
+    if isinstance(node, (exp.Add, exp.Sub)):
+        return _interval_units(node.this) | _interval_units(node.expression)
+    if isinstance(node, exp.Interval) and node.unit is not None:
+        unit = node.unit
+        names = [unit.this, unit.expression] if isinstance(unit, exp.IntervalSpan) else [unit]
+        return {n.name.upper().rstrip("S") for n in names}
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "make_ym_interval":
+        return {"MONTH"}
+    return {"TIME"}
 
 
 def _date_part(args):
@@ -341,7 +368,7 @@ FUNCTIONS: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     "date_part": _date_part, "datepart": _date_part,
     "make_date": _make_date, "make_timestamp": _make_timestamp,
     "make_interval": _make_interval, "make_ym_interval": _make_ym_interval, "make_dt_interval": _make_dt_interval,
-    "timestamp_seconds": _simple("spark_micros_to_timestamp(trunc({0} * 1000000))", 1, name="timestamp_seconds"),
+    "timestamp_seconds": _simple("spark_micros_to_timestamp(trunc(CAST({0} AS DECIMAL(38,6)) * 1000000))", 1, name="timestamp_seconds"),
     "timestamp_millis": _simple("spark_micros_to_timestamp(CAST({0} AS BIGINT) * 1000)", 1, name="timestamp_millis"),
     "timestamp_micros": _simple("spark_micros_to_timestamp({0})", 1, name="timestamp_micros"),
     "unix_seconds": _simple("spark_floor_div(epoch_us(spark_timestamp({0})), 1000000)", 1, name="unix_seconds"),
@@ -374,4 +401,66 @@ def extract_fields(tree: exp.Expression) -> None:
         node.replace(_extract(field, node.expression, "extract"))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (extract_fields, datetime_calls)
+_SPAN_FIELDS = ("DAY", "HOUR", "MINUTE", "SECOND")
+
+
+def _span_interval(text: str, start: str, end: str) -> exp.Expression:
+    """Spark's ANSI interval literal ``INTERVAL 'text' start TO end`` as DuckDB's INTERVAL."""
+    bad = MLSQLError(f"Interval string does not match {start} TO {end} format: '{text}'")
+    stripped = text.strip()
+    if (start, end) == ("YEAR", "MONTH"):
+        match = re.fullmatch(r"([+-])?(\d+)-(\d+)", stripped)
+        if match is None or int(match.group(3)) > 11:
+            raise bad
+        months = (int(match.group(2)) * 12 + int(match.group(3))) * (-1 if match.group(1) == "-" else 1)
+        return _sql(f"to_months({months})")
+    if start not in _SPAN_FIELDS or end not in _SPAN_FIELDS or _SPAN_FIELDS.index(start) >= _SPAN_FIELDS.index(end):
+        raise MLSQLError(f"Intervals FROM {start} TO {end} are not supported.")
+    fields = _SPAN_FIELDS[_SPAN_FIELDS.index(start):_SPAN_FIELDS.index(end) + 1]
+    sign = -1 if stripped.startswith("-") else 1
+    parts = re.split(r"[ :]", stripped.lstrip("+-"))
+    if len(parts) != len(fields) or not all(re.fullmatch(r"\d+(\.\d{1,9})?" if f == "SECOND" else r"\d+", p)
+                                            for f, p in zip(fields, parts)):
+        raise bad
+    values = dict(zip(fields, parts))
+    micros = (int(values.get("HOUR", 0)) * 3600 + int(values.get("MINUTE", 0)) * 60) * 1_000_000
+    micros += round(float(values.get("SECOND", 0)) * 1_000_000)
+    return exp.Paren(this=_sql(f"to_days({sign * int(values.get('DAY', 0))}) + to_microseconds({sign * micros})"))
+
+
+def interval_literals(tree: exp.Expression) -> None:
+    """Spark's ANSI interval literals ``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 02:03:04' DAY TO
+    SECOND``...: DuckDB reads none of the ``start TO end`` forms."""
+    for node in list(tree.find_all(exp.Interval)):
+        unit = node.unit
+        if isinstance(unit, exp.IntervalSpan):
+            value, negate = node.this, False
+            if isinstance(value, exp.Neg):
+                value, negate = value.this, True
+            text = _constant_text(value, "interval", "value")
+            interval = _span_interval(text, unit.this.name.upper(), unit.expression.name.upper())
+            node.replace(exp.Neg(this=exp.Paren(this=interval)) if negate else interval)
+
+
+def interval_arithmetic(tree: exp.Expression) -> None:
+    """A date, timestamp or string plus (or minus) an interval, as Spark types it: a date plus whole
+    days, months or years is a date; plus a time of day it is a timestamp (an instant in the session
+    time zone), not DuckDB's time-zone-less TIMESTAMP: ``date'2020-01-01' + interval '2' second`` is
+    the TIMESTAMP 2020-01-01 00:00:02. The ``spark_plus_*`` macros pick by the value's type."""
+    for node in reversed(list(tree.find_all(exp.Add, exp.Sub))):
+        left, right = node.this, node.expression
+        if _is_interval(right) and not _is_interval(left):
+            value, interval = left, right
+        elif isinstance(node, exp.Add) and _is_interval(left) and not _is_interval(right):
+            value, interval = right, left
+        else:
+            continue
+        units = _interval_units(interval)
+        plain = units <= {"YEAR", "MONTH"} or units <= {"DAY", "WEEK"}
+        if isinstance(node, exp.Sub):
+            interval = exp.Neg(this=exp.Paren(this=interval))
+        node.replace(_call("spark_plus_date_interval" if plain else "spark_plus_time_interval", value, interval))
+
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    extract_fields, interval_arithmetic, datetime_calls, interval_literals)
