@@ -27,6 +27,7 @@ _LETTERS = frozenset("GuyYDMLdQqEecFwWaAhHkKmsSnNpVzOXxZ")
 _UNSUPPORTED = frozenset("AcnNp")  # Spark: "Illegal pattern character"
 _NOT_FOR_PARSING = frozenset("YWwEeFqQ")  # Spark: week-based and text fields only format
 _TOO_MANY = {"G": 5, "M": 5, "L": 5, "E": 5, "e": 5, "Q": 5, "q": 5, "y": 11, "Y": 11}
+_NUMBERS = frozenset("yYMLdDHhKkmsS")  # the letters that read digits
 _MAX_COUNT = {"d": 2, "D": 3, "a": 1, "h": 2, "H": 2, "k": 2, "K": 2, "m": 2, "s": 2, "S": 9, "F": 1,
               "w": 2, "W": 1, "X": 5, "x": 5, "Z": 5, "O": 4, "z": 4, "V": 2}
 
@@ -100,7 +101,7 @@ def _check_letter(c: str, count: int, pattern: str, function: str, parsing: bool
         raise _error(function, pattern, f"Unknown pattern letter: {c}")
     if c in _UNSUPPORTED or (parsing and c in _NOT_FOR_PARSING):
         raise _error(function, pattern, f"Illegal pattern character: {c}")
-    if count >= _TOO_MANY.get(c, 99) or count > _MAX_COUNT.get(c, 99):
+    if count >= _TOO_MANY.get(c, 99) or count > _MAX_COUNT.get(c, 99) or (parsing and c == "y" and count > 6):
         raise _error(function, pattern, f"Too many pattern letters: {c}")
     if c == "V" and count != 2:
         raise _error(function, pattern, "Pattern letter count must be 2: V")
@@ -115,37 +116,41 @@ def _not_here(function: str, pattern: str, what: str) -> MLSQLError:
 # -- formatting -------------------------------------------------------------------------------------
 
 def _pad(sql: str, width: int) -> str:
-    return f"lpad(CAST({sql} AS VARCHAR), {width}, '0')" if width > 1 else f"CAST({sql} AS VARCHAR)"
+    """An integer with at least ``width`` digits (lpad would cut a longer one)."""
+    return f"printf('%0{width}d', {sql})" if width > 1 else f"CAST({sql} AS VARCHAR)"
 
 
 _V = VALUE
-_DOW0 = f"dayofweek({_V})"  # Sunday = 0, in the session time zone
-_SATURDAY = f"CAST({_V} AS DATE) + (6 - {_DOW0})"  # the end of the value's US week (Sunday to Saturday)
+_MONTH_START_DOW = f"isodow(date_trunc('month', CAST({_V} AS DATE)))"
 _OFFSET = f"date_part('timezone', {_V})"  # seconds east of UTC in the session time zone
 _ORDINALS = "['1st', '2nd', '3rd', '4th']"
 
 
-def _offset(colon: bool, zero: str | None, hours_only: bool = False, prefix: str = "") -> str:
-    """The value's UTC offset as Java prints it: ±HH[[:]MM[[:]SS]], or ``zero`` for +00:00."""
+def _offset(colon: bool, zero: str | None, minutes: bool = True, seconds: bool = False, prefix: str = "") -> str:
+    """The value's UTC offset as java.time prints it: ±HH, then MM (always, or when ``minutes`` is
+    False only when not zero), then ss when ``seconds`` and not zero; ``zero`` for +00:00."""
     sep = ":" if colon else ""
     sign = f"CASE WHEN {_OFFSET} < 0 THEN '-' ELSE '+' END"
     hh = f"lpad(CAST(abs({_OFFSET}) // 3600 AS VARCHAR), 2, '0')"
     mm = f"lpad(CAST(abs({_OFFSET}) % 3600 // 60 AS VARCHAR), 2, '0')"
     ss = f"lpad(CAST(abs({_OFFSET}) % 60 AS VARCHAR), 2, '0')"
-    minutes = f"CASE WHEN abs({_OFFSET}) % 3600 = 0 THEN '' ELSE '{sep}' || {mm} END" if hours_only else f"'{sep}' || {mm}"
-    text = f"'{prefix}' || {sign} || {hh} || {minutes} || CASE WHEN abs({_OFFSET}) % 60 = 0 THEN '' ELSE '{sep}' || {ss} END"
+    text = f"'{prefix}' || {sign} || {hh} || "
+    text += f"'{sep}' || {mm}" if minutes else f"CASE WHEN abs({_OFFSET}) % 3600 // 60 = 0 THEN '' ELSE '{sep}' || {mm} END"
+    if seconds:
+        text += f" || CASE WHEN abs({_OFFSET}) % 60 = 0 THEN '' ELSE '{sep}' || {ss} END"
     return text if zero is None else f"CASE WHEN {_OFFSET} = 0 THEN '{zero}' ELSE {text} END"
 
 
 def _localized_offset(full: bool) -> str:
-    """``O`` (GMT-8, GMT+5:30) and ``OOOO`` (GMT-08:00); GMT alone for zero."""
+    """``O`` (GMT-8, GMT+5:30, GMT-7:52:58) and ``OOOO`` (GMT-08:00); GMT alone for zero."""
+    if full:
+        return f"CASE WHEN {_OFFSET} = 0 THEN 'GMT' ELSE {_offset(colon=True, zero=None, seconds=True, prefix='GMT')} END"
     sign = f"CASE WHEN {_OFFSET} < 0 THEN '-' ELSE '+' END"
     hours = f"CAST(abs({_OFFSET}) // 3600 AS VARCHAR)"
     mm = f"lpad(CAST(abs({_OFFSET}) % 3600 // 60 AS VARCHAR), 2, '0')"
-    if full:
-        body = f"{sign} || lpad({hours}, 2, '0') || ':' || {mm}"
-    else:
-        body = f"{sign} || {hours} || CASE WHEN abs({_OFFSET}) % 3600 = 0 THEN '' ELSE ':' || {mm} END"
+    ss = f"lpad(CAST(abs({_OFFSET}) % 60 AS VARCHAR), 2, '0')"
+    body = (f"{sign} || {hours} || CASE WHEN abs({_OFFSET}) % 3600 = 0 THEN '' ELSE ':' || {mm} END"
+            f" || CASE WHEN abs({_OFFSET}) % 60 = 0 THEN '' ELSE ':' || {ss} END")
     return f"CASE WHEN {_OFFSET} = 0 THEN 'GMT' ELSE 'GMT' || {body} END"
 
 
@@ -166,8 +171,10 @@ def _format_piece(c: str, n: int, function: str, pattern: str) -> tuple[str, str
     if c == "G":
         ad, bc = ("Anno Domini", "Before Christ") if n == 4 else ("AD", "BC")
         return "sql", f"CASE WHEN {year} > 0 THEN '{ad}' ELSE '{bc}' END"
+    # the week-based fields (Y, w, W, e) count weeks from Monday, a first week having at least 4 days,
+    # as Spark's own tests print them (datetime-formatting.sql.out)
     if c in "yY":
-        y = year if c == "y" else f"year({_SATURDAY})"
+        y = year if c == "y" else f"isoyear({_V})"
         if n == 2:
             return "sql", f"lpad(CAST(({y}) % 100 AS VARCHAR), 2, '0')"
         return "sql", _pad(y, n)
@@ -178,31 +185,30 @@ def _format_piece(c: str, n: int, function: str, pattern: str) -> tuple[str, str
         return "sql", {1: _pad(quarter, 1), 2: _pad(quarter, 2), 3: f"'Q' || {quarter}",
                        4: f"{_ORDINALS}[{quarter}] || ' quarter'"}[n]
     if c == "e":
-        return "sql", _pad(f"{_DOW0} + 1", n)
+        return "sql", _pad(f"isodow({_V})", n)
     if c == "w":
-        return "sql", _pad(f"(dayofyear({_SATURDAY}) + 6) // 7", n)
+        return "sql", _pad(f"week({_V})", n)
     if c == "W":
-        return "sql", _pad(f"(day({_V}) + dayofweek(date_trunc('month', CAST({_V} AS DATE))) - 1) // 7 + 1", n)
+        first_week = f"CASE WHEN {_MONTH_START_DOW} <= 4 THEN 1 ELSE 0 END"
+        return "sql", _pad(f"(day({_V}) + {_MONTH_START_DOW} - 2) // 7 + {first_week}", n)
     if c == "K":
         return "sql", _pad(f"hour({_V}) % 12", n)
     if c == "k":
         return "sql", _pad(f"CASE WHEN hour({_V}) = 0 THEN 24 ELSE hour({_V}) END", n)
     if c == "S":
         return "sql", f"left(strftime({_V}, '%n'), {n})"
-    if c == "X":
-        return "sql", _offset(colon=n in (3, 5), zero="Z", hours_only=n == 1)
-    if c == "x":
-        return "sql", _offset(colon=n in (3, 5), zero=None, hours_only=n == 1)
-    if c == "Z":
+    if c in "Xx":  # X: Z for zero; X/x: +HH[mm], XX/xx: +HHmm, XXX: +HH:mm, XXXX: +HHmm[ss], XXXXX: +HH:mm[:ss]
+        return "sql", _offset(colon=n in (3, 5), zero="Z" if c == "X" else None, minutes=n != 1, seconds=n >= 4)
+    if c == "Z":  # Z-ZZZ: +HHmm, ZZZZ: GMT+HH:mm[:ss], ZZZZZ: +HH:mm[:ss] with Z for zero
         if n == 4:
-            return "sql", f"CASE WHEN {_OFFSET} = 0 THEN 'GMT' ELSE {_offset(colon=True, zero=None, prefix='GMT')} END"
-        return "sql", _offset(colon=n == 5, zero="Z" if n == 5 else None)
+            return "sql", _localized_offset(full=True)
+        return "sql", _offset(colon=n == 5, zero="Z" if n == 5 else None, seconds=n == 5)
     if c == "O":
         return "sql", _localized_offset(full=n == 4)
     if c == "z":
         raise _not_here(function, pattern, "'z' (time-zone names such as PST)")
-    if c == "F":
-        raise _not_here(function, pattern, "'F' (its meaning differs between Java versions)")
+    if c == "F":  # aligned day of week in month, as Spark 3.3's Java 8 and 11 print it
+        return "sql", f"CAST((day({_V}) - 1) % 7 + 1 AS VARCHAR)"
     raise _error(function, pattern, f"Unknown pattern letter: {c}")  # pragma: no cover - tokenize checks
 
 
@@ -279,7 +285,9 @@ def _alternatives(runs: list[tuple[Token, int]], function: str, pattern: str) ->
     """The strptime formats of the pattern: each optional section present, or absent."""
     formats = [""]
     stack: list[list[str]] = []
-    for token, count in runs:
+    for (token, count), (following, _) in zip(runs, runs[1:] + [(Token("text", ""), 1)]):
+        if token.kind == "letter" and token.text == "S" and following.kind == "letter" and following.text in _NUMBERS:
+            raise _not_here(function, pattern, "a fraction of a second directly followed by another field")
         if token.kind == "open":
             stack.append(formats)
             formats = list(formats)

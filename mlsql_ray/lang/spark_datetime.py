@@ -35,11 +35,11 @@ MACROS: dict[str, str] = {
     "spark_date": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_string_date(CAST(x AS VARCHAR))
                                ELSE TRY_CAST(x AS DATE) END""",
     # Spark's cast of a string to TIMESTAMP: 'yyyy' and 'yyyy-[m]m' too; a zone or offset after the time
-    # names the instant, else the wall time is in the session time zone (DuckDB's TimeZone).
+    # (with or without a space) names the instant, else the wall time is in the session time zone.
     "spark_string_timestamp": r"""(s) AS TRY_CAST(CASE
         WHEN regexp_full_match(trim(s), '\d{4}') THEN trim(s) || '-01-01'
         WHEN regexp_full_match(trim(s), '\d{4}-\d{1,2}') THEN trim(s) || '-01'
-        ELSE trim(s) END AS TIMESTAMPTZ)""",
+        ELSE regexp_replace(trim(s), '(\d)([A-Za-z]{2}[A-Za-z_/+:0-9-]*)$', '\1 \2') END AS TIMESTAMPTZ)""",
     "spark_timestamp": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_string_timestamp(CAST(x AS VARCHAR))
                                     ELSE TRY_CAST(x AS TIMESTAMPTZ) END""",
     # Spark's zone ids: 'Z' and offsets as ICU writes them
@@ -462,5 +462,14 @@ def interval_arithmetic(tree: exp.Expression) -> None:
         node.replace(_call("spark_plus_date_interval" if plain else "spark_plus_time_interval", value, interval))
 
 
+def timestamp_literals(tree: exp.Expression) -> None:
+    """Spark's ``timestamp'2020-01-01 00:00:00Europe/Paris'`` (a zone id right after the time) and
+    ``timestamp'2020'``: read as Spark reads a timestamp string (sqlglot writes a cast DuckDB
+    refuses)."""
+    for node in list(tree.find_all(exp.Cast)):
+        if node.to.is_type(exp.DataType.Type.TIMESTAMPTZ) and isinstance(node.this, exp.Literal) and node.this.is_string:
+            node.replace(_call("spark_string_timestamp", node.this.copy()))
+
+
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    extract_fields, interval_arithmetic, datetime_calls, interval_literals)
+    extract_fields, interval_arithmetic, timestamp_literals, datetime_calls, interval_literals)
