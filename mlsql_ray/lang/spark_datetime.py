@@ -79,6 +79,12 @@ MACROS: dict[str, str] = {
                                    (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
     "spark_plus_time_interval": """(x DATE, i INTERVAL) AS CAST(x AS TIMESTAMPTZ) + i, (x TIMESTAMP, i INTERVAL) AS x + i,
                                    (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
+    # Spark's cast of a timestamp to a string: 'yyyy-MM-dd HH:mm:ss' in the session time zone and the
+    # fraction without its trailing zeros, no offset (DuckDB's cast appends one); other types as DuckDB casts
+    "spark_timestamp_text": """(x) AS strftime(x, '%Y-%m-%d %H:%M:%S')
+        || CASE WHEN microsecond(x) % 1000000 = 0 THEN '' ELSE '.' || rtrim(strftime(x, '%f'), '0') END""",
+    "spark_cast_string": """(x TIMESTAMPTZ) AS spark_timestamp_text(x), (x TIMESTAMP) AS spark_timestamp_text(x),
+                            (x DATE) AS CAST(x AS VARCHAR), (x) AS CAST(x AS VARCHAR)""",
     # from_utc_timestamp/to_utc_timestamp: the wall time read in one zone, shown in the other
     "spark_from_utc_timestamp": """(x, z) AS CAST(timezone(spark_zone(z), timezone('UTC', CAST(spark_timestamp(x) AS TIMESTAMP)))
                                                 AS TIMESTAMPTZ)""",
@@ -471,5 +477,14 @@ def timestamp_literals(tree: exp.Expression) -> None:
             node.replace(_call("spark_string_timestamp", node.this.copy()))
 
 
+def timestamps_as_text(tree: exp.Expression) -> None:
+    """Spark's ``cast(ts AS string)``/``string(ts)``: ``2020-01-01 10:00:00.5`` in the session time
+    zone, where DuckDB's cast of a TIMESTAMPTZ appends the offset (``...+00``). The
+    ``spark_cast_string`` macro picks by the value's type; any other type is cast as before."""
+    for node in list(tree.find_all(exp.Cast)):
+        if node.to.is_type(*exp.DataType.TEXT_TYPES) and not node.to.expressions:
+            node.replace(_call("spark_cast_string", node.this))
+
+
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    extract_fields, interval_arithmetic, timestamp_literals, datetime_calls, interval_literals)
+    extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
