@@ -486,5 +486,17 @@ def timestamps_as_text(tree: exp.Expression) -> None:
             node.replace(_call("spark_cast_string", node.this))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
+_STEPS = (extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
+"""In this order: ``extract`` and ``+``/``-`` read interval literals before they are rewritten."""
+
+
+def datetime_semantics(tree: exp.Expression) -> None:
+    """The steps above, for a query that has anything they rewrite: one walk over a query without
+    datetime calls, casts, intervals or ``extract``."""
+    if any(isinstance(node, (exp.Extract, exp.Interval, exp.Cast))
+           or (isinstance(node, exp.Anonymous) and node.name.lower() in FUNCTIONS) for node in tree.walk()):
+        for step in _STEPS:
+            step(tree)
+
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (datetime_semantics,)
