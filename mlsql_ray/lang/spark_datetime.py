@@ -280,22 +280,16 @@ def _date_part(args):
     return _extract(_constant_text(args[0], "date_part", "field"), args[1], "date_part")
 
 
-def _trunc(args):
-    """Spark's ``trunc(date, fmt)``: a DATE; a format it does not know gives NULL."""
-    _arity("trunc", args, 2, 2)
-    unit = _TRUNC_UNITS.get(_constant_text(args[1], "trunc", "format").upper())
-    if unit is None:
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build("DATE"))
-    return _sql(f"CAST(date_trunc('{unit}', spark_date({{0}})) AS DATE)", args[0])
-
-
-def _date_trunc(args):
-    """Spark's ``date_trunc(fmt, ts)``: a TIMESTAMP, truncated in the session time zone."""
-    _arity("date_trunc", args, 2, 2)
-    unit = _DATE_TRUNC_UNITS.get(_constant_text(args[0], "date_trunc", "format").upper())
-    if unit is None:
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build("TIMESTAMPTZ"))
-    return _sql(f"date_trunc('{unit}', spark_timestamp({{0}}))", args[1])
+def _truncation(function: str, units: dict[str, str], unit_at: int, template: str, result: str):
+    """Spark's ``trunc(date, fmt)`` (a DATE) and ``date_trunc(fmt, ts)`` (a TIMESTAMP, truncated in the
+    session time zone): a format Spark does not know gives NULL."""
+    def translate(args):
+        _arity(function, args, 2, 2)
+        unit = units.get(_constant_text(args[unit_at], function, "format").upper())
+        if unit is None:
+            return exp.Cast(this=exp.Null(), to=exp.DataType.build(result))
+        return _sql(template.replace("UNIT", unit), args[1 - unit_at])
+    return translate
 
 
 def _make_timestamp(args):
@@ -370,7 +364,8 @@ FUNCTIONS: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     "next_day": _simple("spark_next_day({0}, {1})", 2, name="next_day"),
     "months_between": lambda args: _simple("spark_months_between({0}, {1}, {2})", 3, name="months_between")(
         args + [exp.true()] if len(args) == 2 else args),
-    "trunc": _trunc, "date_trunc": _date_trunc,
+    "trunc": _truncation("trunc", _TRUNC_UNITS, 1, "CAST(date_trunc('UNIT', spark_date({0})) AS DATE)", "DATE"),
+    "date_trunc": _truncation("date_trunc", _DATE_TRUNC_UNITS, 0, "date_trunc('UNIT', spark_timestamp({0}))", "TIMESTAMPTZ"),
     "date_part": _date_part, "datepart": _date_part,
     "make_date": _make_date, "make_timestamp": _make_timestamp,
     "make_interval": _make_interval, "make_ym_interval": _make_ym_interval, "make_dt_interval": _make_dt_interval,
