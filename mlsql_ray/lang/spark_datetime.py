@@ -292,6 +292,22 @@ def _truncation(function: str, units: dict[str, str], unit_at: int, template: st
     return translate
 
 
+_TIMESTAMPADD_UNITS = {"YEAR": "to_years({0})", "QUARTER": "to_months(3 * {0})", "MONTH": "to_months({0})",
+                       "WEEK": "to_weeks({0})", "DAY": "to_days({0})", "DAYOFYEAR": "to_days({0})",
+                       "HOUR": "to_hours({0})", "MINUTE": "to_minutes({0})", "SECOND": "to_seconds({0})",
+                       "MILLISECOND": "to_milliseconds({0})", "MICROSECOND": "to_microseconds({0})"}
+
+
+def _timestampadd(args):
+    """Spark's ``timestampadd(unit, n, x)``: a timestamp (a date is read as one), a timestamp_ntz stays one."""
+    _arity("timestampadd", args, 3, 3)
+    unit = args[0].name.upper() if isinstance(args[0], (exp.Column, exp.Var)) else _constant_text(args[0], "timestampadd", "unit").upper()
+    if unit not in _TIMESTAMPADD_UNITS:
+        raise MLSQLError(f"timestampadd: '{unit}' is not a unit Spark adds ({', '.join(_TIMESTAMPADD_UNITS)})")
+    interval = _sql(_TIMESTAMPADD_UNITS[unit].format("CAST({0} AS BIGINT)"), args[1])
+    return _call("spark_plus_time_interval", args[2], interval)
+
+
 def _make_timestamp(args):
     _arity("make_timestamp", args, 6, 7)
     zone = args[6] if len(args) == 7 else _sql("current_setting('TimeZone')")
@@ -379,6 +395,7 @@ FUNCTIONS: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     "unix_date": _simple("CAST(spark_date({0}) - DATE '1970-01-01' AS INT)", 1, name="unix_date"),
     "from_utc_timestamp": _simple("spark_from_utc_timestamp({0}, {1})", 2, name="from_utc_timestamp"),
     "to_utc_timestamp": _simple("spark_to_utc_timestamp({0}, {1})", 2, name="to_utc_timestamp"),
+    "timestampadd": _timestampadd,
     "current_timezone": _simple("current_setting('TimeZone')", 0, name="current_timezone"),
 }
 """Spark's datetime functions, by lower-case name: each turns the call's arguments into DuckDB SQL."""
