@@ -40,8 +40,12 @@ MACROS: dict[str, str] = {
         WHEN regexp_full_match(trim(s), '\d{4}') THEN trim(s) || '-01-01'
         WHEN regexp_full_match(trim(s), '\d{4}-\d{1,2}') THEN trim(s) || '-01'
         ELSE regexp_replace(trim(s), '(\d)([A-Za-z]{2}[A-Za-z_/+:0-9-]*)$', '\1 \2') END AS TIMESTAMPTZ)""",
+    # Spark's implicit cast to TIMESTAMP: a number is seconds since the epoch. (Untyped, with typeof
+    # folded when DuckDB binds, because other macros call it with their own untyped parameters.)
     "spark_timestamp": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_string_timestamp(CAST(x AS VARCHAR))
-                                    ELSE TRY_CAST(x AS TIMESTAMPTZ) END""",
+        WHEN typeof(x) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT', 'DOUBLE')
+             OR typeof(x) LIKE 'DECIMAL%' THEN to_timestamp(TRY_CAST(x AS DOUBLE))
+        ELSE TRY_CAST(x AS TIMESTAMPTZ) END""",
     # Spark's zone ids: 'Z' and offsets as ICU writes them
     "spark_zone": r"""(z) AS CASE WHEN z = 'Z' THEN 'UTC' WHEN regexp_full_match(z, '[+-]\d{1,2}(:\d{2}){0,2}')
                                  THEN 'GMT' || z ELSE z END""",
@@ -80,11 +84,15 @@ MACROS: dict[str, str] = {
     "spark_plus_time_interval": """(x DATE, i INTERVAL) AS CAST(x AS TIMESTAMPTZ) + i, (x TIMESTAMP, i INTERVAL) AS x + i,
                                    (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
     # Spark's cast of a timestamp to a string: 'yyyy-MM-dd HH:mm:ss' in the session time zone and the
-    # fraction without its trailing zeros, no offset (DuckDB's cast appends one); other types as DuckDB casts
+    # fraction without its trailing zeros, no offset (DuckDB's cast appends one); an interval is refused
+    # (its text depends on its Spark type's fields, which DuckDB's one INTERVAL type does not keep);
+    # other types as DuckDB casts
     "spark_timestamp_text": """(x) AS strftime(x, '%Y-%m-%d %H:%M:%S')
         || CASE WHEN microsecond(x) % 1000000 = 0 THEN '' ELSE '.' || rtrim(strftime(x, '%f'), '0') END""",
     "spark_cast_string": """(x TIMESTAMPTZ) AS spark_timestamp_text(x), (x TIMESTAMP) AS spark_timestamp_text(x),
-                            (x DATE) AS CAST(x AS VARCHAR), (x) AS CAST(x AS VARCHAR)""",
+                            (x DATE) AS CAST(x AS VARCHAR), (x INTERVAL) AS CAST(error('an interval as a string is not '
+                            || 'supported here (Spark writes it by its type''s fields, e.g. INTERVAL ''1-2'' YEAR TO MONTH)')
+                            AS VARCHAR), (x) AS CAST(x AS VARCHAR)""",
     # from_utc_timestamp/to_utc_timestamp: the wall time read in one zone, shown in the other
     "spark_from_utc_timestamp": """(x, z) AS CAST(timezone(spark_zone(z), timezone('UTC', CAST(spark_timestamp(x) AS TIMESTAMP)))
                                                 AS TIMESTAMPTZ)""",
@@ -494,7 +502,7 @@ def timestamps_as_text(tree: exp.Expression) -> None:
     zone, where DuckDB's cast of a TIMESTAMPTZ appends the offset (``...+00``). The
     ``spark_cast_string`` macro picks by the value's type; any other type is cast as before."""
     for node in list(tree.find_all(exp.Cast)):
-        if node.to.is_type(*exp.DataType.TEXT_TYPES) and not node.to.expressions:
+        if node.to.is_type(*exp.DataType.TEXT_TYPES) and not node.to.expressions and not isinstance(node.this, exp.Null):
             node.replace(_call("spark_cast_string", node.this))
 
 
