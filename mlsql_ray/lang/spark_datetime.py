@@ -122,19 +122,16 @@ _FIELDS = {
 
 def _sql(template: str, *args: exp.Expression) -> exp.Expression:
     """DuckDB SQL with ``{0}``, ``{1}``... standing for the argument trees."""
-    tree = sqlglot.parse_one(template.format(*(f"__spark_arg_{i}" for i in range(len(args)))), read="duckdb")
-    for column in list(tree.find_all(exp.Column)):
-        if column.name.startswith("__spark_arg_") and not column.table:
-            column.replace(args[int(column.name.rsplit("_", 1)[1])].copy())
-    return tree
+    names = [f"__spark_arg_{i}" for i in range(len(args))]
+    return _with(template.format(*names), dict(zip(names, args)))
 
 
-def _value_sql(template: str, value: exp.Expression) -> exp.Expression:
-    """DuckDB SQL of ``datetime_patterns`` (written over its VALUE column) applied to ``value``."""
-    tree = sqlglot.parse_one(template, read="duckdb")
+def _with(duckdb_sql: str, values: dict[str, exp.Expression]) -> exp.Expression:
+    """DuckDB SQL whose columns named in ``values`` stand for those trees (copied at each use)."""
+    tree = sqlglot.parse_one(duckdb_sql, read="duckdb")
     for column in list(tree.find_all(exp.Column)):
-        if column.name == patterns.VALUE:
-            column.replace(value.copy())
+        if not column.table and column.name in values:
+            column.replace(values[column.name].copy())
     return tree
 
 
@@ -152,17 +149,21 @@ def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _arity(function: str, args: list, low: int, high: int) -> None:
+class _WrongArity(Exception):
+    """A call with a number of arguments the Spark function does not take (named by ``datetime_calls``)."""
+
+
+def _arity(args: list, low: int, high: int) -> None:
     if not low <= len(args) <= high:
         expected = str(low) if low == high else f"{low} to {high}"
-        raise MLSQLError(f"{function} takes {expected} arguments, not {len(args)}")
+        raise _WrongArity(f"takes {expected} arguments, not {len(args)}")
 
 
 # -- patterns ---------------------------------------------------------------------------------------
 
 def _formatted(value: exp.Expression, pattern: exp.Expression, function: str) -> exp.Expression:
     text = _constant_text(pattern, function)
-    return _value_sql(patterns.format_sql(text, function), _call("spark_timestamp", value))
+    return _with(patterns.format_sql(text, function), {patterns.VALUE: _call("spark_timestamp", value)})
 
 
 def _parsed(value: exp.Expression, pattern: exp.Expression | None, function: str) -> exp.Expression:
@@ -184,24 +185,24 @@ def _parsed(value: exp.Expression, pattern: exp.Expression | None, function: str
 
 
 def _date_format(args):
-    _arity("date_format", args, 2, 2)
+    _arity(args, 2, 2)
     return _formatted(args[0], args[1], "date_format")
 
 
 def _from_unixtime(args):
-    _arity("from_unixtime", args, 1, 2)
+    _arity(args, 1, 2)
     pattern = args[1] if len(args) == 2 else exp.Literal.string(FORMAT)
     seconds = _sql("to_timestamp(CAST({0} AS BIGINT))", args[0])
-    return _value_sql(patterns.format_sql(_constant_text(pattern, "from_unixtime"), "from_unixtime"), seconds)
+    return _with(patterns.format_sql(_constant_text(pattern, "from_unixtime"), "from_unixtime"), {patterns.VALUE: seconds})
 
 
 def _to_timestamp(args):
-    _arity("to_timestamp", args, 1, 2)
+    _arity(args, 1, 2)
     return _parsed(args[0], args[1] if len(args) == 2 else None, "to_timestamp")
 
 
 def _to_date(args):
-    _arity("to_date", args, 1, 2)
+    _arity(args, 1, 2)
     if len(args) == 1:
         return _call("spark_date", args[0])
     return exp.Cast(this=_parsed(args[0], args[1], "to_date"), to=exp.DataType.build("DATE"))
@@ -209,7 +210,7 @@ def _to_date(args):
 
 def _unix_timestamp(function: str, low: int):
     def translate(args):
-        _arity(function, args, low, 2)
+        _arity(args, low, 2)
         if not args:
             return _call("spark_epoch_seconds", exp.CurrentTimestamp())
         pattern = args[1] if len(args) == 2 else exp.Literal.string(FORMAT)
@@ -222,7 +223,7 @@ def _unix_timestamp(function: str, low: int):
 def _field(duckdb_function: str, of: str = "spark_date", offset: int = 0):
     """A Spark function returning an INT field of its argument as a date (or timestamp)."""
     def translate(args):
-        _arity(duckdb_function, args, 1, 1)
+        _arity(args, 1, 1)
         value = _call(duckdb_function, _call(of, args[0]))
         return _int(exp.Add(this=value, expression=exp.Literal.number(offset)) if offset else value)
     return translate
@@ -230,7 +231,7 @@ def _field(duckdb_function: str, of: str = "spark_date", offset: int = 0):
 
 def _date_add(sign: int):
     def translate(args):
-        _arity("date_add" if sign > 0 else "date_sub", args, 2, 2)
+        _arity(args, 2, 2)
         days = _int(args[1])
         return _sql("CAST(spark_date({0}) " + ("+" if sign > 0 else "-") + " {1} AS DATE)", args[0], days)
     return translate
@@ -284,7 +285,7 @@ def _interval_units(node: exp.Expression) -> set[str]:
 
 
 def _date_part(args):
-    _arity("date_part", args, 2, 2)
+    _arity(args, 2, 2)
     return _extract(_constant_text(args[0], "date_part", "field"), args[1], "date_part")
 
 
@@ -292,7 +293,7 @@ def _truncation(function: str, units: dict[str, str], unit_at: int, template: st
     """Spark's ``trunc(date, fmt)`` (a DATE) and ``date_trunc(fmt, ts)`` (a TIMESTAMP, truncated in the
     session time zone): a format Spark does not know gives NULL."""
     def translate(args):
-        _arity(function, args, 2, 2)
+        _arity(args, 2, 2)
         unit = units.get(_constant_text(args[unit_at], function, "format").upper())
         if unit is None:
             return exp.Cast(this=exp.Null(), to=exp.DataType.build(result))
@@ -308,7 +309,7 @@ _TIMESTAMPADD_UNITS = {"YEAR": "to_years({0})", "QUARTER": "to_months(3 * {0})",
 
 def _timestampadd(args):
     """Spark's ``timestampadd(unit, n, x)``: a timestamp (a date is read as one), a timestamp_ntz stays one."""
-    _arity("timestampadd", args, 3, 3)
+    _arity(args, 3, 3)
     unit = args[0].name.upper() if isinstance(args[0], (exp.Column, exp.Var)) else _constant_text(args[0], "timestampadd", "unit").upper()
     if unit not in _TIMESTAMPADD_UNITS:
         raise MLSQLError(f"timestampadd: '{unit}' is not a unit Spark adds ({', '.join(_TIMESTAMPADD_UNITS)})")
@@ -317,13 +318,13 @@ def _timestampadd(args):
 
 
 def _make_timestamp(args):
-    _arity("make_timestamp", args, 6, 7)
+    _arity(args, 6, 7)
     zone = args[6] if len(args) == 7 else _sql("current_setting('TimeZone')")
     return _call("spark_make_timestamp", *args[:6], zone)
 
 
 def _make_date(args):
-    _arity("make_date", args, 3, 3)
+    _arity(args, 3, 3)
     return _sql("try(make_date(CAST({0} AS BIGINT), CAST({1} AS BIGINT), CAST({2} AS BIGINT)))", *args)
 
 
@@ -339,7 +340,7 @@ def _interval(parts: list[tuple[str, float]], args: list) -> exp.Expression:
 
 def _make_interval(args):
     """Spark's CalendarInterval: months (years and months), days (weeks and days), microseconds."""
-    _arity("make_interval", args, 0, 7)
+    _arity(args, 0, 7)
     args = args + [exp.Literal.number(0)] * (7 - len(args))
     years, months, weeks, days, hours, minutes, seconds = args
     return exp.Paren(this=_sql("to_months(CAST({0} * 12 + {1} AS INT)) + to_days(CAST({2} * 7 + {3} AS INT)) "
@@ -348,21 +349,21 @@ def _make_interval(args):
 
 
 def _make_ym_interval(args):
-    _arity("make_ym_interval", args, 0, 2)
+    _arity(args, 0, 2)
     args = args + [exp.Literal.number(0)] * (2 - len(args))
     return _sql("to_months(CAST({0} * 12 + {1} AS INT))", *args)
 
 
 def _make_dt_interval(args):
-    _arity("make_dt_interval", args, 0, 4)
+    _arity(args, 0, 4)
     args = args + [exp.Literal.number(0)] * (4 - len(args))
     return exp.Paren(this=_sql("to_days(CAST({0} AS INT)) + to_microseconds(CAST({1} * 3600000000 + {2} * 60000000 "
                                "+ round({3} * 1000000) AS BIGINT))", *args))
 
 
-def _simple(template: str, low: int, high: int | None = None, name: str = ""):
+def _simple(template: str, low: int, high: int | None = None):
     def translate(args):
-        _arity(name, args, low, high if high is not None else low)
+        _arity(args, low, high if high is not None else low)
         return _sql(template, *args)
     return translate
 
@@ -374,37 +375,37 @@ FUNCTIONS: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     "to_date": _to_date,
     "unix_timestamp": _unix_timestamp("unix_timestamp", 0),
     "to_unix_timestamp": _unix_timestamp("to_unix_timestamp", 1),
-    "timestamp": _simple("spark_timestamp({0})", 1, name="timestamp"),
-    "date": _simple("spark_date({0})", 1, name="date"),
+    "timestamp": _simple("spark_timestamp({0})", 1),
+    "date": _simple("spark_date({0})", 1),
     "year": _field("year"), "quarter": _field("quarter"), "month": _field("month"), "day": _field("day"),
     "dayofmonth": _field("day"), "dayofyear": _field("dayofyear"), "weekofyear": _field("weekofyear"),
     "dayofweek": _field("dayofweek", offset=1), "weekday": _field("isodow", offset=-1),
     "hour": _field("hour", "spark_timestamp"), "minute": _field("minute", "spark_timestamp"),
     "second": _field("second", "spark_timestamp"),
     "date_add": _date_add(1), "date_sub": _date_add(-1),
-    "datediff": _simple("CAST(spark_date({0}) - spark_date({1}) AS INT)", 2, name="datediff"),
-    "add_months": _simple("CAST(spark_date({0}) + to_months(CAST({1} AS INT)) AS DATE)", 2, name="add_months"),
-    "last_day": _simple("last_day(spark_date({0}))", 1, name="last_day"),
-    "next_day": _simple("spark_next_day({0}, {1})", 2, name="next_day"),
-    "months_between": lambda args: _simple("spark_months_between({0}, {1}, {2})", 3, name="months_between")(
+    "datediff": _simple("CAST(spark_date({0}) - spark_date({1}) AS INT)", 2),
+    "add_months": _simple("CAST(spark_date({0}) + to_months(CAST({1} AS INT)) AS DATE)", 2),
+    "last_day": _simple("last_day(spark_date({0}))", 1),
+    "next_day": _simple("spark_next_day({0}, {1})", 2),
+    "months_between": lambda args: _simple("spark_months_between({0}, {1}, {2})", 3)(
         args + [exp.true()] if len(args) == 2 else args),
     "trunc": _truncation("trunc", _TRUNC_UNITS, 1, "CAST(date_trunc('UNIT', spark_date({0})) AS DATE)", "DATE"),
     "date_trunc": _truncation("date_trunc", _DATE_TRUNC_UNITS, 0, "date_trunc('UNIT', spark_timestamp({0}))", "TIMESTAMPTZ"),
     "date_part": _date_part, "datepart": _date_part,
     "make_date": _make_date, "make_timestamp": _make_timestamp,
     "make_interval": _make_interval, "make_ym_interval": _make_ym_interval, "make_dt_interval": _make_dt_interval,
-    "timestamp_seconds": _simple("spark_micros_to_timestamp(trunc(CAST({0} AS DECIMAL(38,6)) * 1000000))", 1, name="timestamp_seconds"),
-    "timestamp_millis": _simple("spark_micros_to_timestamp(CAST({0} AS BIGINT) * 1000)", 1, name="timestamp_millis"),
-    "timestamp_micros": _simple("spark_micros_to_timestamp({0})", 1, name="timestamp_micros"),
-    "unix_seconds": _simple("spark_floor_div(epoch_us(spark_timestamp({0})), 1000000)", 1, name="unix_seconds"),
-    "unix_millis": _simple("spark_floor_div(epoch_us(spark_timestamp({0})), 1000)", 1, name="unix_millis"),
-    "unix_micros": _simple("epoch_us(spark_timestamp({0}))", 1, name="unix_micros"),
-    "date_from_unix_date": _simple("CAST(DATE '1970-01-01' + CAST({0} AS INT) AS DATE)", 1, name="date_from_unix_date"),
-    "unix_date": _simple("CAST(spark_date({0}) - DATE '1970-01-01' AS INT)", 1, name="unix_date"),
-    "from_utc_timestamp": _simple("spark_from_utc_timestamp({0}, {1})", 2, name="from_utc_timestamp"),
-    "to_utc_timestamp": _simple("spark_to_utc_timestamp({0}, {1})", 2, name="to_utc_timestamp"),
+    "timestamp_seconds": _simple("spark_micros_to_timestamp(trunc(CAST({0} AS DECIMAL(38,6)) * 1000000))", 1),
+    "timestamp_millis": _simple("spark_micros_to_timestamp(CAST({0} AS BIGINT) * 1000)", 1),
+    "timestamp_micros": _simple("spark_micros_to_timestamp({0})", 1),
+    "unix_seconds": _simple("spark_floor_div(epoch_us(spark_timestamp({0})), 1000000)", 1),
+    "unix_millis": _simple("spark_floor_div(epoch_us(spark_timestamp({0})), 1000)", 1),
+    "unix_micros": _simple("epoch_us(spark_timestamp({0}))", 1),
+    "date_from_unix_date": _simple("CAST(DATE '1970-01-01' + CAST({0} AS INT) AS DATE)", 1),
+    "unix_date": _simple("CAST(spark_date({0}) - DATE '1970-01-01' AS INT)", 1),
+    "from_utc_timestamp": _simple("spark_from_utc_timestamp({0}, {1})", 2),
+    "to_utc_timestamp": _simple("spark_to_utc_timestamp({0}, {1})", 2),
     "timestampadd": _timestampadd,
-    "current_timezone": _simple("current_setting('TimeZone')", 0, name="current_timezone"),
+    "current_timezone": _simple("current_setting('TimeZone')", 0),
 }
 """Spark's datetime functions, by lower-case name: each turns the call's arguments into DuckDB SQL."""
 
@@ -417,7 +418,10 @@ def datetime_calls(tree: exp.Expression) -> None:
     for node in reversed(list(tree.find_all(exp.Anonymous))):  # innermost first: arguments are copied
         translate = FUNCTIONS.get(node.name.lower())
         if translate is not None:
-            node.replace(translate(list(node.expressions)))
+            try:
+                node.replace(translate(list(node.expressions)))
+            except _WrongArity as exc:
+                raise MLSQLError(f"{node.name} {exc}") from None
 
 
 def extract_fields(tree: exp.Expression) -> None:
