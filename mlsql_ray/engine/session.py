@@ -22,7 +22,7 @@ from ..warm import WarmPool
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, partition_ids, spark_functions, udfs
+from . import datasources, ets, partition_ids, spark_functions, timezone, udfs
 from .datasources import jdbc
 from .catalog import Catalog
 from .connection import SETUP_SQL, new_connection
@@ -65,7 +65,8 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = new_connection()
-        self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
+        # what a worker's own connection needs to run our queries: our functions, the session time zone
+        self.connection_setup = (*SETUP_SQL, timezone.set_statement(timezone.current(self.con)))
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
@@ -284,6 +285,8 @@ class Session:
         else:
             value = s.value
         if kind == "conf":
+            if s.key == timezone.SESSION_TIME_ZONE:
+                self.connection_setup = (*SETUP_SQL, timezone.apply(self.con, value))
             self.conf[s.key] = value
         else:
             if s.scope == "request":

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import duckdb
 
+from ..lang import spark_datetime
+
 MACROS: dict[str, str] = {
     # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
     # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
@@ -44,6 +46,7 @@ MACROS: dict[str, str] = {
     "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+    **spark_datetime.MACROS,
 }
 
 
