@@ -15,6 +15,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
+from . import spark_collections
+
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
 """Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
@@ -224,14 +226,15 @@ def byzer_udfs(tree: exp.Expression) -> None:
 
 def higher_order_predicates(tree: exp.Expression) -> None:
     """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
-    element. sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
+    element, NULL when no element decides it and some ``p`` is NULL (Spark's three-valued logic).
+    sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
     write="duckdb")`` gives ``EXISTS(a)``, dropping the predicate; ``forall`` it leaves as an unknown
-    function. DuckDB: ``list_bool_or``/``list_bool_and`` over ``list_transform``."""
+    function. DuckDB: the ``spark_exists``/``spark_forall`` macros over ``list_transform``."""
     for node in list(tree.find_all(exp.Exists, exp.Anonymous)):
         if isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
-            array, predicate, reduce = node.this, node.args["expression"], "list_bool_or"
+            array, predicate, reduce = node.this, node.args["expression"], "spark_exists"
         elif isinstance(node, exp.Anonymous) and node.name.lower() == "forall" and len(node.expressions) == 2:
-            (array, predicate), reduce = node.expressions, "list_bool_and"
+            (array, predicate), reduce = node.expressions, "spark_forall"
         else:
             continue
         node.replace(_call(reduce, exp.Anonymous(this="list_transform", expressions=[array.copy(), predicate.copy()])))
@@ -257,4 +260,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
+    *spark_collections.TRANSFORMS,
 )
