@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_collections
+from . import spark_collections, spark_grouping
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -26,19 +26,24 @@ NOT_SPARK_FUNCTIONS = ("CONVERT", "TRY_CONVERT")
 """Names sqlglot parses as T-SQL's casts although Spark has no such function: in Spark SQL they can only
 be functions the script registered, e.g. a feature ET's model as ``convert`` (ml/feature/normalize.md)."""
 
+MISREAD_CALLS = ("FIRST_VALUE", "LAST_VALUE", "PERCENTILE")
+"""Spark functions whose arguments sqlglot's parser gets wrong, read as plain calls instead (the
+rewrites of ``spark_grouping`` give them Spark's meaning): ``first_value(x, true)`` fails to parse
+(one argument only), ``percentile(x, p, frequency)`` loses its frequency."""
+
 _PLACEHOLDER = "__mlsql_call_"
 
 
 def parse(spark_sql: str) -> list[exp.Expression | None]:
-    """``sqlglot.parse(spark_sql, read="spark")``, except that ``convert(...)``/``try_convert(...)`` are
-    ordinary calls. sqlglot bug: ``sqlglot.parse_one("select convert(x)", read="spark")`` fails with
+    """``sqlglot.parse(spark_sql, read="spark")``, except that ``convert(...)``/``try_convert(...)`` and
+    ``MISREAD_CALLS`` are ordinary calls. sqlglot bug: ``sqlglot.parse_one("select convert(x)", read="spark")`` fails with
     "Required keyword: 'to' missing for TryCast". sqlglot's compiled parser cannot be subclassed, so the
     call's name token is renamed before parsing and the call gets its name back after."""
     spark = Dialect.get_or_raise("spark")
     tokens = spark.tokenize(spark_sql)
     written: dict[str, str] = {}  # placeholder → the name as the SQL writes it
     for token, following in itertools.pairwise(tokens):
-        if token.text.upper() in NOT_SPARK_FUNCTIONS and following.token_type == TokenType.L_PAREN:
+        if token.text.upper() in NOT_SPARK_FUNCTIONS + MISREAD_CALLS and following.token_type == TokenType.L_PAREN:
             placeholder = f"{_PLACEHOLDER}{len(written)}"
             written[placeholder], token.text = token.text, placeholder
     trees = spark.parser().parse(tokens, spark_sql)
@@ -260,5 +265,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
-    *spark_collections.TRANSFORMS,
+    *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS,
 )
