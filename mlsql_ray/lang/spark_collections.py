@@ -50,6 +50,11 @@ MACROS: dict[str, str] = {
     "spark_sequence": "(a, b) AS CASE WHEN a <= b THEN generate_series(a, b) ELSE generate_series(a, b, -1) END",
     "spark_sequence_dates": """(a, b) AS CASE WHEN a <= b THEN generate_series(a, b, INTERVAL 1 DAY)
         ELSE generate_series(a, b, -INTERVAL 1 DAY) END""",
+    # a CSV line's fields (Spark's from_csv): quoted fields unquoted, "" inside them a quote; an
+    # empty unquoted field is NULL
+    "spark_csv_fields": """(s, sep) AS list_transform(
+        regexp_extract_all(s || sep, '("(?:[^"]|"")*"|[^"' || regexp_escape(sep) || ']*)' || regexp_escape(sep), 1),
+        lambda f: CASE WHEN f = '' THEN NULL WHEN f[1] = '"' THEN replace(f[2:-2], '""', '"') ELSE f END)""",
     "spark_shuffle": "(a) AS list_transform(list_sort(list_transform(a, lambda x: {'r': random(), 'x': x})), lambda p: p.x)",
     # explode_outer & co: an empty or NULL array gives one row of NULLs
     "spark_outer": "(a) AS CASE WHEN len(a) > 0 THEN a ELSE [NULL] END",

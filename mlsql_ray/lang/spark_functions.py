@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_collections, spark_grouping
+from . import spark_collections, spark_grouping, spark_json
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -186,13 +186,17 @@ def _odd_text(node: exp.Expression) -> bool:
 
 
 def json_path_wildcards_give_json_text(tree: exp.Expression) -> None:
-    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``);
-    DuckDB's ``->>`` with a wildcard returns a list. (Spark unwraps a single match; this does not.)"""
+    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``), a
+    single match unwrapped (``1``), NULL for none; DuckDB's ``->>`` with a wildcard returns a list."""
     for node in list(tree.find_all(exp.JSONExtractScalar)):
         path = node.expression
         if path.find(exp.JSONPathWildcard) or (_string_literal(path) and "*" in path.this):
-            extracted = exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])
-            node.replace(_cast(exp.Anonymous(this="to_json", expressions=[extracted]), "VARCHAR"))
+            matches = _cast(exp.Anonymous(this="to_json", expressions=[
+                exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])]), "VARCHAR")
+            count = exp.Anonymous(this="json_array_length", expressions=[matches.copy()])
+            single = exp.Anonymous(this="json_extract_string", expressions=[matches.copy(), exp.Literal.string("$[0]")])
+            node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=count.copy(), expression=exp.Literal.number(1)), true=single),
+                                       exp.If(this=exp.GT(this=count, expression=exp.Literal.number(1)), true=matches)]))
 
 
 def struct_of_star_is_the_row(tree: exp.Expression) -> None:
@@ -265,5 +269,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
-    *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS,
+    *spark_json.TRANSFORMS, *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS,
 )
