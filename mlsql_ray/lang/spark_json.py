@@ -72,8 +72,15 @@ def spark_schema(text: str, function: str) -> exp.DataType:
             schema = exp.DataType.build(candidate, dialect="spark")
         except (ParseError, ValueError):
             continue
-        if not schema.is_type(T.USERDEFINED):
-            return schema
+        named = bool(schema.expressions) and all(isinstance(c, exp.ColumnDef) and c.args.get("kind") for c in schema.expressions)
+        if candidate is field_list and not named:
+            continue
+        unknown = [d for d in schema.find_all(exp.DataType) if d.is_type(T.USERDEFINED)]
+        if unknown:
+            raise MLSQLError(f"{function}: Cannot parse the data type: {text} (DataType {unknown[0].sql('spark').lower()} is not supported)")
+        if schema.this not in (T.STRUCT, T.ARRAY, T.MAP):
+            raise MLSQLError(f"{function}: Input schema {schema.sql('spark')} must be a struct, an array or a map")
+        return schema
     raise MLSQLError(f"{function}: Cannot parse the data type: {text}")
 
 
