@@ -2,7 +2,7 @@
 type)`` and ``spark_to_csv(json, type, sep)`` read DuckDB's JSON text of a value (``to_json(x)``)
 with its DuckDB type (``typeof(x)``) and print it as Spark's Jackson and univocity writers do:
 fields in order without spaces, a struct's NULL fields left out, doubles as Java's
-``Double.toString`` (``1.0E20``), decimals with their scale (``1.10``), timestamps as
+``Double.toString`` (``1.0E20``, as ``ets.spark_format`` prints it), decimals with their scale (``1.10``), timestamps as
 ``2020-01-02T03:04:05.123Z``, a map's struct key as Spark's row text (``[1,2]``).
 
 Written by hand because no library prints Java's number forms, and DuckDB's own JSON differs in
@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import json
-import math
 import re
 from decimal import Decimal
 
@@ -23,24 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-
-def java_double(x: float, single: bool = False) -> str:
-    """Java's ``Double.toString``/``Float.toString``: plain between 10^-3 and 10^7, else
-    ``d.dddE±n``; the shortest digits that read back."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "-0.0" if math.copysign(1, x) < 0 else "0.0"
-    mantissa, exponent = np.format_float_scientific(np.float32(x) if single else x, unique=True, trim="-").split("e")
-    digits, exp10 = mantissa.lstrip("-").replace(".", ""), int(exponent)
-    sign = "-" if x < 0 else ""
-    if 1e-3 <= abs(x) < 1e7:
-        point = exp10 + 1
-        whole, frac = ("0", "0" * -point + digits) if point <= 0 else (digits.ljust(point, "0")[:point], digits[point:])
-        return f"{sign}{whole}.{frac.rstrip('0') or '0'}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp10}"
+from .ets.spark_format import java_double
 
 
 # -- DuckDB type strings ---------------------------------------------------------------------------
@@ -154,7 +136,8 @@ def _key(key, t) -> str:
 def _scalar(value, t, quote: bool, formats: dict[str, str]) -> str:
     kind = t[0]
     if kind in ("DOUBLE", "FLOAT", "REAL"):
-        text = java_double(float(value), single=kind != "DOUBLE")
+        # a FLOAT prints its own shortest digits (Float.toString): 2.2, not 2.200000047683716
+        text = java_double(float(value) if kind == "DOUBLE" else float(str(np.float32(value))))
         return text if not quote or text[-1].isdigit() else json.dumps(text)
     if kind == "DECIMAL":
         return format(Decimal(str(value)).quantize(Decimal(1).scaleb(-t[1])), "f")
