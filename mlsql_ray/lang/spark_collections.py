@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from ..errors import MLSQLError
+
 MACROS: dict[str, str] = {
     # Spark's three-valued exists/forall: true/false when decided, NULL when a NULL left it open
     "spark_exists": """(l) AS CASE WHEN list_bool_or(l) THEN true
@@ -291,7 +293,8 @@ def array_functions(tree: exp.Expression) -> None:
     ``array_contains``/``arrays_overlap``, ``array_position`` (BIGINT, 0 when absent),
     ``flatten`` (NULL when an inner array is), ``size``/``cardinality`` (INT, -1 for NULL),
     ``sequence`` (counting down; dates), ``array_repeat``, ``shuffle``, and ``reverse`` of an
-    array (``list_reverse``) where the argument is one."""
+    array (``list_reverse``) where the argument is one; ``element_at(array, 0)`` is Spark's error
+    (for an array written as one: a column could be a map, whose key 0 is fine)."""
     simple = {"array_distinct": ("spark_array_distinct", 1), "array_union": ("spark_array_union", 2),
               "array_except": ("spark_array_except", 2), "array_remove": ("spark_array_remove", 2),
               "arrays_overlap": ("spark_arrays_overlap", 2), "array_repeat": ("spark_array_repeat", 2),
@@ -319,6 +322,10 @@ def array_functions(tree: exp.Expression) -> None:
             _sequence(node, args)
         elif name == "arrays_zip" and args:
             node.replace(_arrays_zip(args))
+    for node in list(tree.find_all(exp.Bracket)):  # element_at(array, 0)
+        index = node.expressions[0] if len(node.expressions) == 1 else None
+        if node.args.get("offset") == 1 and isinstance(index, exp.Literal) and index.this == "0" and _is_array(node.this):
+            raise MLSQLError("element_at: SQL array indices start at 1")
 
 
 def _args(node: exp.Expression) -> list[exp.Expression]:

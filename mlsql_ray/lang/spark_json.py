@@ -17,6 +17,7 @@ Options are read where they change the result (``sep``/``delimiter`` for CSV,
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from collections.abc import Callable
@@ -196,8 +197,9 @@ def _parsed_datetime(text: exp.Expression, t: exp.DataType, formats: dict[str, s
 def _from_json(text: exp.Expression, schema: exp.DataType, formats: dict[str, str]) -> exp.Expression:
     doc = "__mlsql_doc"
     valid = _case(_call("json_valid", exp.to_identifier(doc)), _cast(exp.to_identifier(doc), "JSON"))
-    value = _from_json_value(valid, schema, 0, formats)
-    if schema.this == T.STRUCT:  # a document that is no object is a struct of NULLs
+    if schema.this != T.STRUCT:
+        value = _from_json_value(valid, schema, 0, formats)
+    else:  # a document that is no object is a struct of NULLs
         value = exp.Case(ifs=[exp.If(this=exp.Is(this=exp.to_identifier(doc), expression=exp.Null()), true=exp.Null())],
                          default=exp.Struct(expressions=[
                              exp.PropertyEQ(this=exp.to_identifier(name, quoted=True),
@@ -277,7 +279,6 @@ def schema_of_csv(text: str, options: dict[str, str]) -> str:
 
 
 def _csv_fields(text: str, sep: str) -> list[str]:
-    import csv
     return next(csv.reader([text], delimiter=sep, quotechar='"'), [])
 
 
