@@ -81,6 +81,23 @@ def _fresh(counter: itertools.count) -> str:
     return f"{_FRESH}{next(counter)}"
 
 
+def gated(*transforms: tuple[Callable[[exp.Expression], None], tuple[type, ...], frozenset[str]]) -> Callable[[exp.Expression], None]:
+    """One transform for a family: it walks the tree once, noting the kinds of node and the names
+    of the unknown functions it holds, and runs each of ``transforms`` only when one of its node
+    classes or function names is there (translation stays one pass for SQL that uses none)."""
+    def run(tree: exp.Expression) -> None:
+        kinds: set[type] = set()
+        names: set[str] = set()
+        for node in tree.walk():
+            kinds.add(type(node))
+            if isinstance(node, exp.Anonymous):
+                names.add(node.name.lower())
+        for transform, classes, called in transforms:
+            if not names.isdisjoint(called) or any(issubclass(kind, classes) for kind in kinds):
+                transform(tree)
+    return run
+
+
 # -- lambdas ---------------------------------------------------------------------------------------
 
 def _references(body: exp.Expression, name: str):
@@ -287,6 +304,16 @@ def array_sort_with_comparator(tree: exp.Expression) -> None:
                            _lambda([p], exp.Bracket(this=xs.copy(), expressions=[index], offset=1))))
 
 
+SIMPLE_ARRAY_MACROS = {"array_distinct": ("spark_array_distinct", 1), "array_union": ("spark_array_union", 2),
+                       "array_except": ("spark_array_except", 2), "array_remove": ("spark_array_remove", 2),
+                       "arrays_overlap": ("spark_arrays_overlap", 2), "array_repeat": ("spark_array_repeat", 2),
+                       "shuffle": ("spark_shuffle", 1), "cardinality": ("spark_size", 1)}
+ARRAY_CLASSES = {exp.ArrayDistinct: "array_distinct", exp.ArrayContains: "array_contains", exp.ArraySize: "size",
+                 exp.Flatten: "flatten", exp.ArrayPosition: "array_position", exp.Reverse: "reverse",
+                 exp.ArrayExcept: "array_except", exp.ArrayRemove: "array_remove", exp.GenerateSeries: "sequence",
+                 exp.ArraysZip: "arrays_zip"}
+
+
 def array_functions(tree: exp.Expression) -> None:
     """Spark's array functions where DuckDB's namesakes differ: order and NULLs of
     ``array_distinct``/``array_union``/``array_except``/``array_remove``, NULL-aware
@@ -295,14 +322,7 @@ def array_functions(tree: exp.Expression) -> None:
     ``sequence`` (counting down; dates), ``array_repeat``, ``shuffle``, and ``reverse`` of an
     array (``list_reverse``) where the argument is one; ``element_at(array, 0)`` is Spark's error
     (for an array written as one: a column could be a map, whose key 0 is fine)."""
-    simple = {"array_distinct": ("spark_array_distinct", 1), "array_union": ("spark_array_union", 2),
-              "array_except": ("spark_array_except", 2), "array_remove": ("spark_array_remove", 2),
-              "arrays_overlap": ("spark_arrays_overlap", 2), "array_repeat": ("spark_array_repeat", 2),
-              "shuffle": ("spark_shuffle", 1), "cardinality": ("spark_size", 1)}
-    by_class = {exp.ArrayDistinct: "array_distinct", exp.ArrayContains: "array_contains", exp.ArraySize: "size",
-                exp.Flatten: "flatten", exp.ArrayPosition: "array_position", exp.Reverse: "reverse",
-                exp.ArrayExcept: "array_except", exp.ArrayRemove: "array_remove", exp.GenerateSeries: "sequence",
-                exp.ArraysZip: "arrays_zip"}
+    simple, by_class = SIMPLE_ARRAY_MACROS, ARRAY_CLASSES
     for node in list(tree.find_all(exp.Anonymous, exp.Shuffle, *by_class)):
         name = node.name.lower() if isinstance(node, exp.Anonymous) else by_class.get(type(node), "shuffle")
         args = node.expressions if isinstance(node, exp.Anonymous) else _args(node)
@@ -472,7 +492,16 @@ def str_to_map(tree: exp.Expression) -> None:
             node.replace(_unless_null(node.expressions, _call("map_concat", *(a.copy() for a in node.expressions))))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    indexes_from_zero, aggregate_with_finish, zip_with, map_functions, array_sort_with_comparator,
-    array_functions, generators, str_to_map,
-)
+MAP_CALLS = frozenset({"map_contains_key", "map_filter", "transform_values", "transform_keys", "map_zip_with"})
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (indexes_from_zero, (exp.Transform, exp.ArrayFilter), frozenset()),
+    (aggregate_with_finish, (exp.Reduce,), frozenset({"reduce"})),
+    (zip_with, (), frozenset({"zip_with"})),
+    (map_functions, (exp.MapContainsKey,), MAP_CALLS),
+    (array_sort_with_comparator, (exp.ArraySort,), frozenset()),
+    (array_functions, (exp.Shuffle, exp.Bracket, *ARRAY_CLASSES),
+     frozenset(SIMPLE_ARRAY_MACROS) | frozenset(ARRAY_CLASSES.values())),
+    (generators, (exp.Explode, exp.Posexplode, exp.Inline, exp.Lateral), frozenset(GENERATORS)),
+    (str_to_map, (exp.StrToMap,), frozenset({"str_to_map", "map_concat"})),
+),)

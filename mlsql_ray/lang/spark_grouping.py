@@ -27,6 +27,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from .spark_collections import gated
 
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
@@ -135,13 +136,13 @@ def _leaves(node: exp.Expression):
 COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 RENAMED = {"every": "bool_and", "some": "bool_or", "any": "bool_or", "std": "stddev_samp"}
 FIRST_LAST = (exp.First, exp.Last, exp.FirstValue, exp.LastValue)
+AGGREGATES = (exp.Any, exp.IgnoreNulls, exp.FirstValue, exp.LastValue, exp.Quantile, exp.ArgMax, exp.ArgMin,
+              exp.ApproxDistinct, exp.Kurtosis, exp.Skewness, exp.RegrCount, exp.ArrayAgg, exp.ArrayUniqueAgg, exp.Corr)
 
 
 def aggregates(tree: exp.Expression) -> None:
     """See the module's docstring."""
-    for node in list(tree.find_all(exp.Anonymous, exp.Any, exp.IgnoreNulls, exp.FirstValue, exp.LastValue,
-                                   exp.Quantile, exp.ArgMax, exp.ArgMin, exp.ApproxDistinct, exp.Kurtosis,
-                                   exp.Skewness, exp.RegrCount, exp.ArrayAgg, exp.ArrayUniqueAgg, exp.Corr)):
+    for node in list(tree.find_all(exp.Anonymous, *AGGREGATES)):
         if isinstance(node, exp.Anonymous):
             _named_aggregate(node)
         elif isinstance(node, exp.Any) and not isinstance(node.parent, COMPARISONS):
@@ -278,5 +279,9 @@ def window_functions(tree: exp.Expression) -> None:
             window.replace(_cast(window.copy(), "INT"))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    grouping_analytics, aggregates, window_functions, values_rows_in_parentheses)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (grouping_analytics, (exp.Group, exp.Grouping, exp.GroupingId), frozenset()),
+    (aggregates, AGGREGATES, frozenset(RENAMED) | {"first_value", "last_value", "percentile", "histogram_numeric"}),
+    (window_functions, (exp.Window,), frozenset()),
+    (values_rows_in_parentheses, (exp.Values,), frozenset()),
+),)

@@ -27,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
+from .spark_collections import gated
 
 T = exp.DataType.Type
 INTEGERS = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)
@@ -307,7 +308,7 @@ def schemas_of_literals(tree: exp.Expression) -> None:
 
 def from_json(tree: exp.Expression) -> None:
     """Spark's ``from_json(text, schema)``: see the module's docstring."""
-    for node in list(tree.find_all(exp.FromJson, exp.Anonymous, exp.JSONExtract)):
+    for node in list(tree.find_all(exp.FromJson, exp.Anonymous)):
         if isinstance(node, exp.FromJson):
             text, schema_node, options = node.this, node.expression, node.args.get("options")
         elif isinstance(node, exp.Anonymous) and node.name.lower() == "from_json" and len(node.expressions) >= 2:
@@ -418,6 +419,10 @@ def _json_tuple(node: exp.Anonymous) -> None:
         raise MLSQLError("json_tuple is a generator: call it alone in a select list or in LATERAL VIEW")
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    schemas_of_literals, from_json, from_csv, to_json_and_csv, json_functions,
-)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (schemas_of_literals, (), frozenset({"schema_of_json", "schema_of_csv"})),
+    (from_json, (exp.FromJson,), frozenset({"from_json"})),
+    (from_csv, (), frozenset({"from_csv"})),
+    (to_json_and_csv, (exp.JSONFormat,), frozenset({"to_json", "to_csv"})),
+    (json_functions, (exp.JSONKeys, exp.JSONExtractScalar), frozenset({"json_array_length", "json_tuple"})),
+),)
