@@ -72,9 +72,25 @@ def test_kernel_info(kernel):
     assert language["name"] == "mlsql"
     assert language["file_extension"] == ".mlsql"
     assert language["mimetype"] == "text/x-mlsql"
-    assert language["codemirror_mode"] == "sql" and language["pygments_lexer"] == "sql"
+    # MLSQL's own modes (tests/test_highlight.py): Pygments' lexer and the JupyterLab extension's
+    assert language["codemirror_mode"] == "mlsql" and language["pygments_lexer"] == "mlsql"
     assert "debugger" not in info.get("supported_features", [])
     assert "MLSQL" in info["banner"]
+
+
+def test_importing_ray_writes_nothing_to_stderr(kernelspec, tmp_path):
+    """Ray imports tqdm.auto, which in a process that imported ipykernel warned "IProgress not
+    found" under the first cell using Ray (tqdm comes with papermill, a dev extra): the kernel picks
+    tqdm's text bar instead. A fresh kernel, so that no earlier cell imported Ray already."""
+    fresh = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse")
+    try:
+        reply, messages = fresh.execute("--%python\nimport ray\nimport tqdm.auto\nprint(tqdm.auto.tqdm.__module__)",
+                                        timeout=120)
+    finally:
+        fresh.close()
+    assert reply["status"] == "ok", reply
+    assert stdout(messages, "stderr") == ""
+    assert stdout(messages).startswith("tqdm.asyncio")  # tqdm.auto's text bar (its notebook one is tqdm.notebook)
 
 
 def test_kernelspec_files_agree():
