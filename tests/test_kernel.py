@@ -121,7 +121,8 @@ def test_install_command(tmp_path):
 @pytest.mark.slow  # pip builds the whole project's wheel (seconds); the fast tier checks the kernelspec
 # files themselves (test_kernelspec_files_agree) and their installation (test_install_command)
 def test_wheel_ships_the_kernelspec(tmp_path):
-    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data)."""
+    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data), the MLSQL mode into
+    share/jupyter/labextensions/mlsql-ray-lang/, and declares the Pygments lexer (tests/test_highlight.py)."""
     pytest.importorskip("setuptools")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300,
@@ -134,6 +135,13 @@ def test_wheel_ships_the_kernelspec(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     data = [n for n in names if ".data/data/share/jupyter/kernels/mlsql/" in n]
     assert {Path(n).name for n in data} >= {"kernel.json", "logo-32x32.png", "logo-64x64.png"}
+    labextension = {n.split(".data/data/share/jupyter/labextensions/mlsql-ray-lang/")[1] for n in names
+                    if ".data/data/share/jupyter/labextensions/mlsql-ray-lang/" in n}
+    bundle = ROOT / "labextension" / "mlsql-ray-lang"
+    built = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {"source.sha256"}
+    assert labextension == built | {"install.json"}
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert "[pygments.lexers]\nmlsql = mlsql_ray.lang.highlight:MLSQLLexer" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 # -- execute: tables, summaries, streams --------------------------------------------------------------
