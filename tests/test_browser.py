@@ -252,6 +252,7 @@ CLASS_OF = _cell_js("""const [text] = args;
         const span = [...cell.node.querySelectorAll('.cm-line span')].find(s => s.textContent === text);
         return span ? span.className : null;""")
 SOURCE = _cell_js("return cell.model.sharedModel.getSource();")
+SHOW = _cell_js("cell.node.scrollIntoView(); return true;")
 MIME_TYPE = _cell_js("return cell.model.mimeType;")
 MATCHED_BRACKETS = _cell_js("return [...cell.node.querySelectorAll('.cm-matchingBracket')].map(e => e.textContent);")
 A_PAIR_MATCHED = _cell_js("return cell.node.querySelectorAll('.cm-matchingBracket').length === 2;")
@@ -278,15 +279,19 @@ def test_the_mlsql_mode_colours_and_edits_the_mnist_notebook(lab, browser):
         assert keyword and page.evaluate(CLASS_OF, [1, "as"]) == keyword
         assert page.evaluate(CLASS_OF, [1, "!python"]) == keyword
         assert page.evaluate(CLASS_OF, [1, "parquet"]) not in (None, keyword)  # the format
+        page.evaluate(SHOW, [12])
+        page.wait_for_function(CLASS_OF, arg=[12, "cast"], timeout=10_000)
         assert page.evaluate(CLASS_OF, [12, "select"]) == page.evaluate(CLASS_OF, [12, "cast"]) == keyword  # Spark SQL
+        page.evaluate(SHOW, [3])  # CodeMirror draws the lines in view (the outputs of a run push them down)
+        page.wait_for_function(CLASS_OF, arg=[3, "connect"], timeout=10_000)
         annotation = page.evaluate(CLASS_OF, [3, "--%python"])
         comment = page.evaluate(CLASS_OF, [3, "# The seed's own loop, with Keras 3 spellings and pixels scaled to [0, 1]. "
                                               "Its flaw is kept on"])
         assert page.evaluate(CLASS_OF, [3, "import"]) == page.evaluate(CLASS_OF, [3, "def"]) == keyword  # Python's
-        # JupyterLab gives every keyword one class; MLSQL's words are not keywords in Python: `train` in
-        # `def train(self):` is a definition there, and '#' starts a comment, unlike in MLSQL
-        train = page.evaluate(CLASS_OF, [3, "train"])
-        assert len({keyword, annotation, comment, train} - {None}) == 4, (keyword, annotation, comment, train)
+        # JupyterLab gives every keyword one class; MLSQL's words are not keywords in Python: `connect` in
+        # `RayContext.connect(globals(), None)` is an attribute there, and '#' starts a comment, unlike in MLSQL
+        connect = page.evaluate(CLASS_OF, [3, "connect"])
+        assert len({keyword, annotation, comment, connect} - {None}) == 4, (keyword, annotation, comment, connect)
 
         # brackets: the cursor after `connect(globals(), None)` and inside `mnist_predict(image)`
         page.locator(".jp-CodeCell .cm-line", has_text="ray_context = RayContext.connect(globals(), None)").first.click()
