@@ -93,6 +93,10 @@ def test_annotations_without_python_leave_the_cell_mlsql():
     text = "--%input=x\nselect 1 as a as t;"
     assert kinds_of(text, "--%input=x\n") == {Comment.Preproc}
     assert kinds_of(text, "select") == {Keyword}
+    # as parser.python_cell reads it: a blank line ends the annotations, so this --%python is a comment
+    late = "--%input=x\n\n--%python\nimport os\nselect 1 as a as t;"
+    assert kinds_of(late, "--%python") == {Comment.Single} and kinds_of(late, "import") == {Name}
+    assert kinds_of("\n--%input=x\n--%python\nimport os", "import") == {Keyword.Namespace}
 
 
 def test_velocity_templates_and_branch_variables_inside_sql():

@@ -29,6 +29,7 @@ MLSQL_KEYWORDS = (*sorted(set(STATEMENT_PARSERS) - set(SQL_STATEMENTS)),
 
 _CELL_MARKER = r"^[ \t]*--[ \t]*%%.*\n?"  # parser._CELL_MARKER: a new cell of a script
 _ANNOTATION = r"[ \t]*--%[A-Za-z_][\w.]*.*\n?"  # parser._ANNOTATION, at the start of a cell
+_PYTHON_ANNOTATION = r"[ \t]*--%python(?![\w.]).*\n?"
 _VARIABLE = r"\$\{[^}\n]*\}"
 
 
@@ -43,12 +44,17 @@ class MLSQLLexer(RegexLexer):
     flags = re.IGNORECASE | re.MULTILINE
 
     tokens = {
-        # the start of a cell: blank lines and annotations; `--%python` makes the cell Python
+        # the start of a cell: blank lines, then annotations; `--%python` among them makes the cell Python
         "root": [
-            (r"[ \t]*--%python\b.*\n?", Comment.Preproc, "python"),
-            (_ANNOTATION, Comment.Preproc),
+            (_PYTHON_ANNOTATION, Comment.Preproc, "python"),
+            (_ANNOTATION, Comment.Preproc, "annotations"),
             (r"\s+", Whitespace),
             default("statements"),
+        ],
+        "annotations": [  # anything else, a blank line too, ends them (parser.python_cell)
+            (_PYTHON_ANNOTATION, Comment.Preproc, ("#pop", "python")),
+            (_ANNOTATION, Comment.Preproc),
+            default(("#pop", "statements")),
         ],
         "python": [
             (_CELL_MARKER, Comment.Special, "#pop"),
