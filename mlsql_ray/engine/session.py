@@ -27,7 +27,7 @@ from .datasources import jdbc
 from .catalog import Catalog
 from .connection import SETUP_SQL, new_connection
 from .branches import run_if
-from .commands import run_command
+from .commands import run_command, spark_describe
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
 from .jobs import Jobs
@@ -423,7 +423,10 @@ class Session:
     # -- helpers -----------------------------------------------------------------------------
 
     def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
-        """Run Spark SQL on DuckDB over the catalog's tables."""
+        """Run Spark SQL on DuckDB over the catalog's tables (a ``DESCRIBE`` as Spark answers it)."""
+        described = spark_describe(self, spark_sql, line, col)
+        if described is not None:
+            return self.con.from_arrow(described)
         return self.con.sql(self._prepare(spark_sql, line, col)[0])
 
     def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
