@@ -53,7 +53,7 @@ def train(session, s: ast.Train) -> Result:
     version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
     if extra is not None:
         _write_data(path / "data", extra)
-    result = runner.result_table(groups, s.path, version)
+    result = runner.result_table(groups, s.path, version, automl=s.format.lower() == registry.AUTOML.lower())
     output = s.output or "output"
     session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
     failed = sum(g.status == "fail" for g in groups)
