@@ -1,0 +1,212 @@
+"""Issue 23 item 5: Byzer's remaining behaviours. ``!desc`` and Spark's ``DESCRIBE`` as Spark prints
+them, the single-column Discretizer, ``load modelParams`` of every ET, AutoML's ``ALG.N``
+algIndex, DataSummary's and DataTranspose's output as Byzer's code writes it, and Excel's
+``header`` as Byzer's Excel source reads it.
+
+Expected values come from Spark's and Byzer's sources, quoted where they are used."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pytest
+
+from mlsql_ray import MLSQLError
+from mlsql_ray.engine.ets.base import PEOPLE_DATA
+
+
+def rows(session, name: str) -> list[dict]:
+    return session.table(name).to_pylist()
+
+
+# -- !desc and DESCRIBE --------------------------------------------------------------------------
+
+TYPED = """select 1 as i, 2L as l, 'x' as s, 1.5D as d, 1.5f as f, cast(1.5 as decimal(10,2)) as dec,
+  cast(1 as tinyint) as ti, cast(1 as smallint) as si, true as b, unbase64('aGk=') as bin,
+  date'2024-01-02' as dt, timestamp'2024-01-02 03:04:05' as ts, array(1.0D, 2.0D) as arr,
+  map('k', 2) as m, named_struct('p', 1L, 'q', array('a')) as st, null as n as typed;"""
+
+# Spark's DataType.simpleString of each column, as DESCRIBE prints it
+SIMPLE = {"i": "int", "l": "bigint", "s": "string", "d": "double", "f": "float", "dec": "decimal(10,2)",
+          "ti": "tinyint", "si": "smallint", "b": "boolean", "bin": "binary", "dt": "date", "ts": "timestamp",
+          "arr": "array<double>", "m": "map<string,int>", "st": "struct<p:bigint,q:array<string>>", "n": "void"}
+
+
+def test_desc_prints_sparks_describe(session):
+    """Byzer's ``!desc T`` is Spark's ``desc T`` (SQLShowTableExt): col_name, data_type, comment."""
+    session.execute(TYPED)
+    [result] = session.execute("!desc typed;")
+    assert result.table.schema.names == ["col_name", "data_type", "comment"]
+    assert result.table.to_pylist() == [{"col_name": k, "data_type": v, "comment": None} for k, v in SIMPLE.items()]
+
+
+def test_desc_json_is_sparks_schema_json(session):
+    """``!desc T json``: one row, column value, ``df.schema.json`` (typeName for atomic types)."""
+    session.execute("select 1 as i, array(1.0D) as arr, map('k', 2L) as m, named_struct('p', 'x') as st, null as n as t;")
+    [result] = session.execute("!desc t json;")
+    assert result.table.column_names == ["value"]
+    [text] = result.table.column("value").to_pylist()
+    assert "\n" not in text and ", " not in text  # compact, as json4s writes it
+    assert json.loads(text) == {"type": "struct", "fields": [
+        {"name": "i", "type": "integer", "nullable": True, "metadata": {}},
+        {"name": "arr", "type": {"type": "array", "elementType": "double", "containsNull": True}, "nullable": True,
+         "metadata": {}},
+        {"name": "m", "type": {"type": "map", "keyType": "string", "valueType": "long", "valueContainsNull": True},
+         "nullable": True, "metadata": {}},
+        {"name": "st", "type": {"type": "struct", "fields": [{"name": "p", "type": "string", "nullable": True,
+                                                              "metadata": {}}]}, "nullable": True, "metadata": {}},
+        {"name": "n", "type": "void", "nullable": True, "metadata": {}}]}
+    with pytest.raises(MLSQLError, match=r"usage: !desc TABLE; or !desc TABLE json;"):
+        session.execute("!desc t yaml;")
+
+
+def test_spark_describe_statement_answers_as_spark(session):
+    """``DESC[RIBE] [TABLE] [EXTENDED] T`` in Spark SQL (here through ``!profiler sql``) gives the
+    same rows for a temporary view; ``DESCRIBE SELECT ...`` describes the query's columns."""
+    session.execute(TYPED)
+    expected = [{"col_name": k, "data_type": v, "comment": None} for k, v in SIMPLE.items()]
+    for sql in ("describe typed", "DESC TABLE typed", "describe extended `typed`"):
+        [result] = session.execute(f"!profiler sql '''{sql}''';")
+        assert result.table.to_pylist() == expected, sql
+    [query] = session.execute("!profiler sql '''describe select i, s, i + l as total from typed''';")
+    assert query.table.to_pylist() == [{"col_name": "i", "data_type": "int", "comment": None},
+                                       {"col_name": "s", "data_type": "string", "comment": None},
+                                       {"col_name": "total", "data_type": "bigint", "comment": None}]
+    with pytest.raises(MLSQLError, match="ghost"):
+        session.execute("!profiler sql '''describe ghost''';")
+
+
+def test_a_wide_struct_is_cut_as_spark_cuts_its_simple_string(session):
+    """Spark's StructType.simpleString shows maxToStringFields (25) - 1 fields, then "... N more fields"."""
+    fields = ", ".join(f"'f{i}', {i}" for i in range(27))
+    session.execute(f"select named_struct({fields}) as wide as t;")
+    [result] = session.execute("!desc t;")
+    shown = ",".join(f"f{i}:int" for i in range(24))
+    assert result.table.column("data_type").to_pylist() == [f"struct<{shown},... 3 more fields>"]
+
+
+# -- load modelParams of every ET ------------------------------------------------------------------
+
+
+def test_model_params_of_every_et_lists_its_options(session):
+    """Byzer answers ``load modelParams.`ET``` from the ET's explainParams, as ``!show "et/params/ET"``."""
+    [listing] = session.execute("!show et;")
+    for name in listing.table.column("name").to_pylist():
+        session.execute(f"load modelParams.`{name}` as p;")
+        [shown] = session.execute(f'!show "et/params/{name}";')
+        assert rows(session, "p") == shown.table.to_pylist(), name
+    session.execute("load modelParams.`jsonexpandext` as p;")  # names are case-insensitive
+    assert "inputCol" in [r["param"] for r in rows(session, "p")]
+    with pytest.raises(MLSQLError, match=r"modelParams.`Nope`: no algorithm or ET of that name"):
+        session.execute("load modelParams.`Nope` as p;")
+
+
+def test_model_params_of_automl_lists_its_own_options(session):
+    session.execute("load modelParams.`AutoML` as p;")
+    params = {r["param"]: r for r in rows(session, "p")}
+    assert list(params) == ["algos", "sortedBy"]
+    assert params["algos"]["defaultValue"] == "GBTs,LogisticRegression,NaiveBayes,RandomForest"
+    assert params["sortedBy"]["defaultValue"] == "accuracy"
+
+
+# -- the single-column Discretizer -------------------------------------------------------------------
+
+VALUES = "select * from values (1.5), (-2.0), (0.5), (null), (cast('NaN' as double)), (7.0) as t(a) as data;"
+
+
+def test_discretizer_single_column_form_buckets_and_registers_a_number_function(session):
+    """Byzer's first SQLDiscretizer: inputCol, outputCol and the edges at the top (bucketSplits, default
+    -inf,0.0,1.0,inf); the registered function maps one double to its bucket (DiscretizerMeta's
+    Double => Double). NaN goes to one more bucket (handleInvalid keep), null stays null."""
+    session.execute(VALUES + 'train data as Discretizer.`db.one` where inputCol="a" and outputCol="bucket" as out;')
+    assert [r["bucket"] for r in rows(session, "out")] == [2.0, 0.0, 1.0, None, 3.0, 2.0]
+    session.execute("register Discretizer.`db.one` as b;\nselect b(7.0) as x, b(-1) as y, b(null) as z, b(0.5D) as w as o;")
+    assert rows(session, "o") == [{"x": 2.0, "y": 0.0, "z": None, "w": 1.0}]
+    assert session.table("o").schema.field("x").type == pa.float64()
+    with pytest.raises(MLSQLError, match=r"takes a number, not array<decimal\(2,1\)>"):
+        session.execute("select b(array(1.0)) as x as o2;")
+
+
+def test_discretizer_single_column_edges_quantiles_and_skip(session):
+    session.execute(VALUES + """
+        train data as Discretizer.`db.two` where inputCol="a" and bucketSplits="-inf,0,inf" and handleInvalid="skip" as split;
+        train data as Discretizer.`db.three` where inputCol="a" and splitArray="-10,0,10" as in_place;
+        train data as Discretizer.`db.q` where method="quantile" and inputCol="a" and numBuckets="3" as quantiles;""")
+    assert rows(session, "split") == [{"a": 1.0}, {"a": 0.0}, {"a": 1.0}, {"a": 1.0}]  # the null and NaN rows dropped
+    assert [r["a"] for r in rows(session, "in_place")] == [1.0, 0.0, 1.0, None, 2.0, 1.0]
+    # the edges are the values at ranks ceil(1/3 * 4) = 2 and ceil(2/3 * 4) = 3 of -2, 0.5, 1.5, 7
+    assert [r["a"] for r in rows(session, "quantiles")] == [2.0, 0.0, 1.0, None, 3.0, 2.0]
+
+
+@pytest.mark.parametrize("options, message", [
+    ('inputCol="a" and handleInvalid="error"', r'a value is NaN; handleInvalid="keep" puts NaN'),
+    ('inputCol="a" and `fitParam.0.inputCol`="a"', r'either inputCol="..." \(one column\) or `fitParam.N.inputCol`'),
+    ('method="bucketizer"', r'needs inputCol="..." \(one column\) or one `fitParam.N.inputCol`'),
+    ('inputCol="a" and handleInvalid="bad"', r"handleInvalid is one of keep, error, skip, not 'bad'"),
+    ('inputCol="a" and splitArray="1,0,2"', r"splitArray needs at least 3 strictly increasing edges"),
+    ('inputCol="a" and bucketSplits="0,1,x"', r"bucketSplits must be numbers"),
+    ('inputCol="nope"', r"inputCol must name a column of data"),
+])
+def test_discretizer_single_column_mistakes(session, options, message):
+    session.execute(VALUES)
+    with pytest.raises(MLSQLError, match=message):
+        session.execute(f"train data as Discretizer.`db.bad` where {options} as out;")
+
+
+def test_discretizer_groups_keep_nan_in_a_bucket_of_their_own(session):
+    """Byzer's group form applies binarySearchForBuckets with handleInvalid "keep" by default."""
+    session.execute(VALUES + 'train data as Discretizer.`db.g` where `fitParam.0.inputCol`="a" '
+                             'and `fitParam.0.splitArray`="-inf,0,inf" as out;')
+    assert [r["a"] for r in rows(session, "out")] == [1.0, 0.0, 1.0, None, 2.0, 1.0]
+    session.execute("register Discretizer.`db.g` as g;\nselect g(array(cast('NaN' as double))) as x as o;")
+    assert rows(session, "o") == [{"x": [2.0]}]
+
+
+# -- AutoML's algIndex --------------------------------------------------------------------------------
+
+
+def test_automl_alg_index_is_byzers_alg_dot_n_and_predict_takes_both_forms(session):
+    """SQLAutoML writes algIndex as ALG.N (each algorithm is a train of its own: auto_ml.md's result
+    shows LogisticRegression.0), and its predict/register take ALG.N, the N-th group of ALG."""
+    session.execute("""
+        select vec_dense(array(id % 7, id % 5)) as features, cast(2 * (id % 7) - (id % 5) as double) as label
+        from range(60) as reg;
+        train reg as AutoML.`db.auto` where algos="LinearRegression" and evaluateTable="reg" as res;""")
+    assert [r["value"] for r in rows(session, "res") if r["name"] == "algIndex"] == ["LinearRegression.0"]
+    for index in ("LinearRegression.0", "linearregression.0", "0"):
+        [scored] = session.execute(f'predict reg as AutoML.`db.auto` where algIndex="{index}" as scored;')
+        assert "algIndex 0" in scored.message
+    with pytest.raises(MLSQLError, match=r"has no algIndex 'LinearRegression.1' \(it has 0 \(LinearRegression.0\)\)"):
+        session.execute('predict reg as AutoML.`db.auto` where algIndex="LinearRegression.1" as scored;')
+    with pytest.raises(MLSQLError, match=r"has no algIndex 'GBTRegressor.0'"):
+        session.execute('predict reg as AutoML.`db.auto` where algIndex="GBTRegressor.0" as scored;')
+
+
+# -- DataSummary and DataTranspose ------------------------------------------------------------------
+
+
+def test_data_summary_prints_no_negative_zero(session):
+    """SQLDataSummaryV2's dataFormat rounds through BigDecimal, which has no -0.0 (a skewness of
+    -1e-17 prints 0.0); a column of nulls is Spark 3's void (SQLDataSummaryV2Test)."""
+    session.execute(PEOPLE_DATA + "select label, null as nothing from table1 as t;\n"
+                    'run t as DataSummary.`` where metrics="dataType,skewness,mean" as st;')
+    assert rows(session, "st") == [
+        {"columnName": "label", "ordinalPosition": "1", "dataType": "long", "mean": "0.5", "skewness": "0.0"},
+        {"columnName": "nothing", "ordinalPosition": "2", "dataType": "void", "mean": "", "skewness": ""}]
+
+
+def test_data_transpose_pivot_sums_in_sparks_types(session):
+    """Spark's Sum: decimal(p, s) → decimal(p + 10, s), float → double; a non-numeric aggCol is
+    refused (Spark: "is not a numeric column")."""
+    session.execute("select * from values ('a', 'x', cast(1.5 as decimal(10,2)), 1.5f, 'q'), "
+                    "('a', 'y', cast(2.5 as decimal(10,2)), 2.5f, 'r') as t(k, c, d, f, s) as data;\n"
+                    "run data as DataTranspose.`` where method='pivot' and indexCols='k' and inputCol='c' and aggCol='d' as p1;\n"
+                    "run data as DataTranspose.`` where method='pivot' and indexCols='k' and inputCol='c' and aggCol='f' as p2;")
+    assert session.table("p1").schema.field("x").type == pa.decimal128(20, 2)
+    assert session.table("p2").schema.field("x").type == pa.float64()
+    assert [math.isclose(r["x"], 1.5) for r in rows(session, "p2")] == [True]
+    with pytest.raises(MLSQLError, match="aggCol 's' is not a numeric column"):
+        session.execute("run data as DataTranspose.`` where method='pivot' and indexCols='k' and inputCol='c' "
+                        "and aggCol='s' as p3;")
