@@ -33,7 +33,7 @@ def _desc(session, s: ast.Command):
     if len(s.args) == 2:
         table = pa.table({"value": [spark_types.schema_json(schema)]})
     else:
-        table = spark_types.describe(schema)
+        table = spark_types.describe(schema, session.catalog.vectors(s.args[0]))
     return Result(s, f"{s.args[0]}: {len(schema)} columns", table=table, num_rows=table.num_rows, name=s.args[0])
 
 
@@ -53,9 +53,8 @@ def spark_describe(session, spark_sql: str, line: int, col: int) -> pa.Table | N
         return None
     target = tree.this
     if isinstance(target, exp.Table) and not target.args.get("db"):
-        schema = session.catalog.schema(target.name)
-    else:
-        schema = session._query(target.sql(dialect="spark"), line, col).limit(0).to_arrow_table().schema
+        return spark_types.describe(session.catalog.schema(target.name), session.catalog.vectors(target.name))
+    schema = session._query(target.sql(dialect="spark"), line, col).limit(0).to_arrow_table().schema
     return spark_types.describe(schema)
 
 

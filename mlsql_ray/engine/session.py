@@ -22,7 +22,8 @@ from ..warm import WarmPool
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, partition_ids, spark_functions, timezone, udfs
+from . import datasources, ets, partition_ids, spark_functions, timezone, udfs, vectors
+from ..ml import vectors as ml_vectors
 from .datasources import jdbc
 from .catalog import Catalog
 from .connection import SETUP_SQL, new_connection
@@ -239,10 +240,11 @@ class Session:
         in-memory tables."""
         sql, tables, calls = self._prepare(s.sql, s.line, s.col)
         relation = self.con.sql(sql)  # DuckDB checks the query here
+        vector_columns = vectors.of_select(self, s.sql, tables)
         # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
         if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
                 or len(set(relation.columns)) != len(relation.columns)):
-            table = relation.to_arrow_table()
+            table = ml_vectors.marked(relation.to_arrow_table(), vector_columns)
             self.catalog.add_arrow(s.table, table, "select")
             head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
         else:
@@ -251,6 +253,7 @@ class Session:
             if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
                 num_rows = relation.count("*").fetchall()[0][0]
             self.catalog.add_view(s.table, sql, tables, "select")
+            self.catalog.mark_vectors(s.table, vector_columns)
         message = (f"{s.table}: {num_rows} rows" if num_rows is not None
                    else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
         return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
@@ -432,6 +435,7 @@ class Session:
     def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
+        spark_sql = vectors.printed(self, spark_sql, line, col)
         sql, tables, calls = translate(spark_sql, line, col)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):

@@ -113,8 +113,9 @@ def schema_json(schema: pa.Schema) -> str:
 DESCRIBE_SCHEMA = pa.schema([("col_name", pa.string()), ("data_type", pa.string()), ("comment", pa.string())])
 
 
-def describe(schema: pa.Schema) -> pa.Table:
+def describe(schema: pa.Schema, vectors=()) -> pa.Table:
     """Spark's ``DESCRIBE`` of a table: one row per column, ``col_name``, ``data_type`` (its
-    simpleString) and ``comment`` (null: our tables have no column comments)."""
-    return pa.table([schema.names, [simple_string(f.type) for f in schema], [None] * len(schema)],
-                    schema=DESCRIBE_SCHEMA)
+    simpleString; ``vector``, VectorUDT's, for the columns named in ``vectors``, lower case) and
+    ``comment`` (null: our tables have no column comments)."""
+    types = ["vector" if f.name.lower() in vectors else simple_string(f.type) for f in schema]
+    return pa.table([schema.names, types, [None] * len(schema)], schema=DESCRIBE_SCHEMA)
