@@ -210,3 +210,98 @@ def test_data_transpose_pivot_sums_in_sparks_types(session):
     with pytest.raises(MLSQLError, match="aggCol 's' is not a numeric column"):
         session.execute("run data as DataTranspose.`` where method='pivot' and indexCols='k' and inputCol='c' "
                         "and aggCol='s' as p3;")
+
+
+# -- Excel's header -------------------------------------------------------------------------------------
+
+
+def _sheet(path, rows: dict[int, list]) -> str:
+    """A workbook of one sheet, ``rows``: row number → the row's cells (None: no cell)."""
+    import xlsxwriter
+
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet("s")
+    for r, cells in rows.items():
+        for c, value in enumerate(cells):
+            if value is not None:
+                sheet.write(r, c, value)
+    book.close()
+    return str(path)
+
+
+def test_excel_header_names_columns_as_spark_excel_does(session, tmp_path):
+    """Byzer's ExcelRelation.headerColumns: one column per cell of the first row (a column whose
+    header cell is empty is not read, nor is a data cell right of the last header cell), a
+    repeated name gets its cell's place appended; a blank row is no row (POI skips it)."""
+    book = _sheet(tmp_path / "b.xlsx", {0: ["a", "a", None, "d"], 1: ["x", "y", "z", "w", "extra"],
+                                        3: [1, 2.5, 3, None]})
+    session.execute(f'load excel.`{book}` where header="true" as t;')
+    assert rows(session, "t") == [{"a0": "x", "a1": "y", "d": "w"}, {"a0": "1", "a1": "2.5", "d": None}]
+    session.execute(f'load excel.`{book}` where header="false" and dataAddress="A2" as raw;')
+    assert rows(session, "raw") == [{"_c0": "x", "_c1": "y", "_c2": "z", "_c3": "w", "_c4": "extra"},
+                                    {"_c0": "1", "_c1": "2.5", "_c2": "3", "_c3": None, "_c4": None}]
+    session.execute(f'load excel.`{book}` where header="TRUE" and inferSchema="true" and dataAddress="A2" as typed;')
+    assert rows(session, "typed") == [{"x": 1.0, "y": 2.5, "z": 3.0, "w": None, "extra": None}]
+
+
+def test_excel_header_is_required_and_boolean_as_byzers_source_reads_it(session, tmp_path):
+    """spark-excel's checkParameter(parameters, "header"), then Scala's toBoolean; saving too."""
+    book = _sheet(tmp_path / "b.xlsx", {0: ["a"], 1: ["x"]})
+    with pytest.raises(MLSQLError, match=r'load excel needs header="true" or header="false"'):
+        session.execute(f"load excel.`{book}` as t;")
+    with pytest.raises(MLSQLError, match=r"load excel: header must be \"true\" or \"false\", not 'yes'"):
+        session.execute(f'load excel.`{book}` where header="yes" as t;')
+    session.execute("select 1 as a as one;")
+    with pytest.raises(MLSQLError, match=r'save \.\.\. as excel needs header="true" or header="false"'):
+        session.execute(f"save overwrite one as excel.`{tmp_path / 'out.xlsx'}`;")
+    assert not (tmp_path / "out.xlsx").exists()
+
+
+# -- vectors in a string context ------------------------------------------------------------------------
+
+SCORED = """
+select vec_dense(features) as features, label
+from (select array(id % 7, id % 5) as features, cast(id % 2 as double) as label from range(40)) as data1;
+train data1 as LogisticRegression.`db.lr` as trained;
+predict data1 as LogisticRegression.`db.lr` as preds;
+"""
+
+
+def _java(values) -> str:
+    from mlsql_ray.engine.ets.spark_format import java_double
+
+    return ",".join(java_double(v) for v in values)
+
+
+def test_a_predicted_probability_cast_to_string_prints_as_sparks_dense_vector(session):
+    """Spark casts a vector to a string with DenseVector.toString ("[0.75,0.25]", Java's doubles),
+    an array<double> as "[0.5, 1.0E-5]": split(cast(probability as string), ",") takes it apart."""
+    session.execute(SCORED + """
+        select probability, split(cast(probability as string), ",") as parts, string(probability) as text,
+               cast(features as string) as f from preds as out;
+        select * from preds as copied;
+        select cast(c.probability as string) as text from copied c as out2;""")
+    for row in rows(session, "out"):
+        assert row["text"] == f"[{_java(row['probability'])}]"
+        assert row["parts"] == [f"[{_java(row['probability'][:1])}", f"{_java(row['probability'][1:])}]"]
+        assert row["f"].startswith("[") and ", " not in row["f"]
+    assert [r["text"] for r in rows(session, "out2")] == [r["text"] for r in rows(session, "out")]
+    [described] = session.execute("!desc copied;")
+    assert {r["col_name"]: r["data_type"] for r in described.table.to_pylist()} == {
+        "features": "vector", "label": "double", "prediction": "double", "probability": "vector"}
+
+
+def test_vec_functions_print_as_sparks_vectors_and_arrays_stay_arrays(session):
+    """vec_dense, vec_sparse (SparseVector.toString: (size,[indices],[values]), zeros of the map kept)
+    and vec_mk_string print Java's doubles; a plain array keeps Spark's array form."""
+    session.execute("""select cast(vec_dense(array(1.0, 2.0, 0.00001)) as string) as dense,
+        cast(vec_sparse(4, map(3, 4.5, 1, 0.0)) as string) as sparse,
+        vec_mk_string("*", vec_dense(array(1.0, 2.0, 12345678.9))) as joined,
+        cast(vec_inplace_add(vec_dense(array(2.5, 2.0)), 4.4) as string) as added,
+        cast(vec_array(vec_dense(array(1.0, 2.0))) as string) as arr as out;
+        select vec_sparse(3, map(1, 2.0)) as v, vec_dense(array(1e10, -0.5)) as d as made;
+        select cast(v as string) as v, cast(d as string) as d from made as out2;""")
+    assert rows(session, "out") == [{"dense": "[1.0,2.0,1.0E-5]", "sparse": "(4,[1,3],[0.0,4.5])",
+                                     "joined": "1.0*2.0*1.23456789E7", "added": "[6.9,6.4]", "arr": "[1.0, 2.0]"}]
+    # a sparse vector kept in a table is a list here: its explicit zeros are not known any more
+    assert rows(session, "out2") == [{"v": "(3,[1],[2.0])", "d": "[1.0E10,-0.5]"}]
