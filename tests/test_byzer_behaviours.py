@@ -103,6 +103,16 @@ def test_model_params_of_every_et_lists_its_options(session):
         session.execute("load modelParams.`Nope` as p;")
 
 
+def test_show_et_answers_for_the_algorithms_of_train_too(session):
+    """Byzer's algorithms are ETs: ``!show "et/RandomForest"`` and ``"et/params/RandomForest"``."""
+    [one] = session.execute('!show "et/RandomForest";')
+    assert one.table.column_names == ["name", "algType", "doc"]
+    assert one.table.column("name").to_pylist() == ["RandomForest"]
+    [params] = session.execute('!show "et/params/randomForest";')
+    session.execute("load modelParams.`RandomForest` as p;")
+    assert params.table.to_pylist() == rows(session, "p")
+
+
 def test_model_params_of_automl_lists_its_own_options(session):
     session.execute("load modelParams.`AutoML` as p;")
     params = {r["param"]: r for r in rows(session, "p")}
@@ -305,3 +315,31 @@ def test_vec_functions_print_as_sparks_vectors_and_arrays_stay_arrays(session):
                                      "joined": "1.0*2.0*1.23456789E7", "added": "[6.9,6.4]", "arr": "[1.0, 2.0]"}]
     # a sparse vector kept in a table is a list here: its explicit zeros are not known any more
     assert rows(session, "out2") == [{"v": "(3,[1],[2.0])", "d": "[1.0E10,-0.5]"}]
+
+
+def test_vector_numbers_are_javas_doubles(session):
+    """Every double prints as Java's Double.toString (plain from 1e-3 to 1e7, else d.dddE±n,
+    shortest digits), checked on the doubles of random bit patterns and of every magnitude."""
+    import random
+    import struct
+
+    chosen = random.Random(23)
+    values = [0.0, -0.0, 1.0, 1e7, 9999999.999, 1e-3, 0.00099, 5e-324, 1.7976931348623157e308, 0.1 + 0.2, -2.5e-7]
+    values += [struct.unpack("d", struct.pack("Q", chosen.getrandbits(64)))[0] for _ in range(500)]
+    values += [chosen.random() * 10 ** chosen.randint(-12, 12) for _ in range(500)]
+    values = [v for v in values if math.isfinite(v)]
+    session.catalog.add_arrow("nums", pa.table({"v": [values]}), "test")
+    session.execute("select cast(vec_dense(v) as string) as text from nums as out;")
+    assert rows(session, "out") == [{"text": f"[{_java(values)}]"}]
+
+
+@pytest.mark.slow  # register starts Ray actors
+def test_a_registered_models_probabilities_print_as_a_vector(ray_session):
+    session = ray_session
+    session.execute(SCORED + """
+        register LogisticRegression.`db.lr` as lr where output="probability";
+        select lr(features) as p, cast(lr(features) as string) as text from data1 as out;
+        select cast(p as string) as text from out as again;""")
+    out = rows(session, "out")
+    assert [r["text"] for r in out] == [f"[{_java(r['p'])}]" for r in out]
+    assert [r["text"] for r in rows(session, "again")] == [r["text"] for r in out]
