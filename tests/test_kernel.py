@@ -199,7 +199,7 @@ def test_show_and_desc_are_tables(kernel):
     assert reply["status"] == "ok"
     show, desc = displays(messages)
     assert "shown" in show["data"]["text/plain"]
-    assert "<table" in desc["data"]["text/html"] and "nullable" in desc["data"]["text/plain"]
+    assert "<table" in desc["data"]["text/html"] and "data_type" in desc["data"]["text/plain"]
 
 
 def test_python_cell_output_streams_while_it_runs(kernel, tmp_path):
