@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_regex
+from . import spark_regex, spark_strings
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -250,4 +250,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
     *spark_regex.TRANSFORMS,
+    *spark_strings.TRANSFORMS,
 )
