@@ -4,6 +4,8 @@ casts, and the literal values a rewrite can decide on while translating."""
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from ..errors import MLSQLError
@@ -61,3 +63,50 @@ def fail(function: str, message: str) -> MLSQLError:
     """The error for a call that cannot run as Spark runs it: it names the function (the statement's
     line is added where the statement runs)."""
     return MLSQLError(f"{function}: {message}")
+
+
+_LAMBDA = re.compile(r"\blambda\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:")
+
+
+def hygienic(macros: dict[str, str]) -> dict[str, str]:
+    """The macros with each lambda parameter ``p`` of macro ``m`` renamed ``__m_p`` within its
+    lambda. DuckDB copies a macro's arguments into its body, so an argument that names a column
+    ``i`` (or a lambda parameter of the calling macro) inside ``lambda i: ...`` would read the
+    lambda's ``i`` instead."""
+    return {name: _hygienic(body, f"__{name}_") for name, body in macros.items()}
+
+
+def _hygienic(sql: str, prefix: str) -> str:
+    match = _LAMBDA.search(sql)
+    while match is not None:
+        params = [p.strip() for p in match.group(1).split(",")]
+        end = _expression_end(sql, match.end())
+        body = sql[match.end():end]
+        for param in params:
+            body = re.sub(rf"(?<![\w.'])({re.escape(param)})(?![\w'])", prefix + r"\1", body)
+        renamed = "lambda " + ", ".join(prefix + p for p in params) + ":"
+        sql = sql[:match.start()] + renamed + body + sql[end:]
+        match = _LAMBDA.search(sql, match.start() + len(renamed))
+    return sql
+
+
+def _expression_end(sql: str, start: int) -> int:
+    """Where the lambda body starting at ``start`` ends: the first ',' or ')' outside parentheses,
+    brackets, braces and string literals."""
+    depth, i = 0, start
+    while i < len(sql):
+        c = sql[i]
+        if c == "'":
+            i = sql.index("'", i + 1)
+            while sql.startswith("'", i + 1):  # '' inside a literal
+                i = sql.index("'", i + 2)
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif c == "," and depth == 0:
+            return i
+        i += 1
+    return i

@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, cast, number
+from .spark_calls import call, cast, hygienic, number
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _U64 = "18446744073709551615"
 
-MACROS: dict[str, str] = {
+MACROS: dict[str, str] = hygienic({
     # -- round, bround --------------------------------------------------------------------------
     # a double's Double.toString digits as an exact decimal, rounded there (BigDecimal.setScale)
     "spark_round_double": """(x, d, even) AS CASE
@@ -111,7 +111,7 @@ MACROS: dict[str, str] = {
             [least(spark_conv_value(CASE WHEN starts_with(s, '-') THEN substr(s, 2) ELSE s END, f), {_U64}::HUGEINT)], lambda v:
             CASE WHEN t < 0 AND (starts_with(s, '-') OR v >= 9223372036854775808) THEN '-' ELSE '' END
             || spark_conv_digits(spark_conv_signed(v, starts_with(s, '-'), t), abs(t)))[1])[1] END""",
-}
+})
 
 
 def _is_function_base(node: exp.Expression) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from . import java_regex
-from .spark_calls import call, case, cast, fail, integer_of, is_null, number, string, text_of
+from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
 
 # Java-only constructs a pattern from a column may hold (approximate: a backslash-escaped look-alike
 # is refused too): lookaround, atomic groups, backreferences, \G \Z \X \k, possessive quantifiers,
@@ -25,7 +25,7 @@ from .spark_calls import call, case, cast, fail, integer_of, is_null, number, st
 _JAVA_ONLY = (r"\(\?<?[=!>]|\\[1-9GZXk]|[*+?}]\+|&&|\(\?[a-zA-Z-]*U|\\[pP]\{(?:In|java|Is(?:Alphabetic|Letter|"
               r"Lowercase|Uppercase|White_?Space|Punctuation|Control|Digit|Ideographic))")
 
-MACROS: dict[str, str] = {
+MACROS: dict[str, str] = hygienic({
     # a pattern from a column: refused when it uses what RE2 cannot do, named groups respelled
     "spark_java_regex": f"""(p, fn) AS CASE
         WHEN regexp_matches(p, '{_JAVA_ONLY}')
@@ -57,7 +57,7 @@ MACROS: dict[str, str] = {
         WHEN lim > 0 AND lim <= length(s) THEN list_append(str_split(left(s, lim - 1), ''), substr(s, lim))
         WHEN lim > 0 THEN str_split(s, '')
         ELSE list_append(str_split(s, ''), '') END""",
-}
+})
 
 
 class _Pattern:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, case, cast, fail, integer_of, is_null, number, string, text_of
+from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
 
 _INT_MAX = "2147483647"
 
@@ -56,7 +56,7 @@ def _hex_bytes(blob: str) -> str:
             f" lambda i: ('0x' || substr(h, 2 * i + 1, 2))::INTEGER))[1]")
 
 
-MACROS: dict[str, str] = {
+MACROS: dict[str, str] = hygienic({
     "spark_typeof": f"(x) AS {_typeof_sql()}",
     # Spark's substring (UTF8String.substringSQL): pos 0 is 1, a negative pos counts from the end,
     # and the length is cut where it would start before the first character
@@ -191,7 +191,7 @@ MACROS: dict[str, str] = {
     "spark_reverse": "(x VARCHAR) AS reverse(x), (x) AS list_reverse(x)",
     # elt's inputs are strings (numbers cast) or binary
     "spark_elt_text": "(x VARCHAR) AS x, (x BLOB) AS x, (x) AS CAST(x AS VARCHAR)",
-}
+})
 
 
 def typeof(tree: exp.Expression) -> None:
