@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_hashes, spark_math, spark_regex, spark_strings
+from ..lang import spark_format, spark_hashes, spark_math, spark_regex, spark_strings
 
 MACROS: dict[str, str] = {
     **spark_regex.MACROS,
     **spark_strings.MACROS,
     **spark_math.MACROS,
     **spark_hashes.MACROS,
+    **spark_format.MACROS,
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.

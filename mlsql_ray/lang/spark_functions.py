@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_hashes, spark_math, spark_regex, spark_strings
+from . import spark_format, spark_hashes, spark_math, spark_regex, spark_strings
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -253,4 +253,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     *spark_strings.TRANSFORMS,
     *spark_math.TRANSFORMS,
     *spark_hashes.TRANSFORMS,
+    *spark_format.TRANSFORMS,
 )
