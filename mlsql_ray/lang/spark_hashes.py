@@ -75,24 +75,15 @@ _MURMUR3 = {
     "spark_m3_long": f"""(v, seed) AS spark_m3_fmix(list_reduce([CAST(v AS HUGEINT) & 4294967295, (CAST(v AS HUGEINT) >> 32) & 4294967295],
         lambda acc, k: spark_m3_mix_h1(acc, spark_m3_mix_k1(k)), CAST(seed AS HUGEINT)), 8)""",
     # one value into the running hash: typed overloads pick Spark's rule for the type
-    "spark_m3_scalar": """(x INTEGER, s HUGEINT) AS spark_m3_int(x, s), (x BIGINT, s HUGEINT) AS spark_m3_long(x, s),
-        (x BOOLEAN, s HUGEINT) AS spark_m3_int(CASE WHEN x THEN 1 ELSE 0 END, s), (x DATE, s HUGEINT) AS spark_m3_int(x - DATE '1970-01-01', s),
-        (x TIMESTAMP, s HUGEINT) AS spark_m3_long(epoch_us(x), s), (x TIMESTAMPTZ, s HUGEINT) AS spark_m3_long(epoch_us(x), s),
-        (x VARCHAR, s HUGEINT) AS spark_m3_bytes(hex(x), s), (x BLOB, s HUGEINT) AS spark_m3_bytes(hex(x), s),
-        (x, s HUGEINT) AS CASE WHEN typeof(x) = 'DOUBLE' THEN spark_m3_long(spark_double_bits(CAST(x AS DOUBLE)), s)
-                       WHEN typeof(x) = 'FLOAT' THEN spark_m3_int(spark_float_bits(CAST(x AS FLOAT)), s)
-                       ELSE spark_m3_long(spark_unscaled(x), s) END""",
-    "spark_m3": """(x INTEGER[], s HUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_m3_scalar(e, acc) END, s),
-        (x BIGINT[], s HUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_m3_scalar(e, acc) END, s),
-        (x DOUBLE[], s HUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_m3_scalar(e, acc) END, s),
-        (x VARCHAR[], s HUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_m3_scalar(e, acc) END, s),
-        (x, s HUGEINT) AS list_transform([s], lambda seed: CASE WHEN x IS NULL THEN seed ELSE spark_m3_scalar(x, seed) END)[1]""",
     "spark_int32": "(h) AS CAST(CASE WHEN h >= 2147483648 THEN h - 4294967296 ELSE h END AS INTEGER)",
 }
 
 # XXH64 in unsigned 128-bit integers kept below 2^64
 _XXHASH64 = {
-    "spark_xx_rotl": f"(x, r) AS ((x << CAST(r AS UHUGEINT)) | (x >> CAST(64 - r AS UHUGEINT))) % {_M64}",
+    # a 64-bit rotation as x * 2^r modulo 2^64 - 1 (the bits shifted out come back in), which names x
+    # once and so keeps the nested macros small; it gives 0 for all ones (2^64 - 1), where a rotation
+    # gives all ones: a 2^-64 chance per step, accepted for the binding time it saves
+    "spark_xx_rotl": "(x, r) AS (x * (1::UHUGEINT << CAST(r AS UHUGEINT))) % 18446744073709551615::UHUGEINT",
     "spark_xx_round": f"(acc, lane) AS (spark_xx_rotl((acc + lane * {_u(_P2)}) % {_M64}, 31) * {_u(_P1)}) % {_M64}",
     "spark_xx_merge": f"(h, v) AS ((xor(h, spark_xx_round(0::UHUGEINT, v)) * {_u(_P1)}) + {_u(_P4)}) % {_M64}",
     "spark_xx_fmix": f"""(h) AS list_transform([CAST(h AS UHUGEINT)], lambda v0: list_transform([xor(v0, v0 >> 33::UHUGEINT) * {_u(_P2)} % {_M64}],
@@ -127,22 +118,40 @@ _XXHASH64 = {
         ((CAST(v AS HUGEINT) & 4294967295)::UHUGEINT * {_u(_P1)}) % {_M64}), 23) * {_u(_P2)} + {_u(_P3)}) % {_M64})""",
     "spark_xx_long": f"""(v, seed) AS spark_xx_fmix((spark_xx_rotl(xor((CAST(seed AS UHUGEINT) + {_u(_P5 + 8)}) % {_M64},
         spark_xx_round(0::UHUGEINT, (CAST(v AS HUGEINT) & 18446744073709551615)::UHUGEINT)), 27) * {_u(_P1)} + {_u(_P4)}) % {_M64})""",
-    "spark_xx_scalar": """(x INTEGER, s UHUGEINT) AS spark_xx_int(x, s), (x BIGINT, s UHUGEINT) AS spark_xx_long(x, s),
-        (x BOOLEAN, s UHUGEINT) AS spark_xx_int(CASE WHEN x THEN 1 ELSE 0 END, s), (x DATE, s UHUGEINT) AS spark_xx_int(x - DATE '1970-01-01', s),
-        (x TIMESTAMP, s UHUGEINT) AS spark_xx_long(epoch_us(x), s), (x TIMESTAMPTZ, s UHUGEINT) AS spark_xx_long(epoch_us(x), s),
-        (x VARCHAR, s UHUGEINT) AS spark_xx_bytes(hex(x), s), (x BLOB, s UHUGEINT) AS spark_xx_bytes(hex(x), s),
-        (x, s UHUGEINT) AS CASE WHEN typeof(x) = 'DOUBLE' THEN spark_xx_long(spark_double_bits(CAST(x AS DOUBLE)), s)
-                       WHEN typeof(x) = 'FLOAT' THEN spark_xx_int(spark_float_bits(CAST(x AS FLOAT)), s)
-                       ELSE spark_xx_long(spark_unscaled(x), s) END""",
-    "spark_xx": """(x INTEGER[], s UHUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_xx_scalar(e, acc) END, s),
-        (x BIGINT[], s UHUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_xx_scalar(e, acc) END, s),
-        (x DOUBLE[], s UHUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_xx_scalar(e, acc) END, s),
-        (x VARCHAR[], s UHUGEINT) AS list_reduce(x, lambda acc, e: CASE WHEN e IS NULL THEN acc ELSE spark_xx_scalar(e, acc) END, s),
-        (x, s UHUGEINT) AS list_transform([s], lambda seed: CASE WHEN x IS NULL THEN seed ELSE spark_xx_scalar(x, seed) END)[1]""",
     "spark_int64": "(h) AS CAST(CAST(h AS HUGEINT) - CASE WHEN h >= 9223372036854775808 THEN 18446744073709551616 ELSE 0 END AS BIGINT)",
 }
+def _over_items(prefix: str) -> str:
+    """``<prefix>_items(items, seed)``: the items of ``spark_hash_items`` into the running hash."""
+    return f"""(items, seed) AS list_reduce(items, lambda acc, it: CASE WHEN it.k IS NULL THEN acc
+        WHEN it.k = 'int' THEN {prefix}_int(it.n, acc) WHEN it.k = 'long' THEN {prefix}_long(it.n, acc)
+        ELSE {prefix}_bytes(it.h, acc) END, seed)"""
+
+
 MACROS: dict[str, str] = hygienic({
     **_BITS, **_MURMUR3, **_XXHASH64,
+    # what Spark hashes of a value, by its type: an int (byte, short, int, date, boolean), a long
+    # (bigint, timestamp, a double's bits, a decimal's unscaled value) or bytes (string, binary); an
+    # array is its elements in turn. Small typed overloads; the hashing itself is one untyped macro
+    # per algorithm (a typed macro is bound whenever a connection defines it)
+    "spark_hash_item": "(k, x, n) AS {'k': CASE WHEN x IS NULL THEN NULL ELSE k END, 'n': CAST(n AS HUGEINT), 'h': NULL::VARCHAR}",
+    "spark_hash_bytes": "(x, hx) AS {'k': CASE WHEN x IS NULL THEN NULL ELSE 'bytes' END, 'n': NULL::HUGEINT, 'h': hx}",
+    "spark_hash_number": """(x) AS CASE
+        WHEN typeof(x) = 'DOUBLE' THEN spark_hash_item('long', x, spark_double_bits(CAST(x AS DOUBLE)))
+        WHEN typeof(x) = 'FLOAT' THEN spark_hash_item('int', x, spark_float_bits(CAST(x AS FLOAT)))
+        WHEN typeof(x) LIKE 'DECIMAL%' THEN spark_hash_item('long', x, spark_unscaled(x))
+        ELSE CAST(error('hash: a value of type ' || typeof(x) || ' cannot be hashed here') AS STRUCT(k VARCHAR, n HUGEINT, h VARCHAR)) END""",
+    "spark_hash_items": """(x INTEGER) AS [spark_hash_item('int', x, x)], (x BIGINT) AS [spark_hash_item('long', x, x)],
+        (x BOOLEAN) AS [spark_hash_item('int', x, CASE WHEN x THEN 1 ELSE 0 END)],
+        (x DATE) AS [spark_hash_item('int', x, x - DATE '1970-01-01')], (x TIMESTAMP) AS [spark_hash_item('long', x, epoch_us(x))],
+        (x TIMESTAMPTZ) AS [spark_hash_item('long', x, epoch_us(x))],
+        (x VARCHAR) AS [spark_hash_bytes(x, hex(x))], (x BLOB) AS [spark_hash_bytes(x, hex(x))],
+        (x INTEGER[]) AS list_transform(x, lambda e: spark_hash_item('int', e, e)),
+        (x BIGINT[]) AS list_transform(x, lambda e: spark_hash_item('long', e, e)),
+        (x VARCHAR[]) AS list_transform(x, lambda e: spark_hash_bytes(e, hex(e))),
+        (x DOUBLE[]) AS list_transform(x, lambda e: spark_hash_number(e)),
+        (x) AS [spark_hash_number(x)]""",
+    "spark_m3_items": _over_items("spark_m3"),
+    "spark_xx_items": _over_items("spark_xx"),
     # crc32 (java.util.zip.CRC32) of the bytes: the reflected polynomial 0xEDB88320, bit by bit
     "spark_crc32": """(x) AS xor(list_reduce(list_transform([hex(x)], lambda hx: list_transform(range(length(hx) // 2),
             lambda i: ('0x' || substr(hx, 2 * i + 1, 2))::BIGINT))[1],
@@ -162,7 +171,8 @@ def hashes(tree: exp.Expression) -> None:
             running: exp.Expression = exp.Cast(this=number(42), to=exp.DataType.build("HUGEINT" if name == "hash" else "UHUGEINT",
                                                                                        dialect="duckdb"))
             for value in (v for v in node.expressions if not isinstance(v, exp.Null)):  # NULL leaves the seed
-                running = call("spark_m3" if name == "hash" else "spark_xx", value, running)
+                items = call("spark_hash_items", value)
+                running = call("spark_m3_items" if name == "hash" else "spark_xx_items", items, running)
             node.replace(call("spark_int32" if name == "hash" else "spark_int64", running))
         elif name == "crc32" and len(node.expressions) == 1:
             node.replace(call("spark_crc32", node.expressions[0]))
