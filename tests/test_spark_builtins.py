@@ -10,9 +10,17 @@ from __future__ import annotations
 import pytest
 
 from mlsql_ray import MLSQLError, Session
-from mlsql_ray.engine.connection import new_connection
+from mlsql_ray.engine.connection import ON_DEMAND_SQL, new_connection
 from mlsql_ray.lang import java_regex
 from mlsql_ray.lang.spark_calls import hygienic
+
+
+def connection_with_every_macro():
+    con = new_connection()
+    for statement in ON_DEMAND_SQL.values():
+        con.execute(statement)
+    return con
+
 
 # (Java pattern, RE2 pattern DuckDB gets, capturing groups)
 TRANSLATED = [
@@ -75,6 +83,19 @@ def test_bad_java_replacements_are_refused(replacement: str):
         java_regex.replacement(replacement, java_regex.translate(r"(\d)(\d)"))
 
 
+def test_a_connection_defines_the_macros_a_query_calls_when_it_first_prepares_one(tmp_path):
+    """A session's connection opens without the function families' macros (some are costly to
+    define); a query defines what it calls, and what that calls, and a worker's setup gets them."""
+    with Session(warehouse=tmp_path) as session:
+        defined = {name for (name,) in session.con.sql("SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'").fetchall()}
+        assert "spark_soundex" not in defined and "spark_typeof" not in defined
+        session.execute("select soundex('Miller') as s as t;")
+        defined = {name for (name,) in session.con.sql("SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'").fetchall()}
+        assert {"spark_soundex", "spark_soundex_code"} <= defined and "spark_typeof" not in defined
+        assert any("MACRO spark_soundex_code" in statement for statement in session.connection_setup)
+        assert session.table("t").column("s").to_pylist() == ["M460"]
+
+
 def test_a_java_only_pattern_names_the_function_and_the_line(tmp_path):
     with Session(warehouse=tmp_path) as session, pytest.raises(MLSQLError) as raised:
         session.execute("select 1 as a as one;\nselect regexp_replace('ab', '(?<=a)b', 'x') as r from one as out;")
@@ -88,7 +109,7 @@ def test_macro_lambdas_cannot_capture_a_column():
     macros = hygienic({"m": "(x, i) AS list_transform(x, lambda i, j: i + j) || [i] || list_transform([x], lambda v: v[1])"})
     assert macros["m"] == ("(x, i) AS list_transform(x, lambda __m_i, __m_j: __m_i + __m_j) || [i] "
                            "|| list_transform([x], lambda __m_v: __m_v[1])")
-    con = new_connection()
+    con = connection_with_every_macro()
     rows = con.sql("SELECT spark_substring_index(i, '.', -1), spark_soundex(acc) FROM (VALUES ('a.b', 'Miller')) t(i, acc)").fetchall()
     assert rows == [("b", "M460")]
 
@@ -101,11 +122,11 @@ MURMUR3 = [("", 0, "0"), ("", 1, "514e28b7"), ("test", 0, "ba6bd213")]
 
 @pytest.mark.parametrize("text, digest", XXH64)
 def test_xxhash64_macro_is_xxh64(text: str, digest: str):
-    got = new_connection().execute("SELECT printf('%x', spark_xx_bytes(hex(?::VARCHAR), 0::UHUGEINT))", [text]).fetchone()[0]
+    got = connection_with_every_macro().execute("SELECT printf('%x', spark_xx_bytes(hex(?::VARCHAR), 0::UHUGEINT))", [text]).fetchone()[0]
     assert got == digest
 
 
 @pytest.mark.parametrize("text, seed, digest", MURMUR3)
 def test_hash_macro_is_murmur3_on_whole_words(text: str, seed: int, digest: str):
-    got = new_connection().execute("SELECT printf('%x', spark_m3_bytes(hex(?::VARCHAR), ?::HUGEINT))", [text, seed]).fetchone()[0]
+    got = connection_with_every_macro().execute("SELECT printf('%x', spark_m3_bytes(hex(?::VARCHAR), ?::HUGEINT))", [text, seed]).fetchone()[0]
     assert got == digest

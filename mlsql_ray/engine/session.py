@@ -25,7 +25,7 @@ from ..storage import delta, rows as file_rows
 from . import datasources, ets, partition_ids, spark_functions, udfs
 from .datasources import jdbc
 from .catalog import Catalog
-from .connection import SETUP_SQL, new_connection
+from .connection import SETUP_SQL, define_macros, new_connection
 from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
@@ -65,7 +65,9 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = new_connection()
-        self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
+        # what a worker's own connection needs to run our queries: grows with the macros queries call
+        self.connection_setup: list[str] = list(SETUP_SQL)
+        self._macros: set[str] = set()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
@@ -427,6 +429,7 @@ class Session:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
+        self.connection_setup.extend(define_macros(self.con, sql, self._macros))
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
