@@ -40,6 +40,11 @@ def _called(sql: str) -> set[str]:
 _NEEDS: dict[str, set[str]] = {name: _called(statement.split(" AS ", 1)[1]) - {name} for name, statement in ON_DEMAND_SQL.items()}
 
 
+def macro_statements(names: set[str]) -> list[str]:
+    """The statements that define these on-demand macros, each after those it calls."""
+    return [statement for name, statement in ON_DEMAND_SQL.items() if name in names]
+
+
 def define_macros(con: duckdb.DuckDBPyConnection, sql: str, defined: set[str]) -> list[str]:
     """Define on ``con`` the on-demand macros ``sql`` calls, and those they call, that ``defined``
     (the names this connection has) lacks; the statements run, in the order the macros were
@@ -50,7 +55,7 @@ def define_macros(con: duckdb.DuckDBPyConnection, sql: str, defined: set[str]) -
         if name not in wanted and name not in defined:
             wanted.add(name)
             todo.extend(_NEEDS[name])
-    statements = [statement for name, statement in ON_DEMAND_SQL.items() if name in wanted]
+    statements = macro_statements(wanted)
     for statement in statements:
         con.execute(statement)
     defined.update(wanted)

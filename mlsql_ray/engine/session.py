@@ -22,10 +22,10 @@ from ..warm import WarmPool
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, partition_ids, spark_functions, udfs
+from . import datasources, ets, partition_ids, spark_functions, timezone, udfs
 from .datasources import jdbc
 from .catalog import Catalog
-from .connection import SETUP_SQL, define_macros, new_connection
+from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
 from .branches import run_if
 from .commands import run_command
 from .compiletime import evaluate_compile_time_sets
@@ -65,8 +65,9 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = new_connection()
-        # what a worker's own connection needs to run our queries: grows with the macros queries call
-        self.connection_setup: list[str] = list(SETUP_SQL)
+        # what a worker's own connection needs to run our queries: our functions, the session time zone,
+        # and the on-demand macros this connection defined (``_macros``, see ``_prepare``)
+        self.connection_setup = (*SETUP_SQL, timezone.set_statement(timezone.current(self.con)))
         self._macros: set[str] = set()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
@@ -286,6 +287,8 @@ class Session:
         else:
             value = s.value
         if kind == "conf":
+            if s.key == timezone.SESSION_TIME_ZONE:
+                self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
             self.conf[s.key] = value
         else:
             if s.scope == "request":
@@ -429,7 +432,9 @@ class Session:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
         sql, tables, calls = translate(spark_sql, line, col)
-        self.connection_setup.extend(define_macros(self.con, sql, self._macros))
+        defined = define_macros(self.con, sql, self._macros)
+        if defined:
+            self.connection_setup = (*self.connection_setup, *defined)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)

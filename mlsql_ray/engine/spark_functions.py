@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+from ..lang import spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
 
 ON_DEMAND_MACROS: dict[str, str] = {
     **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
@@ -44,6 +44,7 @@ MACROS: dict[str, str] = {
     "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+    **spark_datetime.MACROS,
 }
 
 

@@ -143,6 +143,10 @@ def _conversion(spec: _Spec, value: exp.Expression, function: str) -> exp.Expres
         raise fail(function, f"'{spec.text}': the '-' flag needs a width (MissingFormatWidthException)")
     if "0" in flags and ("-" in flags or spec.width is None):
         raise fail(function, f"'{spec.text}': the '0' flag needs a width and no '-' (IllegalFormatFlagsException)")
+    if is_null(value):  # what Java writes for a null argument, whatever the conversion
+        text = "false" if c in "bB" else "null"
+        text = text[:spec.precision] if spec.precision is not None and c in "sSbB" else text
+        return _width(string(text.upper() if c.isupper() else text), spec)
     v = exp.column("__fmt_v")
     if c in "sS":
         text = call("spark_java_text", v)
