@@ -7,6 +7,7 @@ string of 32 bytes or more)."""
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 
 from mlsql_ray import MLSQLError, Session
@@ -92,8 +93,12 @@ def test_a_connection_defines_the_macros_a_query_calls_when_it_first_prepares_on
         session.execute("select soundex('Miller') as s as t;")
         defined = {name for (name,) in session.con.sql("SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'").fetchall()}
         assert {"spark_soundex", "spark_soundex_code"} <= defined and "spark_typeof" not in defined
-        assert any("MACRO spark_soundex_code" in statement for statement in session.connection_setup)
         assert session.table("t").column("s").to_pylist() == ["M460"]
+        session.execute('set spark.sql.session.timeZone = "UTC" where type="conf";')
+        worker = duckdb.connect()  # as cells.partitions sets up a worker's connection
+        for statement in session.connection_setup:
+            worker.execute(statement)
+        assert worker.sql("SELECT spark_soundex('Robert'), current_setting('TimeZone')").fetchall() == [("R163", "UTC")]
 
 
 def test_a_java_only_pattern_names_the_function_and_the_line(tmp_path):
