@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+from ..lang import spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
 
 ON_DEMAND_MACROS: dict[str, str] = {
     **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
@@ -25,7 +25,7 @@ MACROS: dict[str, str] = {
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.
-    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_contains(b, x) AND list_position(a, x) = i)",
+    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_position(b, x) IS NOT NULL AND list_position(a, x) = i)",
     # vec1.indexOf(word): 0-based, -1 when absent
     "byzer_array_index": "(a, e) AS CAST(coalesce(list_position(a, e), 0) - 1 AS INTEGER)",
     # vec1.slice(from, if (to == -1) length else to): 0-based, `to` exclusive, bounds clamped
@@ -45,6 +45,7 @@ MACROS: dict[str, str] = {
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
     **spark_datetime.MACROS,
+    **spark_collections.MACROS,
 }
 
 

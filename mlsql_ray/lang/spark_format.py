@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .spark_collections import gated
 
 MACROS: dict[str, str] = hygienic({
     # Java's Double.toString / Float.toString from DuckDB's shortest digits: plain between 10^-3
@@ -348,4 +349,7 @@ def _grouped(digits: exp.Expression, size: int) -> exp.Expression:
                                               string("g")), string(",")))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (format_string, format_number)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (format_string, (exp.Format,), frozenset({"printf"})),
+    (format_number, (), frozenset({"format_number"})),
+),)

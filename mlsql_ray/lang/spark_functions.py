@@ -15,7 +15,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+from . import (spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json, spark_math,
+               spark_regex, spark_strings)
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -26,9 +27,15 @@ NOT_SPARK_FUNCTIONS = ("CONVERT", "TRY_CONVERT")
 """Names sqlglot parses as T-SQL's casts although Spark has no such function: in Spark SQL they can only
 be functions the script registered, e.g. a feature ET's model as ``convert`` (ml/feature/normalize.md)."""
 
-PLAIN_CALLS = frozenset(NOT_SPARK_FUNCTIONS) | {name.upper() for name in spark_datetime.FUNCTIONS}
-"""Calls parsed as plain function calls: the T-SQL casts above, and the datetime functions that
-``spark_datetime`` translates itself (sqlglot's Spark dialect rewrites their patterns while parsing)."""
+MISREAD_CALLS = ("FIRST_VALUE", "LAST_VALUE", "PERCENTILE")
+"""Spark functions whose arguments sqlglot's parser gets wrong, read as plain calls instead (the
+rewrites of ``spark_grouping`` give them Spark's meaning): ``first_value(x, true)`` fails to parse
+(one argument only), ``percentile(x, p, frequency)`` loses its frequency."""
+
+PLAIN_CALLS = frozenset(NOT_SPARK_FUNCTIONS + MISREAD_CALLS) | {name.upper() for name in spark_datetime.FUNCTIONS}
+"""Calls parsed as plain function calls: the T-SQL casts above, the misread calls, and the datetime
+functions that ``spark_datetime`` translates itself (sqlglot's Spark dialect rewrites their patterns
+while parsing)."""
 
 _PLACEHOLDER = "__mlsql_call_"
 
@@ -164,13 +171,17 @@ def _odd_text(node: exp.Expression) -> bool:
 
 
 def json_path_wildcards_give_json_text(tree: exp.Expression) -> None:
-    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``);
-    DuckDB's ``->>`` with a wildcard returns a list. (Spark unwraps a single match; this does not.)"""
+    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``), a
+    single match unwrapped (``1``), NULL for none; DuckDB's ``->>`` with a wildcard returns a list."""
     for node in list(tree.find_all(exp.JSONExtractScalar)):
         path = node.expression
         if path.find(exp.JSONPathWildcard) or (_string_literal(path) and "*" in path.this):
-            extracted = exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])
-            node.replace(_cast(exp.Anonymous(this="to_json", expressions=[extracted]), "VARCHAR"))
+            matches = _cast(exp.Anonymous(this="to_json", expressions=[
+                exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])]), "VARCHAR")
+            count = exp.Anonymous(this="json_array_length", expressions=[matches.copy()])
+            single = exp.Anonymous(this="json_extract_string", expressions=[matches.copy(), exp.Literal.string("$[0]")])
+            node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=count.copy(), expression=exp.Literal.number(1)), true=single),
+                                       exp.If(this=exp.GT(this=count, expression=exp.Literal.number(1)), true=matches)]))
 
 
 def struct_of_star_is_the_row(tree: exp.Expression) -> None:
@@ -209,14 +220,15 @@ def byzer_udfs(tree: exp.Expression) -> None:
 
 def higher_order_predicates(tree: exp.Expression) -> None:
     """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
-    element. sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
+    element, NULL when no element decides it and some ``p`` is NULL (Spark's three-valued logic).
+    sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
     write="duckdb")`` gives ``EXISTS(a)``, dropping the predicate; ``forall`` it leaves as an unknown
-    function. DuckDB: ``list_bool_or``/``list_bool_and`` over ``list_transform``."""
+    function. DuckDB: the ``spark_exists``/``spark_forall`` macros over ``list_transform``."""
     for node in list(tree.find_all(exp.Exists, exp.Anonymous)):
         if isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
-            array, predicate, reduce = node.this, node.args["expression"], "list_bool_or"
+            array, predicate, reduce = node.this, node.args["expression"], "spark_exists"
         elif isinstance(node, exp.Anonymous) and node.name.lower() == "forall" and len(node.expressions) == 2:
-            (array, predicate), reduce = node.expressions, "list_bool_and"
+            (array, predicate), reduce = node.expressions, "spark_forall"
         else:
             continue
         node.replace(_call(reduce, exp.Anonymous(this="list_transform", expressions=[array.copy(), predicate.copy()])))
@@ -242,7 +254,7 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
-    # the function families before the datetime rewrites, which write regexes and substrings of their own
+    # the string, math, hash and format families first: the others write regexes and substrings of their own
     *spark_regex.TRANSFORMS, *spark_strings.TRANSFORMS, *spark_math.TRANSFORMS, *spark_hashes.TRANSFORMS, *spark_format.TRANSFORMS,
-    *spark_datetime.TRANSFORMS,
+    *spark_json.TRANSFORMS, *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS, *spark_datetime.TRANSFORMS,
 )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .spark_calls import call, fail, hygienic, integer_of, number
+from .spark_collections import gated
 
 _M32 = "4294967296"
 _P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
@@ -190,4 +191,6 @@ def _sha2(value: exp.Expression, length: exp.Expression | None) -> exp.Expressio
     return exp.Cast(this=exp.Null(), to=exp.DataType.build("VARCHAR"))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (hashes,)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (hashes, (exp.SHA2,), frozenset({"hash", "xxhash64", "crc32"})),
+),)

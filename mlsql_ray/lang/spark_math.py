@@ -17,6 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .spark_calls import call, cast, hygienic, number
+from .spark_collections import gated
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _U64 = "18446744073709551615"
@@ -193,4 +194,9 @@ def _math_function(node: exp.Expression) -> exp.Expression | None:
     return None
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (logarithms, rounding, math_functions)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (logarithms, (exp.Ln, exp.Log), frozenset({"log1p", "expm1"})),
+    (rounding, (exp.Round, exp.Rint), frozenset({"bround"})),
+    (math_functions, (*(k for k in _SIMPLE if isinstance(k, type)), exp.Negative, exp.Sec, exp.Csc),
+     frozenset(k for k in _SIMPLE if isinstance(k, str)) | {"e", "positive", "hypot"}),
+),)

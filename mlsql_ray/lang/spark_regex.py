@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from . import java_regex
 from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .spark_collections import gated
 
 # Java-only constructs a pattern from a column may hold (approximate: a backslash-escaped look-alike
 # is refused too): lookaround, atomic groups, backreferences, \G \Z \X \k, possessive quantifiers,
@@ -249,6 +250,10 @@ def _instr(subject: exp.Expression, pattern: _Pattern) -> exp.Expression:
                      default=exp.Literal.number(0)), "INT")
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    rlike, regexp_extract, regexp_replace, split, regexp_count_substr_instr,
-)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (rlike, (exp.RegexpLike,), frozenset({"regexp"})),
+    (regexp_extract, (exp.RegexpExtract, exp.RegexpExtractAll), frozenset()),
+    (regexp_replace, (exp.RegexpReplace,), frozenset()),
+    (split, (exp.RegexpSplit,), frozenset()),
+    (regexp_count_substr_instr, (exp.RegexpCount, exp.RegexpSubstr, exp.RegexpInstr), frozenset()),
+),)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .spark_collections import gated
 
 _INT_MAX = "2147483647"
 
@@ -385,6 +386,16 @@ def concat_ws(tree: exp.Expression) -> None:
                               default=string("")))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    typeof, substrings, pads, encodings, characters, lengths_and_predicates, overlay, elt, reverse, concat_ws,
-)
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
+    (typeof, (exp.Typeof,), frozenset()),
+    (substrings, (exp.Substring, exp.Left, exp.Right), frozenset()),
+    (pads, (exp.Pad,), frozenset()),
+    (encodings, (exp.Hex, exp.Unhex, exp.FromBase64, exp.Encode, exp.Decode), frozenset()),
+    (characters, (exp.Ascii, exp.Chr, exp.BitLength, exp.Levenshtein, exp.Soundex, exp.SplitPart, exp.SubstringIndex,
+                  exp.StrPosition), frozenset({"octet_length", "find_in_set", "sentences", "btrim"})),
+    (lengths_and_predicates, (exp.Length, exp.ToBinary, exp.Contains, exp.StartsWith, exp.EndsWith), frozenset()),
+    (overlay, (exp.Overlay,), frozenset()),
+    (elt, (exp.Elt,), frozenset()),
+    (reverse, (exp.Reverse,), frozenset()),
+    (concat_ws, (exp.ConcatWs,), frozenset()),
+),)

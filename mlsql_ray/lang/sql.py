@@ -67,7 +67,7 @@ def _translate(spark_sql: str) -> Translation:
         tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
-    except MLSQLError:  # a transform's own word on the SQL (e.g. an illegal datetime pattern)
+    except MLSQLError:  # a rewrite's own verdict on the query (an illegal datetime pattern, a misused grouping())
         raise
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
