@@ -26,7 +26,7 @@ from . import datasources, ets, partition_ids, spark_functions, timezone, udfs, 
 from ..ml import vectors as ml_vectors
 from .datasources import jdbc
 from .catalog import Catalog
-from .connection import SETUP_SQL, new_connection
+from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
 from .branches import run_if
 from .commands import run_command, spark_describe
 from .compiletime import evaluate_compile_time_sets
@@ -66,8 +66,10 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = new_connection()
-        # what a worker's own connection needs to run our queries: our functions, the session time zone
+        # what a worker's own connection needs to run our queries: our functions, the session time zone,
+        # and the on-demand macros this connection defined (``_macros``, see ``_prepare``)
         self.connection_setup = (*SETUP_SQL, timezone.set_statement(timezone.current(self.con)))
+        self._macros: set[str] = set()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
@@ -289,7 +291,7 @@ class Session:
             value = s.value
         if kind == "conf":
             if s.key == timezone.SESSION_TIME_ZONE:
-                self.connection_setup = (*SETUP_SQL, timezone.apply(self.con, value))
+                self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
             self.conf[s.key] = value
         else:
             if s.scope == "request":
@@ -437,6 +439,9 @@ class Session:
         its tables made visible to DuckDB."""
         spark_sql = vectors.printed(self, spark_sql, line, col)
         sql, tables, calls = translate(spark_sql, line, col)
+        defined = define_macros(self.con, sql, self._macros)
+        if defined:
+            self.connection_setup = (*self.connection_setup, *defined)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_collections, spark_datetime
+from ..lang import spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+
+ON_DEMAND_MACROS: dict[str, str] = {
+    **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
+}
+"""The macros of Spark's function families (issue 23): many, and some costly to define (DuckDB binds
+a typed macro's body when it is created), so a connection defines those a query calls when it
+first prepares one (``connection.define_macros``) instead of all of them when it opens."""
 
 MACROS: dict[str, str] = {
-    # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
-    # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
-    # from the parts and the separators that regexp_extract_all finds.
-    "spark_split": """(s, r, lim) AS CASE
-        WHEN lim <= 0 OR len(str_split_regex(s, r)) <= lim THEN str_split_regex(s, r)
-        ELSE list_concat(list_slice(str_split_regex(s, r), 1, lim - 1),
-                         [array_to_string(list_transform(list_slice(str_split_regex(s, r), lim, len(str_split_regex(s, r))),
-                                                         lambda p, i: p || coalesce(regexp_extract_all(s, r, 0)[lim - 1 + i], '')), '')])
-        END""",
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.

@@ -15,7 +15,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import spark_collections, spark_datetime, spark_grouping, spark_json
+from . import (spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json, spark_math,
+               spark_regex, spark_strings)
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -68,16 +69,6 @@ def _cast(node: exp.Expression, to: str) -> exp.Cast:
 
 
 # -- the transforms -----------------------------------------------------------------------------------------
-
-def split_with_limit(tree: exp.Expression) -> None:
-    """Spark's ``split(str, regex, limit)``. sqlglot bug: it passes the limit as DuckDB's third
-    argument of STR_SPLIT_REGEX, which is the regex options, so DuckDB refuses the call:
-    ``sqlglot.transpile("select split('a,b,c', ',', 2)", read="spark", write="duckdb")`` →
-    ``SELECT STR_SPLIT_REGEX('a,b,c', ',', 2)`` (binder error). Spark: ``["a", "b,c"]``."""
-    for node in list(tree.find_all(exp.RegexpSplit)):
-        if node.args.get("limit") is not None:
-            node.replace(_call("spark_split", node.this, node.expression, node.args["limit"]))
-
 
 INT_RESULTS = (exp.ArraySize, exp.StrPosition, exp.Length)
 """Spark functions whose result is INT where DuckDB's is BIGINT (size, instr/locate, length)."""
@@ -260,8 +251,10 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    byzer_udfs, split_with_limit, int_results, bigint_results,
+    byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
+    # the string, math, hash and format families first: the others write regexes and substrings of their own
+    *spark_regex.TRANSFORMS, *spark_strings.TRANSFORMS, *spark_math.TRANSFORMS, *spark_hashes.TRANSFORMS, *spark_format.TRANSFORMS,
     *spark_json.TRANSFORMS, *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS, *spark_datetime.TRANSFORMS,
 )

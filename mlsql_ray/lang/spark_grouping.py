@@ -256,6 +256,17 @@ def _percentile(value: exp.Expression, p: exp.Expression, frequency: exp.Express
     return _cast(result, "DOUBLE[]" if isinstance(p, exp.Array) else "DOUBLE")
 
 
+def covariance_argument_order(tree: exp.Expression) -> None:
+    """Spark's ``covar_pop(x, y)``/``covar_samp(x, y)`` update their co-moment as ``dx * (y - mean_y)``;
+    DuckDB's ``covar_pop(y, x)`` names its arguments the other way round, so the same sum rounds
+    differently (``covar_pop(val, val_long)`` of windows.txt: 4.772185885555556E8 against Spark's
+    ...555E8). Given in DuckDB's order, the arithmetic is Spark's."""
+    for node in list(tree.find_all(exp.CovarPop, exp.CovarSamp)):
+        first, second = node.this, node.expression
+        node.set("this", second.copy())
+        node.set("expression", first.copy())
+
+
 def values_rows_in_parentheses(tree: exp.Expression) -> None:
     """Spark reads ``VALUES (('a', 10)), (('b', 50)) AS t(x, y)`` (as the function reference
     writes ``max_by``'s example) as rows of two columns; DuckDB as rows of one struct."""
@@ -283,5 +294,6 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (grouping_analytics, (exp.Group, exp.Grouping, exp.GroupingId), frozenset()),
     (aggregates, AGGREGATES, frozenset(RENAMED) | {"first_value", "last_value", "percentile", "histogram_numeric"}),
     (window_functions, (exp.Window,), frozenset()),
+    (covariance_argument_order, (exp.CovarPop, exp.CovarSamp), frozenset()),
     (values_rows_in_parentheses, (exp.Values,), frozenset()),
 ),)
