@@ -249,7 +249,7 @@ class Session:
             num_rows = head.num_rows if head.num_rows <= PREVIEW_ROWS else None
             if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
                 num_rows = relation.count("*").fetchall()[0][0]
-            self.catalog.add_view(s.table, sql, tables, "select")
+            self.catalog.add_view(s.table, sql, tables, "select", relation)
         message = (f"{s.table}: {num_rows} rows" if num_rows is not None
                    else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
         return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
@@ -426,14 +426,20 @@ class Session:
     def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
-        sql, tables, calls = translate(spark_sql, line, col)
+        translation = translate(spark_sql, line, col)  # without schemas: the parser's check, cached
+        schemas = self.catalog.schemas(translation.tables)
+        if schemas:
+            translation = translate(spark_sql, line, col, schemas)
+        sql, tables, calls = translation.sql, translation.tables, translation.calls
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
             self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return spark_functions.spark_result_sql(self.con, sql), tables, calls
+        if translation.bound_types:
+            sql = spark_functions.spark_result_sql(self.con, sql)
+        return sql, tables, calls
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import duckdb
 
+from ..lang import spark_casts
+
 MACROS: dict[str, str] = {
+    **spark_casts.MACROS,
     # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
     # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
     # from the parts and the separators that regexp_extract_all finds.

@@ -1,0 +1,681 @@
+"""Spark's casts, coercions, literals and arithmetic (non-ANSI, as Byzer runs Spark), on DuckDB
+(issue 23, items 1 and 4's result types).
+
+A Spark cast that cannot convert gives NULL, never an error; a fractional number cast to an integer
+is truncated; an integer that overflows wraps as Java's does; ``x / 0`` and ``x % 0`` are NULL;
+a string meets a number, a date or a boolean by being cast to that type. DuckDB differs on each
+(it rounds, fails the query, or reads other forms of text), so ``spark_cast`` writes each
+conversion from the Spark type of its argument (``sql_types``) to its target as DuckDB SQL,
+calling the ``MACROS`` below where Spark's rules are too long to inline (they are installed on
+every connection with ``engine.spark_functions.MACROS``). A conversion Spark refuses is an
+``MLSQLError`` naming both types. Where the argument's type cannot be known here, the SQL
+decides by ``typeof`` when DuckDB binds it (folded then: no per-row cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+
+from ..errors import MLSQLError
+from .sql_types import (ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, arithmetic_type, bound_type, cast_target,
+                        kind, literal_type, set_type, spark_type, text_before, wider_type, written)
+
+T = exp.DataType.Type
+
+_BLANK = r"'^[\x00-\x20\x7F]+|[\x00-\x20\x7F]+$'"  # what Spark's UTF8String.trimAll strips
+DATE_TEXT = r"(?s)^([+-]?)([0-9]{4,7})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:[ T].*)?)?)?$"
+"""Spark's ``stringToDate`` forms: [+-]yyyy[yyy], then -[m]m, then -[d]d and ' ' or 'T' and anything."""
+TIMESTAMP_TEXT = (r"(?s)^(?:([+-]?[0-9]{4,7})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:[ T]([0-9]{1,2})?(?::([0-9]{1,2})"
+                  r"(?::([0-9]{1,2})(?:\.([0-9]*))?)?)?)?)?)?|T?([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]*))?)?)"
+                  r"(?:\s*((?:Z|[+-]|UTC|GMT|UT|[A-Za-z]+/).*))?$")
+"""Spark's ``stringToTimestamp`` forms: a date as above, then [h]h[:[m]m[:[s]s[.fraction]]], or a time
+alone (of today); after the seconds a zone (Z, +hh:mm, UTC+1, Europe/Paris)."""
+_NUMBER = r"'[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?'"  # java.math.BigDecimal's syntax
+
+MACROS: dict[str, str] = {  # each after the macros it calls
+    "spark_trim_all": f"(s) AS regexp_replace(s, {_BLANK}, '', 'g')",
+    # UTF8String.toLong: [+-]digits, a fraction after '.' dropped (its digits checked), else NULL
+    "spark_text_to_bigint": r"""(t) AS CASE WHEN regexp_full_match(t, '[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]*)')
+        THEN TRY_CAST(regexp_extract(t, '^[+-]?') || '0' || regexp_extract(t, '^[+-]?([0-9]*)', 1) AS BIGINT) END""",
+    "spark_str_to_bigint": """(s) AS spark_text_to_bigint(spark_trim_all(s))""",
+    "spark_bigint_within": "(v, low, high) AS CASE WHEN v BETWEEN low AND high THEN v END",
+    # java.lang.Double.parseDouble (suffixes d/f, NaN, Infinity), then Spark's inf/nan in any case
+    "spark_text_to_double": rf"""(t) AS CASE
+        WHEN regexp_full_match(t, {_NUMBER[:-1]}[dDfF]?') THEN TRY_CAST(rtrim(t, 'dDfF') AS DOUBLE)
+        WHEN regexp_full_match(t, '[+-]?NaN') OR lower(t) = 'nan' THEN CAST('NaN' AS DOUBLE)
+        WHEN regexp_full_match(t, '[+]?Infinity') OR lower(t) IN ('inf', '+inf', 'infinity', '+infinity')
+            THEN CAST('Infinity' AS DOUBLE)
+        WHEN t = '-Infinity' OR lower(t) IN ('-inf', '-infinity') THEN CAST('-Infinity' AS DOUBLE) END""",
+    "spark_str_to_double": """(s) AS spark_text_to_double(spark_trim_all(s))""",
+    # Java's (float) of a double: out of range is an infinity, not an error
+    "spark_double_to_float": """(d) AS CASE WHEN d > 3.4028235677973366e38 THEN CAST('Infinity' AS FLOAT)
+        WHEN d < -3.4028235677973366e38 THEN CAST('-Infinity' AS FLOAT) ELSE CAST(d AS FLOAT) END""",
+    # the text of a java.math.BigDecimal, or NULL (Decimal.fromString); TRY_CAST then rounds HALF_UP
+    "spark_decimal_text": f"""(s) AS CASE WHEN regexp_full_match(trim(s), {_NUMBER}) THEN trim(s) END""",
+    # StringUtils.isTrueString / isFalseString
+    "spark_str_to_boolean": """(s) AS CASE WHEN lower(spark_trim_all(s)) IN ('t', 'true', 'y', 'yes', '1') THEN true
+        WHEN lower(spark_trim_all(s)) IN ('f', 'false', 'n', 'no', '0') THEN false END""",
+    # DateTimeUtils.stringToDate (DATE_TEXT's parts; a year before 1 is DuckDB's BC)
+    "spark_date_of": """(p) AS CASE WHEN p.y = '' THEN NULL
+        WHEN p.sign = '-' THEN TRY_CAST(lpad(CAST(CAST(p.y AS INTEGER) + 1 AS VARCHAR), 4, '0') || '-'
+            || coalesce(nullif(p.m, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1') || ' (BC)' AS DATE)
+        ELSE TRY_CAST(p.y || '-' || coalesce(nullif(p.m, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1') AS DATE) END""",
+    "spark_str_to_date": f"""(s) AS spark_date_of(regexp_extract(spark_trim_all(s), '{DATE_TEXT}', ['sign', 'y', 'm', 'd']))""",
+    # DateTimeUtils.stringToTimestamp (TIMESTAMP_TEXT's parts), in the session time zone unless the text has one
+    "spark_timestamp_of": """(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
+        WHEN p.z <> '' AND p.s = '' AND p.ts = '' THEN NULL
+        ELSE TRY_CAST(CASE WHEN p.y <> '' THEN p.y || '-' || coalesce(nullif(p.mo, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1')
+                           ELSE strftime(current_date, '%Y-%m-%d') END
+            || ' ' || lpad(coalesce(nullif(p.h || p.th, ''), '0'), 2, '0')
+            || ':' || lpad(coalesce(nullif(p.mi || p.tmi, ''), '0'), 2, '0')
+            || ':' || lpad(coalesce(nullif(p.s || p.ts, ''), '0'), 2, '0')
+            || '.' || rpad(left(p.f || p.tf, 6), 6, '0') || CASE WHEN p.z = 'Z' THEN '+00:00' ELSE p.z END AS TIMESTAMPTZ) END""",
+    "spark_str_to_timestamp": f"""(s) AS spark_timestamp_of(regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
+        ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z']))""",
+    # Java's narrowing of integers: the low bits, as two's complement
+    "spark_wrap_tinyint": "(x) AS CAST(((x + 128) % 256 + 256) % 256 - 128 AS TINYINT)",
+    "spark_wrap_smallint": "(x) AS CAST(((x + 32768) % 65536 + 65536) % 65536 - 32768 AS SMALLINT)",
+    "spark_wrap_int": "(x) AS CAST(((x + 2147483648) % 4294967296 + 4294967296) % 4294967296 - 2147483648 AS INTEGER)",
+    "spark_wrap_bigint": """(x) AS CAST(((CAST(x AS HUGEINT) + 9223372036854775808) % 18446744073709551616
+        + 18446744073709551616) % 18446744073709551616 - 9223372036854775808 AS BIGINT)""",
+    # Java's (int)/(long) of a double: toward zero, NaN is 0, beyond the range the nearest end
+    "spark_double_to_int": """(d) AS CAST(CASE WHEN isnan(d) THEN 0 WHEN d >= 2147483647 THEN 2147483647
+        WHEN d <= -2147483648 THEN -2147483648 ELSE trunc(d) END AS INTEGER)""",
+    "spark_double_to_bigint": """(d) AS CAST(CASE WHEN isnan(d) THEN 0 WHEN d >= 9223372036854775807 THEN 9223372036854775807
+        WHEN d <= -9223372036854775808 THEN -9223372036854775808 ELSE trunc(d) END AS BIGINT)""",
+    # Java's Double.toString / Float.toString, from the shortest digits that read back (DuckDB's own
+    # text of the number: '1.5e+20', '0.00123', '1234.0'): its significant digits and power of ten,
+    # then plain from 10^-3 to 10^7, else d.dddE±n
+    "spark_shortest_digits": """(t) AS coalesce(nullif(rtrim(ltrim(replace(split_part(t, 'e', 1), '.', ''), '0'), '0'), ''), '0')""",
+    "spark_decimal_exponent": """(t) AS coalesce(TRY_CAST(nullif(split_part(t, 'e', 2), '') AS INTEGER), 0)
+        + length(split_part(split_part(t, 'e', 1), '.', 1)) - 1
+        - (length(replace(split_part(t, 'e', 1), '.', '')) - length(ltrim(replace(split_part(t, 'e', 1), '.', ''), '0')))""",
+    "spark_digits_to_string": """(digits, e) AS CASE
+        WHEN e >= 7 OR e < -3 THEN left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') || 'E' || CAST(e AS VARCHAR)
+        WHEN e < 0 THEN '0.' || repeat('0', -e - 1) || digits
+        WHEN length(digits) > e + 1 THEN left(digits, e + 1) || '.' || substr(digits, e + 2)
+        ELSE rpad(digits, CAST(e + 1 AS INTEGER), '0') || '.0' END""",
+    "spark_real_to_string": """(d, text) AS CASE WHEN isnan(d) THEN 'NaN' WHEN isinf(d) THEN CASE WHEN d > 0 THEN 'Infinity' ELSE '-Infinity' END
+        WHEN d = 0 THEN CASE WHEN signbit(d) THEN '-0.0' ELSE '0.0' END
+        ELSE (CASE WHEN d < 0 THEN '-' ELSE '' END) || spark_digits_to_string(
+            spark_shortest_digits(ltrim(text, '-')), spark_decimal_exponent(ltrim(text, '-'))) END""",
+    # a timestamp as Spark prints it: no fraction when it is zero, else without trailing zeros
+    "spark_timestamp_to_string": """(t) AS strftime(t, '%Y-%m-%d %H:%M:%S') || rtrim(rtrim(strftime(t, '.%f'), '0'), '.')""",
+    # an integer's bytes, big-endian two's complement (Spark's cast of tinyint ... bigint to binary)
+    "spark_integer_to_binary": """(x, width) AS unhex(right(lpad(hex(CAST(x AS BIGINT)), 16, CASE WHEN x < 0 THEN 'F' ELSE '0' END), width * 2))""",
+    # Spark's pmod: the remainder, made positive for a positive divisor; NULL for a zero divisor
+    "spark_pmod": """(a, n) AS CASE WHEN a % NULLIF(n, 0) < 0 THEN (a % NULLIF(n, 0) + n) % NULLIF(n, 0) ELSE a % NULLIF(n, 0) END""",
+    # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
+    "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
+}
+
+
+def _sql(template: str, **args: exp.Expression) -> exp.Expression:
+    """DuckDB SQL from a template whose placeholders ``_name`` are columns, filled with copies of ``args``."""
+    tree = _template(template).copy()
+    for column in list(tree.find_all(exp.Column)):
+        if column.name.startswith("_") and column.name[1:] in args:
+            column.replace(args[column.name[1:]].copy())
+    return tree
+
+
+@lru_cache(maxsize=512)
+def _template(template: str) -> exp.Expression:
+    return sqlglot.parse_one(template, read="duckdb")
+
+
+def _duckdb_type(t: exp.DataType) -> str:
+    return t.sql("duckdb")
+
+
+def spark_name(t: exp.DataType) -> str:
+    """A type as Spark names it in messages (``int``, ``decimal(10,2)``, ``string``)."""
+    return t.sql("spark").lower().replace(" ", "")
+
+
+# -- casts ----------------------------------------------------------------------------------------------
+
+_INTEGRAL_NAMES = {T.TINYINT: "tinyint", T.SMALLINT: "smallint", T.INT: "int", T.BIGINT: "bigint"}
+_RANGES = {T.TINYINT: (-2**7, 2**7 - 1), T.SMALLINT: (-2**15, 2**15 - 1), T.INT: (-2**31, 2**31 - 1),
+           T.BIGINT: (-2**63, 2**63 - 1)}
+_BYTES = {T.TINYINT: 1, T.SMALLINT: 2, T.INT: 4, T.BIGINT: 8}
+
+
+def spark_cast(node: exp.Expression, target: exp.DataType, source: exp.DataType | None = None) -> exp.Expression:
+    """DuckDB SQL for Spark's ``CAST(node AS target)`` (non-ANSI); ``source``: Spark's type of
+    ``node`` when the caller knows it. Raises ``MLSQLError`` for a conversion Spark refuses."""
+    target = cast_target(target)
+    source = source or spark_type(node)
+    to, of = kind(target), kind(source)
+    if to not in _CONVERTERS:  # arrays, maps, structs, intervals: DuckDB's TRY_CAST
+        result = _try(node, target)
+    elif of is None:
+        result = _cast_of_unknown(node, target)
+    elif source == target:
+        result = node.copy()
+    elif of == "null" or (of == to and to in ("string", "boolean", "binary", "date")):
+        result = _plain(node, target)
+    else:
+        convert = _CONVERTERS[to].get(of)
+        if convert is None:
+            raise MLSQLError(f"cannot cast {spark_name(source)} to {spark_name(target)} (Spark's CAST does not convert these)")
+        result = convert(node, target, source)
+    return set_type(result, target)
+
+
+def _plain(node: exp.Expression, target: exp.DataType) -> exp.Expression:
+    return exp.Cast(this=node.copy(), to=target.copy())
+
+
+def _try(node: exp.Expression, target: exp.DataType) -> exp.Expression:
+    return exp.TryCast(this=node.copy(), to=target.copy())
+
+
+def _null(node: exp.Expression, target: exp.DataType) -> exp.Expression:
+    return exp.Cast(this=exp.Null(), to=target.copy())
+
+
+def _to_integral(node, target, source):
+    """Strings parse as ``UTF8String.toLong`` (fraction dropped; out of range NULL); wider
+    integers, decimals and timestamps (their seconds) wrap; fractional numbers truncate toward zero
+    and saturate at int/bigint's ends (then wrap to tinyint/smallint); dates give NULL."""
+    name, of = _INTEGRAL_NAMES[target.this], kind(source)
+    low, high = _RANGES[target.this]
+    if of == "string":
+        parsed = _sql("spark_str_to_bigint(_x)", x=node)
+        if target.this != T.BIGINT:
+            parsed = _sql(f"spark_bigint_within(_x, {low}, {high})", x=parsed)
+        return _plain(parsed, target)
+    if of == "boolean":
+        return _plain(node, target)
+    if of == "integral":
+        if INTEGRAL.index(source.this) <= INTEGRAL.index(target.this):
+            return _plain(node, target)
+        return _sql(f"spark_wrap_{name}(_x)", x=node)
+    if of == "fractional":
+        saturated = _sql(f"spark_double_to_{'bigint' if target.this == T.BIGINT else 'int'}(_x)", x=node)
+        return saturated if target.this in (T.INT, T.BIGINT) else _sql(f"spark_wrap_{name}(_x)", x=saturated)
+    if of == "decimal":
+        return _sql(f"spark_wrap_{name}(CAST(trunc(_x) AS HUGEINT))", x=node)
+    if of == "timestamp":
+        seconds = _sql("spark_timestamp_seconds(_x)", x=node)
+        return seconds if target.this == T.BIGINT else _sql(f"spark_wrap_{name}(_x)", x=seconds)
+    return _null(node, target)  # a date
+
+
+def _to_fractional(node, target, source):
+    """Strings parse as Java's ``Double.parseDouble``; a timestamp is its seconds; a date NULL."""
+    of, single = kind(source), target.this == T.FLOAT
+    if of == "string":
+        parsed = _sql("spark_str_to_double(_x)", x=node)
+    elif of == "timestamp":
+        parsed = _sql("epoch_us(_x) / 1000000.0", x=node)
+    elif of == "date":
+        return _null(node, target)
+    elif single and of in ("fractional", "decimal", "integral") and source.this != T.FLOAT:
+        parsed = _plain(node, exp.DataType.build("DOUBLE"))
+    else:
+        return _plain(node, target)
+    return _sql("spark_double_to_float(_x)", x=parsed) if single else parsed
+
+
+def _to_decimal(node, target, source):
+    """Rounded HALF_UP to the scale, NULL when it does not fit (``Decimal.changePrecision``); a
+    string read as ``java.math.BigDecimal``; a double by its shortest digits (``Decimal(double)``);
+    NaN and infinities NULL; a timestamp its seconds; a date NULL."""
+    of = kind(source)
+    if of == "string":
+        return _try(_sql("spark_decimal_text(_x)", x=node), target)
+    if of == "fractional":  # a FLOAT widened to DOUBLE first, as Spark does
+        return _try(_sql("CASE WHEN isfinite(_x) THEN CAST(CAST(_x AS DOUBLE) AS VARCHAR) END", x=node), target)
+    if of == "timestamp":
+        return _try(_sql("epoch_us(_x) / 1000000", x=node), target)
+    if of == "date":
+        return _null(node, target)
+    return _try(node, target)
+
+
+def _to_string(node, target, source):
+    of = kind(source)
+    if of == "fractional":
+        return _sql("spark_real_to_string(_x, CAST(_x AS VARCHAR))", x=node)
+    if of == "timestamp":
+        return _sql("spark_timestamp_to_string(_x)", x=node)
+    if of == "binary":
+        return _sql("decode(_x)", x=node)
+    return _plain(node, exp.DataType.build("VARCHAR"))
+
+
+def _to_boolean(node, target, source):
+    """A string as ``StringUtils.isTrueString``/``isFalseString``; a number or timestamp: not zero;
+    a date NULL."""
+    of = kind(source)
+    if of == "string":
+        return _sql("spark_str_to_boolean(_x)", x=node)
+    if of == "timestamp":
+        return _sql("epoch_us(_x) <> 0", x=node)
+    if of == "date":
+        return _null(node, target)
+    return _sql("_x <> 0", x=node)
+
+
+def _to_date(node, target, source):
+    if kind(source) == "string":
+        return _sql("spark_str_to_date(_x)", x=node)
+    return _plain(node, target)  # a timestamp: its date in the session time zone
+
+
+def _to_timestamp(node, target, source):
+    """A string as ``DateTimeUtils.stringToTimestamp``; numbers are seconds since the epoch (NaN
+    and infinities NULL); true is one microsecond."""
+    of = kind(source)
+    if of == "string":
+        parsed = _sql("spark_str_to_timestamp(_x)", x=node)
+    elif of in ("integral", "decimal", "fractional"):
+        parsed = _sql("CASE WHEN isfinite(CAST(_x AS DOUBLE)) THEN make_timestamptz(CAST(trunc(CAST(_x AS DOUBLE) * 1000000) AS BIGINT)) END",
+                      x=node)
+    elif of == "boolean":
+        parsed = _sql("make_timestamptz(CAST(_x AS BIGINT))", x=node)
+    else:
+        parsed = _plain(node, exp.DataType.build("TIMESTAMPTZ"))
+    return parsed if target.this == T.TIMESTAMPTZ else _plain(parsed, target)
+
+
+def _to_binary(node, target, source):
+    if kind(source) == "string":
+        return _sql("encode(_x)", x=node)
+    return _sql(f"spark_integer_to_binary(_x, {_BYTES[source.this]})", x=node)
+
+
+_NUMERIC_SOURCES = ("string", "boolean", "integral", "fractional", "decimal", "date", "timestamp")
+_CONVERTERS: dict[str, dict[str, Callable]] = {
+    "integral": dict.fromkeys(_NUMERIC_SOURCES, _to_integral),
+    "fractional": dict.fromkeys(_NUMERIC_SOURCES, _to_fractional),
+    "decimal": dict.fromkeys(_NUMERIC_SOURCES, _to_decimal),
+    "string": dict.fromkeys(_NUMERIC_SOURCES + ("binary",), _to_string),
+    "boolean": dict.fromkeys(_NUMERIC_SOURCES, _to_boolean),
+    "date": dict.fromkeys(("string", "date", "timestamp"), _to_date),
+    "timestamp": dict.fromkeys(_NUMERIC_SOURCES, _to_timestamp),
+    "binary": dict.fromkeys(("string", "integral"), _to_binary),
+}
+"""Spark's ``Cast.canCast`` (non-ANSI): target family → source family → how; a pair not here is an error."""
+
+
+def _cast_of_unknown(node: exp.Expression, target: exp.DataType) -> exp.Expression:
+    """A cast of a value whose type only DuckDB's binding knows (a UDF's result): text takes Spark's
+    parsing, anything else DuckDB's ``TRY_CAST``; ``typeof`` is folded when the query is bound."""
+    to = kind(target)
+    if to not in ("integral", "fractional", "decimal", "boolean", "date", "timestamp"):
+        return _try(node, target)
+    as_text = spark_cast(_sql("CAST(_x AS VARCHAR)", x=node), target, STRING)
+    otherwise = _try(node, target)
+    if to == "integral":  # a DOUBLE truncates
+        as_double = spark_cast(_sql("TRY_CAST(_x AS DOUBLE)", x=node), target, DOUBLE)
+        otherwise = _sql("CASE WHEN typeof(_x) IN ('DOUBLE', 'FLOAT') THEN _double ELSE _other END",
+                         x=node, double=as_double, other=otherwise)
+    return _sql("CASE WHEN typeof(_x) = 'VARCHAR' THEN _text ELSE _other END", x=node, text=as_text, other=otherwise)
+
+
+def casts_as_spark_does(tree: exp.Expression) -> None:
+    """Spark's ``CAST(x AS t)``, ``t(x)`` (``int(x)``, ``string(x)`` ...) with Spark's results
+    (``spark_cast``); innermost first, so an outer cast knows its argument's type."""
+    for node in reversed(list(tree.find_all(exp.Cast, exp.TryCast))):
+        if not node.meta.get(_TYPED_LITERAL):
+            node.replace(spark_cast(node.this, node.to))
+
+
+# -- result types -------------------------------------------------------------------------------------
+
+def _call_of(aggregate: exp.Expression) -> exp.Expression:
+    """The whole call of an aggregate: with its FILTER and OVER clauses, which come after it."""
+    call = aggregate
+    while isinstance(call.parent, (exp.Filter, exp.Window, exp.IgnoreNulls, exp.RespectNulls)) and call.arg_key == "this":
+        call = call.parent
+    return call
+
+
+def sums_typed_as_spark(tree: exp.Expression) -> None:
+    """Spark's ``sum`` of integers is a BIGINT that wraps on overflow, of DECIMAL(p, s) a DECIMAL(p + 10, s)
+    (NULL on overflow); DuckDB's are HUGEINT and DECIMAL(38, s). A sum whose argument's type is not
+    known here is left for the engine to fix once DuckDB has bound the query (``bound_type``)."""
+    for node in list(tree.find_all(exp.Sum)):
+        argument, result = spark_type(node.this), spark_type(node)
+        if result is None:
+            bound_type()
+            continue
+        call = _call_of(node)
+        if kind(argument) == "integral":
+            call.replace(set_type(_sql("spark_wrap_bigint(_x)", x=call), BIGINT))
+        elif kind(argument) == "decimal":
+            call.replace(set_type(_try(call, result), result))
+
+
+def averages_typed_as_spark(tree: exp.Expression) -> None:
+    """Spark's ``avg`` of DECIMAL(p, s) is a DECIMAL(p + 4, s + 4) (DuckDB's is a DOUBLE); ``sum`` and
+    ``avg`` of strings read them as DOUBLEs (DuckDB cannot sum text)."""
+    for node in list(tree.find_all(exp.Sum, exp.Avg)):
+        argument = spark_type(node.this)
+        if kind(argument) == "string":
+            node.set("this", spark_cast(node.this, DOUBLE, argument))
+        if isinstance(node, exp.Avg) and kind(argument) == "decimal":
+            result = spark_type(node)
+            call = _call_of(node)
+            call.replace(set_type(_try(call, result), result))
+
+
+# -- literals ---------------------------------------------------------------------------------------
+
+_TYPED_LITERAL = "spark_typed_literal"  # meta flag: a cast that stands for a literal already checked
+_SUFFIXES = {T.TINYINT: "Y", T.SMALLINT: "S", T.BIGINT: "L", T.DOUBLE: "D", T.FLOAT: "F"}
+_DOUBLE_RANGE = "[-1.7976931348623157E+308, 1.7976931348623157E+308]"
+_FLOAT_RANGE = "[-3.4028234663852886E+38, 3.4028234663852886E+38]"
+
+
+def literals_as_spark_reads_them(tree: exp.Expression) -> None:
+    """Spark's literals: ``1Y 1S 1L 1D 1F 1BD`` must fit their type (``128Y`` is an error, as in
+    Spark's parser, not a NULL); a whole number beyond BIGINT is a DECIMAL, one beyond 38 digits an
+    error; a number with a point is a DECIMAL of exactly its digits (DuckDB counts ``0.001`` as
+    DECIMAL(4, 3), Spark as DECIMAL(3, 3)); ``date'...'`` and ``timestamp'...'`` must be in one
+    of the forms Spark's casts read; ``interval '1-2' year to month`` and the other spans become
+    DuckDB intervals."""
+    for node in list(tree.find_all(exp.Literal, exp.Interval)):
+        if isinstance(node, exp.Interval):
+            _interval_span(node)
+        elif isinstance(node.parent, (exp.Cast, exp.TryCast)) and node.arg_key == "this":
+            _typed_literal(node.parent)
+        elif not node.is_string:
+            _number_literal(node)
+
+
+def _signed(literal: exp.Literal) -> tuple[exp.Expression, str]:
+    """The literal with its sign (``-5`` is one literal in Spark), and its text."""
+    if isinstance(literal.parent, exp.Neg):
+        return literal.parent, "-" + literal.this
+    return literal, literal.this
+
+
+def _number_literal(literal: exp.Literal) -> None:
+    whole, text = _signed(literal)
+    t = literal_type(whole)
+    if t is None:
+        return
+    if kind(t) == "decimal":
+        digits = text.lstrip("-").replace(".", "")
+        if t.expressions and int(t.expressions[0].this.this) > 38:
+            raise MLSQLError(f"decimal can only support precision up to 38: {text}")
+        if digits.lstrip("0") != digits or "." not in text:  # DuckDB would type it otherwise
+            cast = exp.Cast(this=literal.copy(), to=t)
+            cast.meta[_TYPED_LITERAL] = True
+            literal.replace(set_type(cast, t))
+    elif t == DOUBLE and float(text) in (float("inf"), float("-inf")):
+        raise MLSQLError(f"Numeric literal {text} does not fit in range {_DOUBLE_RANGE} for type double")
+
+
+def _typed_literal(cast: exp.Expression) -> None:
+    literal, to = cast.this, cast.to
+    source = written(literal)
+    if not literal.is_string and source is not None and _SUFFIXES.get(to.this) == source[-1:].upper():
+        negative = isinstance(cast.parent, exp.Neg)  # -128Y is one literal
+        _check_range(("-" if negative else "") + literal.this, to)
+        typed = exp.Cast(this=exp.Neg(this=literal.copy()) if negative else literal.copy(), to=to.copy())
+        typed.meta[_TYPED_LITERAL] = True
+        (cast.parent if negative else cast).replace(set_type(typed, to))
+        return
+    if literal.is_string and not literal.meta and to.this == T.DECIMAL:  # 1.5BD
+        if len(literal.this.replace(".", "").lstrip("-")) > 38:
+            raise MLSQLError(f"decimal can only support precision up to 38: {literal.this}BD")
+        cast.meta[_TYPED_LITERAL] = True
+        cast.replace(set_type(exp.Cast(this=exp.Literal.number(literal.this), to=to.copy()), to))
+        return
+    if literal.is_string and isinstance(cast, exp.Cast) and to.this in (T.DATE, T.TIMESTAMPTZ) \
+            and not text_before(literal).endswith("("):  # date'...', not date('...')
+        import re
+
+        name = "DATE" if to.this == T.DATE else "TIMESTAMP"
+        pattern = DATE_TEXT if to.this == T.DATE else TIMESTAMP_TEXT
+        if re.match(pattern, literal.this.strip(" \t\n\r\x0b\x0c")) is None:
+            raise MLSQLError(f"Cannot parse the {name} value: {literal.this}")
+
+
+def _check_range(text: str, to: exp.DataType) -> None:
+    if to.this in _RANGES:
+        low, high = _RANGES[to.this]
+        if not low <= int(text) <= high:
+            raise MLSQLError(f"Numeric literal {text} does not fit in range [{low}, {high}] for type "
+                             f"{_INTEGRAL_NAMES[to.this]}")
+    elif to.this == T.DOUBLE and abs(float(text)) == float("inf"):
+        raise MLSQLError(f"Numeric literal {text} does not fit in range {_DOUBLE_RANGE} for type double")
+    elif to.this == T.FLOAT and abs(float(text)) > 3.4028234663852886e38:
+        raise MLSQLError(f"Numeric literal {text} does not fit in range {_FLOAT_RANGE} for type float")
+
+
+_SPANS = {  # Spark's interval spans: the text's pattern and each field's (unit, upper bound)
+    ("YEAR", "MONTH"): (r"([+-])?(\d+)-(\d+)", (("YEAR", None), ("MONTH", 11))),
+    ("DAY", "HOUR"): (r"([+-])?(\d+) (\d+)", (("DAY", None), ("HOUR", 23))),
+    ("DAY", "MINUTE"): (r"([+-])?(\d+) (\d+):(\d+)", (("DAY", None), ("HOUR", 23), ("MINUTE", 59))),
+    ("DAY", "SECOND"): (r"([+-])?(\d+) (\d+):(\d+):(\d+(?:\.\d{1,9})?)",
+                        (("DAY", None), ("HOUR", 23), ("MINUTE", 59), ("SECOND", 59.999999999))),
+    ("HOUR", "MINUTE"): (r"([+-])?(\d+):(\d+)", (("HOUR", None), ("MINUTE", 59))),
+    ("HOUR", "SECOND"): (r"([+-])?(\d+):(\d+):(\d+(?:\.\d{1,9})?)", (("HOUR", None), ("MINUTE", 59), ("SECOND", 59.999999999))),
+    ("MINUTE", "SECOND"): (r"([+-])?(\d+):(\d+(?:\.\d{1,9})?)", (("MINUTE", None), ("SECOND", 59.999999999))),
+}
+
+
+def _interval_span(node: exp.Interval) -> None:
+    """``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 2:03:04' DAY TO SECOND`` ...: DuckDB reads no
+    spans, so the fields are summed into one DuckDB interval (months, or days + microseconds)."""
+    import re
+
+    unit = node.args.get("unit")
+    if not isinstance(unit, exp.IntervalSpan) or not isinstance(node.this, exp.Literal):
+        return
+    span = (unit.this.name.upper(), unit.expression.name.upper())
+    if span not in _SPANS:
+        raise MLSQLError(f"Intervals FROM {span[0]} TO {span[1]} are not supported")
+    pattern, fields = _SPANS[span]
+    text = node.this.this.strip()
+    match = re.fullmatch(pattern, text)
+    if match is None:
+        raise MLSQLError(f"Interval string does not match {span[0].lower()}-time format of "
+                         f"`{pattern}` when cast to interval {span[0].lower()} to {span[1].lower()}: {text}")
+    sign = -1 if match.group(1) == "-" else 1
+    values = [float(v) if "." in v else int(v) for v in match.groups()[1:]]
+    for (field, bound), value in zip(fields[1:], values[1:]):
+        if value > bound:
+            raise MLSQLError(f"{field.lower()} {value} outside range [0, {int(bound)}] in interval '{text}'")
+    if span == ("YEAR", "MONTH"):
+        node.replace(exp.Interval(this=exp.Literal.string(str(sign * (values[0] * 12 + values[1]))), unit=exp.var("MONTH")))
+        return
+    seconds = {"DAY": 86400, "HOUR": 3600, "MINUTE": 60, "SECOND": 1}
+    micros = round(sum(v * seconds[f] * 1_000_000 for (f, _), v in zip(fields, values) if f != "DAY"))
+    days = values[0] if fields[0][0] == "DAY" else 0
+    node.replace(exp.Paren(this=exp.Add(
+        this=exp.Interval(this=exp.Literal.string(str(sign * days)), unit=exp.var("DAY")),
+        expression=exp.Interval(this=exp.Literal.string(str(sign * micros)), unit=exp.var("MICROSECOND")))))
+
+
+# -- arithmetic -------------------------------------------------------------------------------------
+
+_WIDER = {T.TINYINT: "BIGINT", T.SMALLINT: "BIGINT", T.INT: "BIGINT", T.BIGINT: "HUGEINT"}
+_OPERATORS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*"}
+
+
+def arithmetic_as_spark_does(tree: exp.Expression) -> None:
+    """Spark's ``+ - * / % div pmod`` (non-ANSI): a string operand is read as a DOUBLE; integers
+    wrap on overflow as Java's do (DuckDB fails the query); ``x % 0``, ``x div 0`` and
+    ``pmod(x, 0)`` are NULL; ``/`` of integers is a DOUBLE; decimal results have Spark's precision
+    and scale (``sql_types.arithmetic_type``), NULL when they overflow; ``pmod`` is never negative
+    for a positive divisor. Innermost first: an outer operation knows its operands' types."""
+    nodes = [n for n in tree.find_all(*ARITHMETIC, exp.Anonymous)
+             if not isinstance(n, exp.Anonymous) or (n.name.lower() == "pmod" and len(n.expressions) == 2)]
+    for node in reversed(nodes):
+        if isinstance(node, exp.Anonymous):
+            left, right = node.expressions
+        else:
+            left, right = node.left, node.right
+        lt, rt = spark_type(left), spark_type(right)
+        if any(kind(t) == "string" for t in (lt, rt)) and all(kind(t) in _NUMERIC for t in (lt, rt)):
+            left, lt = _as_double(left, lt)
+            right, rt = _as_double(right, rt)
+        result = arithmetic_type(node if not isinstance(node, exp.Anonymous) else exp.Mod(this=left, expression=right), lt, rt)
+        node.replace(set_type(_arithmetic(node, left, right, lt, rt, result), result))
+
+
+_NUMERIC = ("integral", "fractional", "decimal", "string", "null")
+
+
+def _as_double(node: exp.Expression, t: exp.DataType | None) -> tuple[exp.Expression, exp.DataType | None]:
+    return (spark_cast(node, DOUBLE, t), DOUBLE) if kind(t) == "string" else (node, t)
+
+
+def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
+    l_, r_ = left.copy(), right.copy()
+    divisor = _sql("NULLIF(_r, 0)", r=r_)
+    if isinstance(node, exp.Anonymous):
+        return _sql("spark_pmod(_l, _r)", l=l_, r=r_) if kind(result) != "decimal" \
+            else _try(_sql("spark_pmod(_l, _r)", l=l_, r=r_), result)
+    if result is None:  # types not known here: DuckDB's arithmetic, but NULL for a zero divisor
+        if isinstance(node, (exp.Mod, exp.IntDiv)):
+            return node.__class__(this=l_, expression=divisor)
+        return node.__class__(this=l_, expression=r_, **{k: v for k, v in node.args.items() if k not in ("this", "expression")})
+    k = kind(result)
+    if isinstance(node, exp.IntDiv):
+        if kind(lt) == "integral" and kind(rt) == "integral":
+            return _sql("CAST(_l AS BIGINT) // _d", l=l_, d=divisor)
+        return _sql("CAST(trunc(CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)) AS BIGINT)", l=l_, r=r_)
+    if isinstance(node, exp.Div):
+        if k == "decimal":
+            return _try(_sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)", l=l_, r=r_), result)
+        return _sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)", l=l_, r=r_)
+    if isinstance(node, exp.Mod):
+        mod = _sql("_l % _d", l=l_, d=divisor)
+        return _try(mod, result) if k == "decimal" else mod
+    operator = _OPERATORS[type(node)]
+    if k == "integral":
+        if all(isinstance(n, exp.Literal) or (isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal)) for n in (left, right)):
+            return node.__class__(this=l_, expression=r_)
+        name = _INTEGRAL_NAMES[result.this]
+        return _sql(f"spark_wrap_{name}(CAST(_l AS {_WIDER[result.this]}) {operator} _r)", l=l_, r=r_)
+    if k == "decimal":
+        return _try(node.__class__(this=l_, expression=r_), result)
+    if k == "fractional" and result.this == T.DOUBLE and T.DOUBLE not in (lt.this, rt.this):
+        return _sql(f"CAST(_l AS DOUBLE) {operator} CAST(_r AS DOUBLE)", l=l_, r=r_)
+    return node.__class__(this=l_, expression=r_)
+
+
+# -- coercions --------------------------------------------------------------------------------------
+
+COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ)
+
+
+def comparisons_as_spark_does(tree: exp.Expression) -> None:
+    """Spark compares a string with a number, date, timestamp, boolean or binary by casting the
+    string to that type (a decimal and a string both as DOUBLEs): ``i = ''`` is NULL, ``d > '2020-1-1'``
+    a date comparison, ``s = 1`` true for ``' 1'`` (``findCommonTypeForBinaryComparison``). With both
+    types known the SQL stays a plain comparison DuckDB can push down, the literal side cast once."""
+    for node in list(tree.find_all(*COMPARISONS)):
+        left, right = node.this, node.expression
+        lt, rt = spark_type(left), spark_type(right)
+        kinds = (kind(lt), kind(rt))
+        if None in kinds or "string" not in kinds or kinds == ("string", "string"):
+            continue
+        other = rt if kinds[0] == "string" else lt
+        if kind(other) == "decimal":
+            node.set("this", spark_cast(left, DOUBLE, lt))
+            node.set("expression", spark_cast(right, DOUBLE, rt))
+        elif kind(other) in ("integral", "fractional", "boolean", "date", "timestamp", "binary"):
+            side = "this" if kinds[0] == "string" else "expression"
+            node.set(side, spark_cast(node.args[side], other, STRING))
+
+
+def in_lists_as_spark_does(tree: exp.Expression) -> None:
+    """Spark's ``x IN (a, b, ...)`` with values of different types casts them all to their wider
+    type (``InConversion``): ``1 IN ('1', 2)`` compares strings."""
+    for node in list(tree.find_all(exp.In)):
+        values = [node.this, *node.expressions]
+        if not node.expressions or node.args.get("query"):
+            continue
+        types = [spark_type(v) for v in values]
+        if any(t is None for t in types) or all(t == types[0] for t in types):
+            continue
+        wider = types[0]
+        for t in sorted(types[1:], key=lambda t: kind(t) != "string"):  # strings first, as Spark's fold
+            wider = wider_type(wider, t)
+        if wider is None:
+            continue
+        node.set("this", spark_cast(node.this, wider, types[0]))
+        node.set("expressions", [spark_cast(v, wider, t) for v, t in zip(node.expressions, types[1:])])
+
+
+def unions_widen_as_spark_does(tree: exp.Expression) -> None:
+    """Spark's ``UNION`` (``INTERSECT``, ``EXCEPT``) of columns of different types casts each to the
+    wider type (``WidenSetOperationTypes``): ``select 1 union all select 'a'`` is a STRING column;
+    types with none wider are an error, as in Spark."""
+    for node in list(tree.find_all(exp.SetOperation)):
+        if isinstance(node.parent, exp.SetOperation):
+            continue  # the outermost does all branches
+        branches = _branches(node)
+        if branches is None or len({len(b.expressions) for b in branches}) != 1:
+            continue
+        columns = list(zip(*(b.expressions for b in branches)))
+        for position, projections in enumerate(columns):
+            types = [spark_type(p) for p in projections]
+            if any(t is None for t in types) or all(t == types[0] for t in types):
+                continue
+            wider = types[0]
+            for t in types[1:]:
+                wider = wider_type(wider, t) if wider is not None else None
+            if wider is None:
+                names = ", ".join(spark_name(t) for t in types)
+                raise MLSQLError(f"UNION can only be performed on columns of compatible types: column {position + 1} is {names}")
+            for projection, t in zip(projections, types):
+                if t != wider:
+                    name = projection.alias_or_name if isinstance(projection, (exp.Alias, exp.Column)) else projection.sql("duckdb")
+                    value = projection.this if isinstance(projection, exp.Alias) else projection
+                    projection.replace(exp.alias_(spark_cast(value, wider, t), name, quoted=True))
+
+
+def _branches(node: exp.Expression) -> list[exp.Select] | None:
+    if isinstance(node, exp.SetOperation):
+        left, right = _branches(node.this), _branches(node.expression)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, exp.Subquery):
+        return _branches(node.this)
+    if isinstance(node, exp.Select) and not any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and p.is_star)
+                                                for p in node.expressions):
+        return [node]
+    return None
+
+
+_DATETIME_FUNCTIONS = (exp.Year, exp.Month, exp.Day, exp.Quarter, exp.DayOfWeek, exp.DayOfMonth, exp.DayOfYear,
+                       exp.WeekOfYear, exp.Hour, exp.Minute, exp.Second, exp.LastDay, exp.DateTrunc, exp.Extract,
+                       exp.TsOrDsToDate, exp.DateDiff)
+
+
+def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
+    """A string where Spark's date/time functions and ``extract`` want a date or timestamp is
+    cast as Spark casts it (``year('2020-1-5')`` is 2020, ``hour('x')`` NULL; DuckDB fails the
+    query); a string plus or minus an interval is a timestamp."""
+    for node in list(tree.find_all(*_DATETIME_FUNCTIONS, exp.Add, exp.Sub)):
+        if isinstance(node, (exp.Add, exp.Sub)):
+            if isinstance(node.expression, exp.Interval) and kind(spark_type(node.this)) == "string":
+                node.set("this", spark_cast(node.this, exp.DataType(this=T.TIMESTAMPTZ), STRING))
+            continue
+        wants = exp.DataType.build("DATE") if isinstance(node, (exp.TsOrDsToDate, exp.DateDiff, exp.LastDay)) \
+            or isinstance(node.this, exp.TsOrDsToDate) else exp.DataType(this=T.TIMESTAMPTZ)
+        for key in ("this", "expression"):
+            argument = node.args.get(key)
+            if isinstance(argument, exp.Expression) and not isinstance(argument, exp.Var) \
+                    and kind(spark_type(argument)) == "string":
+                node.set(key, spark_cast(argument, wants, STRING))
+
+
+TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    literals_as_spark_reads_them, casts_as_spark_does, datetime_strings_as_spark_reads_them,
+    arithmetic_as_spark_does, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
+    in_lists_as_spark_does, unions_widen_as_spark_does,
+)
