@@ -426,10 +426,8 @@ class Session:
     def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
-        translation = translate(spark_sql, line, col)  # without schemas: the parser's check, cached
-        schemas = self.catalog.schemas(translation.tables)
-        if schemas:
-            translation = translate(spark_sql, line, col, schemas)
+        tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
+        translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
         sql, tables, calls = translation.sql, translation.tables, translation.calls
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):

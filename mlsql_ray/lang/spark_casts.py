@@ -52,7 +52,7 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         WHEN t = '-Infinity' OR lower(t) IN ('-inf', '-infinity') THEN CAST('-Infinity' AS DOUBLE) END""",
     "spark_str_to_double": """(s) AS spark_text_to_double(spark_trim_all(s))""",
     # Java's (float) of a double: out of range is an infinity, not an error
-    "spark_double_to_float": """(d) AS CASE WHEN d > 3.4028235677973366e38 THEN CAST('Infinity' AS FLOAT)
+    "spark_double_to_float": """(d) AS CASE WHEN isnan(d) THEN CAST('NaN' AS FLOAT) WHEN d > 3.4028235677973366e38 THEN CAST('Infinity' AS FLOAT)
         WHEN d < -3.4028235677973366e38 THEN CAST('-Infinity' AS FLOAT) ELSE CAST(d AS FLOAT) END""",
     # the text of a java.math.BigDecimal, or NULL (Decimal.fromString); TRY_CAST then rounds HALF_UP
     "spark_decimal_text": f"""(s) AS CASE WHEN regexp_full_match(trim(s), {_NUMBER}) THEN trim(s) END""",
@@ -76,17 +76,18 @@ MACROS: dict[str, str] = {  # each after the macros it calls
             || '.' || rpad(left(p.f || p.tf, 6), 6, '0') || CASE WHEN p.z = 'Z' THEN '+00:00' ELSE p.z END AS TIMESTAMPTZ) END""",
     "spark_str_to_timestamp": f"""(s) AS spark_timestamp_of(regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
         ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z']))""",
-    # Java's narrowing of integers: the low bits, as two's complement
-    "spark_wrap_tinyint": "(x) AS CAST(((x + 128) % 256 + 256) % 256 - 128 AS TINYINT)",
-    "spark_wrap_smallint": "(x) AS CAST(((x + 32768) % 65536 + 65536) % 65536 - 32768 AS SMALLINT)",
-    "spark_wrap_int": "(x) AS CAST(((x + 2147483648) % 4294967296 + 4294967296) % 4294967296 - 2147483648 AS INTEGER)",
-    "spark_wrap_bigint": """(x) AS CAST(((CAST(x AS HUGEINT) + 9223372036854775808) % 18446744073709551616
-        + 18446744073709551616) % 18446744073709551616 - 9223372036854775808 AS BIGINT)""",
+    # Java's narrowing of integers: the low bits, as two's complement (the remainder first, so that
+    # nothing on the way overflows the argument's own type)
+    "spark_wrap_tinyint": "(x) AS CAST((x % 256 + 384) % 256 - 128 AS TINYINT)",
+    "spark_wrap_smallint": "(x) AS CAST((x % 65536 + 98304) % 65536 - 32768 AS SMALLINT)",
+    "spark_wrap_int": "(x) AS CAST((x % 4294967296 + 6442450944) % 4294967296 - 2147483648 AS INTEGER)",
+    "spark_wrap_bigint": """(x) AS CAST((CAST(x AS HUGEINT) % 18446744073709551616 + 27670116110564327424)
+        % 18446744073709551616 - 9223372036854775808 AS BIGINT)""",
     # Java's (int)/(long) of a double: toward zero, NaN is 0, beyond the range the nearest end
-    "spark_double_to_int": """(d) AS CAST(CASE WHEN isnan(d) THEN 0 WHEN d >= 2147483647 THEN 2147483647
-        WHEN d <= -2147483648 THEN -2147483648 ELSE trunc(d) END AS INTEGER)""",
-    "spark_double_to_bigint": """(d) AS CAST(CASE WHEN isnan(d) THEN 0 WHEN d >= 9223372036854775807 THEN 9223372036854775807
-        WHEN d <= -9223372036854775808 THEN -9223372036854775808 ELSE trunc(d) END AS BIGINT)""",
+    "spark_double_to_int": """(d) AS CAST(CASE WHEN isnan(CAST(d AS DOUBLE)) THEN 0 WHEN CAST(d AS DOUBLE) >= 2147483647 THEN 2147483647
+        WHEN CAST(d AS DOUBLE) <= -2147483648 THEN -2147483648 ELSE CAST(trunc(CAST(d AS DOUBLE)) AS BIGINT) END AS INTEGER)""",
+    "spark_double_to_bigint": """(d) AS CASE WHEN isnan(CAST(d AS DOUBLE)) THEN 0 WHEN CAST(d AS DOUBLE) >= 9223372036854775807 THEN 9223372036854775807
+        WHEN CAST(d AS DOUBLE) <= -9223372036854775808 THEN -9223372036854775808 ELSE CAST(trunc(CAST(d AS DOUBLE)) AS BIGINT) END""",
     # Java's Double.toString / Float.toString, from the shortest digits that read back (DuckDB's own
     # text of the number: '1.5e+20', '0.00123', '1234.0'): its significant digits and power of ten,
     # then plain from 10^-3 to 10^7, else d.dddE±n
@@ -320,10 +321,25 @@ def _cast_of_unknown(node: exp.Expression, target: exp.DataType) -> exp.Expressi
     return _sql("CASE WHEN typeof(_x) = 'VARCHAR' THEN _text ELSE _other END", x=node, text=as_text, other=otherwise)
 
 
+def innermost_first(tree: exp.Expression, *types: type) -> list[exp.Expression]:
+    """The nodes of those types, each after the nodes inside it and left to right (the order Spark
+    meets them in: an outer rewrite knows its arguments' types, and an error names the first)."""
+    found, stack = [], [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            if isinstance(node, types):
+                found.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(list(node.iter_expressions())))
+    return found
+
+
 def casts_as_spark_does(tree: exp.Expression) -> None:
     """Spark's ``CAST(x AS t)``, ``t(x)`` (``int(x)``, ``string(x)`` ...) with Spark's results
-    (``spark_cast``); innermost first, so an outer cast knows its argument's type."""
-    for node in reversed(list(tree.find_all(exp.Cast, exp.TryCast))):
+    (``spark_cast``), innermost first."""
+    for node in innermost_first(tree, exp.Cast, exp.TryCast):
         if not node.meta.get(_TYPED_LITERAL):
             node.replace(spark_cast(node.this, node.to))
 
@@ -510,9 +526,9 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
     ``pmod(x, 0)`` are NULL; ``/`` of integers is a DOUBLE; decimal results have Spark's precision
     and scale (``sql_types.arithmetic_type``), NULL when they overflow; ``pmod`` is never negative
     for a positive divisor. Innermost first: an outer operation knows its operands' types."""
-    nodes = [n for n in tree.find_all(*ARITHMETIC, exp.Anonymous)
+    nodes = [n for n in innermost_first(tree, *ARITHMETIC, exp.Anonymous)
              if not isinstance(n, exp.Anonymous) or (n.name.lower() == "pmod" and len(n.expressions) == 2)]
-    for node in reversed(nodes):
+    for node in nodes:
         if isinstance(node, exp.Anonymous):
             left, right = node.expressions
         else:

@@ -360,6 +360,8 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         return BOOLEAN
     if isinstance(node, exp.Null):
         return exp.DataType(this=T.NULL)
+    if isinstance(node, exp.HexString):
+        return build("BINARY")
     if isinstance(node, (exp.Paren, exp.Alias, exp.Neg)):
         return spark_type(node.this)
     if isinstance(node, ARITHMETIC):
