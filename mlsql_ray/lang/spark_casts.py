@@ -21,8 +21,9 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .sql_types import (ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, arithmetic_type, bound_type, cast_target,
-                        kind, literal_type, set_type, spark_type, text_before, wider_type, written)
+from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, arithmetic_type, bound_type, cast_target, kind
+from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
+from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 
 T = exp.DataType.Type
 
@@ -156,8 +157,8 @@ def spark_cast(node: exp.Expression, target: exp.DataType, source: exp.DataType 
         result = _try(node, target)
     elif of is None:
         result = _cast_of_unknown(node, target)
-    elif source == target:
-        result = node.copy()
+    elif source == target:  # still a cast: CAST(2 AS INT) is no literal to decimal arithmetic
+        result = _plain(node, target) if isinstance(node, (exp.Literal, exp.Neg)) else node.copy()
     elif of == "null" or (of == to and to in ("string", "boolean", "binary", "date")):
         result = _plain(node, target)
     else:
@@ -385,7 +386,6 @@ def averages_typed_as_spark(tree: exp.Expression) -> None:
 
 # -- literals ---------------------------------------------------------------------------------------
 
-_TYPED_LITERAL = "spark_typed_literal"  # meta flag: a cast that stands for a literal already checked
 _SUFFIXES = {T.TINYINT: "Y", T.SMALLINT: "S", T.BIGINT: "L", T.DOUBLE: "D", T.FLOAT: "F"}
 _DOUBLE_RANGE = "[-1.7976931348623157E+308, 1.7976931348623157E+308]"
 _FLOAT_RANGE = "[-3.4028234663852886E+38, 3.4028234663852886E+38]"
@@ -444,17 +444,38 @@ def _typed_literal(cast: exp.Expression) -> None:
     if literal.is_string and not literal.meta and to.this == T.DECIMAL:  # 1.5BD
         if len(literal.this.replace(".", "").lstrip("-")) > 38:
             raise MLSQLError(f"decimal can only support precision up to 38: {literal.this}BD")
-        cast.meta[_TYPED_LITERAL] = True
-        cast.replace(set_type(exp.Cast(this=exp.Literal.number(literal.this), to=to.copy()), to))
+        typed = exp.Cast(this=exp.Literal.number(literal.this), to=to.copy())
+        typed.meta[_TYPED_LITERAL] = True
+        cast.replace(set_type(typed, to))
         return
     if literal.is_string and isinstance(cast, exp.Cast) and to.this in (T.DATE, T.TIMESTAMPTZ) \
             and not text_before(literal).endswith("("):  # date'...', not date('...')
-        import re
-
         name = "DATE" if to.this == T.DATE else "TIMESTAMP"
-        pattern = DATE_TEXT if to.this == T.DATE else TIMESTAMP_TEXT
-        if re.match(pattern, literal.this.strip(" \t\n\r\x0b\x0c")) is None:
+        if not _valid_datetime(literal.this, to.this == T.DATE):
             raise MLSQLError(f"Cannot parse the {name} value: {literal.this}")
+
+
+def _valid_datetime(text: str, date: bool) -> bool:
+    """Whether Spark's cast reads ``text`` as a date (or timestamp): one of its forms (the macros'
+    patterns), with a real day and time of day."""
+    import datetime as dt
+    import re
+
+    match = re.match(DATE_TEXT if date else TIMESTAMP_TEXT, text.strip("".join(map(chr, range(33))) + "\x7f"))
+    if match is None:
+        return False
+    if date:
+        year, month, day, hour, minute, second = match.group(2), match.group(3), match.group(4), None, None, None
+    else:
+        year, month, day, hour, minute, second = match.group(1, 2, 3, 4, 5, 6)
+        hour, minute, second = hour or match.group(8), minute or match.group(9), second or match.group(10)
+    try:
+        if year is not None:
+            dt.date(min(abs(int(year)), 9999) or 1, int(month or 1), int(day or 1))
+        dt.time(int(hour or 0), int(minute or 0), int(second or 0))
+    except ValueError:
+        return False
+    return True
 
 
 def _check_range(text: str, to: exp.DataType) -> None:
@@ -560,6 +581,9 @@ def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
         return node.__class__(this=l_, expression=r_, **{k: v for k, v in node.args.items() if k not in ("this", "expression")})
     k = kind(result)
     if isinstance(node, exp.IntDiv):
+        if not {kind(lt), kind(rt)} <= {"integral", "decimal", "null"}:
+            raise MLSQLError(f"cannot resolve {left.sql('spark')} div {right.sql('spark')}: data type mismatch "
+                             f"(div takes integers and decimals, not {spark_name(lt)} and {spark_name(rt)})")
         if kind(lt) == "integral" and kind(rt) == "integral":
             return _sql("CAST(_l AS BIGINT) // _d", l=l_, d=divisor)
         return _sql("CAST(trunc(CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)) AS BIGINT)", l=l_, r=r_)
@@ -572,15 +596,36 @@ def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
         return _try(mod, result) if k == "decimal" else mod
     operator = _OPERATORS[type(node)]
     if k == "integral":
-        if all(isinstance(n, exp.Literal) or (isinstance(n, exp.Neg) and isinstance(n.this, exp.Literal)) for n in (left, right)):
-            return node.__class__(this=l_, expression=r_)
         name = _INTEGRAL_NAMES[result.this]
         return _sql(f"spark_wrap_{name}(CAST(_l AS {_WIDER[result.this]}) {operator} _r)", l=l_, r=r_)
     if k == "decimal":
-        return _try(node.__class__(this=l_, expression=r_), result)
+        (p1, s1), (p2, s2) = precision_scale(lt), precision_scale(rt)
+        if isinstance(node, exp.Mul) and p1 + p2 > 38:
+            return _decimal_product(l_, r_, (p1, s1), (p2, s2), result)
+        exact = _try(node.__class__(this=l_, expression=r_), result)
+        # DuckDB fails where a sum needs a 39th digit; Spark's result is then NULL
+        return _sql("TRY(_x)", x=exact) if max(p1 - s1, p2 - s2) + max(s1, s2) + 1 > 38 else exact
     if k == "fractional" and result.this == T.DOUBLE and T.DOUBLE not in (lt.this, rt.this):
         return _sql(f"CAST(_l AS DOUBLE) {operator} CAST(_r AS DOUBLE)", l=l_, r=r_)
     return node.__class__(this=l_, expression=r_)
+
+
+def _decimal_product(left, right, first: tuple[int, int], second: tuple[int, int], result: exp.DataType) -> exp.Expression:
+    """A product of decimals of more than 38 digits together. DuckDB's product keeps both scales
+    (DECIMAL(38, s1 + s2)) and fails when the value needs more integral digits than that leaves,
+    where Spark multiplies exactly and rounds to the adjusted scale. So each factor is split into its
+    integral and fractional parts and the four partial products, each within 38 digits, are added
+    at the result's scale and a few more digits."""
+    (p1, s1), (p2, s2) = first, second
+    scale = precision_scale(result)[1]
+    guard = max(scale, min(scale + 3, 38 - (p1 - s1) - (p2 - s2)))
+    whole = "CAST(trunc({x}) AS DECIMAL(38, 0))"
+    part = "CAST({x} - trunc({x}) AS DECIMAL({p}, {s}))"
+    a_int, a_frac = whole.format(x="_a"), part.format(x="_a", p=s1 + 1, s=s1)
+    b_int, b_frac = whole.format(x="_b"), part.format(x="_b", p=s2 + 1, s=s2)
+    terms = [f"CAST({x} * {y} AS DECIMAL(38, {guard}))" for x, y in
+             ((a_int, b_int), (a_int, b_frac), (a_frac, b_int), (a_frac, b_frac))]
+    return _try(_sql("TRY(" + " + ".join(terms) + ")", a=left, b=right), result)
 
 
 # -- coercions --------------------------------------------------------------------------------------

@@ -127,9 +127,15 @@ def _adjusted(precision: int, scale: int) -> exp.DataType:
     return decimal(MAX_PRECISION, max(MAX_PRECISION - integral_digits, min(scale, 6)))
 
 
+TYPED_LITERAL = "spark_typed_literal"
+"""Meta flag of the cast a suffixed literal (``2L``, ``1Y``) became: still a literal to Spark."""
+
+
 def _decimal_operand(node: exp.Expression, t: exp.DataType) -> tuple[int, int]:
-    """An operand of decimal arithmetic: an integer literal counts with its own digits (Spark's
-    ``DecimalType.fromLiteral``), other integral values as their type's widest decimal."""
+    """An operand of decimal arithmetic: an integer literal (``2``, ``2L``) counts with its own digits
+    (Spark's ``DecimalType.fromLiteral``), other integral values as their type's widest decimal."""
+    if isinstance(node, (exp.Cast, exp.TryCast)) and node.meta.get(TYPED_LITERAL):
+        node = node.this
     if t.this in INTEGRAL and literal_type(node) is not None:
         inner = node.this if isinstance(node, exp.Neg) else node
         return len(inner.this.lstrip("0") or "0"), 0
