@@ -153,7 +153,9 @@ def spark_cast(node: exp.Expression, target: exp.DataType, source: exp.DataType 
     target = cast_target(target)
     source = source or spark_type(node)
     to, of = kind(target), kind(source)
-    if to not in _CONVERTERS:  # arrays, maps, structs, intervals: DuckDB's TRY_CAST
+    if to == "string" and source is not None and source.this in (T.ARRAY, T.MAP, T.STRUCT):
+        result = _nested_to_string(node, source)
+    elif to not in _CONVERTERS:  # arrays, maps, structs, intervals: DuckDB's TRY_CAST
         result = _try(node, target)
     elif of is None:
         result = _cast_of_unknown(node, target)
@@ -250,6 +252,26 @@ def _to_string(node, target, source):
     if of == "binary":
         return _sql("decode(_x)", x=node)
     return _plain(node, exp.DataType.build("VARCHAR"))
+
+
+def _nested_to_string(node: exp.Expression, source: exp.DataType) -> exp.Expression:
+    """Spark's text of an array (``[1, null]``), a map (``{a -> 1}``) and a struct (``{1, x}``): each
+    element cast to a string as Spark casts it, ``null`` for NULL."""
+    def element(value: exp.Expression, t: exp.DataType) -> exp.Expression:
+        return _sql("coalesce(_v, 'null')", v=spark_cast(value, STRING, t))
+
+    if source.this == T.ARRAY:
+        item = element(exp.column("spark_e"), source.expressions[0])
+        return _sql("'[' || array_to_string(list_transform(_x, lambda spark_e: _item), ', ') || ']'", x=node, item=item)
+    if source.this == T.MAP:
+        key, value = source.expressions
+        entry = _sql("_k || ' -> ' || _v", k=element(_sql("spark_e.key"), key), v=element(_sql("spark_e.value"), value))
+        return _sql("'{' || array_to_string(list_transform(map_entries(_x), lambda spark_e: _entry), ', ') || '}'",
+                    x=node, entry=entry)
+    fields = [element(_sql("struct_extract(_x, _name)", x=node, name=exp.Literal.string(f.name)), f.args["kind"])
+              for f in source.expressions]
+    return _sql("'{' || " + " || ', ' || ".join(f"_f{i}" for i in range(len(fields))) + " || '}'",
+                **{f"f{i}": f for i, f in enumerate(fields)}) if fields else exp.Literal.string("{}")
 
 
 def _to_boolean(node, target, source):
@@ -692,7 +714,8 @@ def unions_widen_as_spark_does(tree: exp.Expression) -> None:
                 wider = wider_type(wider, t) if wider is not None else None
             if wider is None:
                 names = ", ".join(spark_name(t) for t in types)
-                raise MLSQLError(f"UNION can only be performed on columns of compatible types: column {position + 1} is {names}")
+                raise MLSQLError(f"Union can only be performed on tables with the compatible column types: "
+                                 f"column {position + 1} is {names}")
             for projection, t in zip(projections, types):
                 if t != wider:
                     name = projection.alias_or_name if isinstance(projection, (exp.Alias, exp.Column)) else projection.sql("duckdb")
@@ -715,24 +738,42 @@ def _branches(node: exp.Expression) -> list[exp.Select] | None:
 _DATETIME_FUNCTIONS = (exp.Year, exp.Month, exp.Day, exp.Quarter, exp.DayOfWeek, exp.DayOfMonth, exp.DayOfYear,
                        exp.WeekOfYear, exp.Hour, exp.Minute, exp.Second, exp.LastDay, exp.DateTrunc, exp.Extract,
                        exp.TsOrDsToDate, exp.DateDiff)
+_TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "H", "M", "S", "HOURS", "MINUTES", "SECONDS", "MIN", "MINS", "SEC", "SECS")
 
 
 def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
-    """A string where Spark's date/time functions and ``extract`` want a date or timestamp is
-    cast as Spark casts it (``year('2020-1-5')`` is 2020, ``hour('x')`` NULL; DuckDB fails the
-    query); a string plus or minus an interval is a timestamp."""
-    for node in list(tree.find_all(*_DATETIME_FUNCTIONS, exp.Add, exp.Sub)):
+    """A string where Spark's date/time functions, ``extract`` and ``date_part`` want a date or a
+    timestamp is cast as Spark casts it (``year('2020-1-5')`` is 2020, ``hour('x')`` NULL; DuckDB
+    fails the query); a string plus or minus an interval is read as a timestamp and the result is a
+    string again, as in Spark."""
+    for node in list(tree.find_all(*_DATETIME_FUNCTIONS, exp.Add, exp.Sub, exp.Anonymous)):
         if isinstance(node, (exp.Add, exp.Sub)):
             if isinstance(node.expression, exp.Interval) and kind(spark_type(node.this)) == "string":
                 node.set("this", spark_cast(node.this, exp.DataType(this=T.TIMESTAMPTZ), STRING))
+                node.replace(spark_cast(node.copy(), STRING, exp.DataType(this=T.TIMESTAMPTZ)))
             continue
-        wants = exp.DataType.build("DATE") if isinstance(node, (exp.TsOrDsToDate, exp.DateDiff, exp.LastDay)) \
-            or isinstance(node.this, exp.TsOrDsToDate) else exp.DataType(this=T.TIMESTAMPTZ)
-        for key in ("this", "expression"):
-            argument = node.args.get(key)
+        if isinstance(node, exp.Anonymous):
+            if node.name.lower() not in ("date_part", "datepart") or len(node.expressions) != 2:
+                continue
+            field, key = node.expressions[0].name, None
+        else:
+            field = node.this.name if isinstance(node, exp.Extract) else None
+            key = "expression" if isinstance(node, exp.Extract) else None
+        if field is not None:  # extract/date_part: a date for date fields, a local timestamp for time fields
+            wants = exp.DataType(this=T.TIMESTAMPNTZ) if field.upper() in _TIME_FIELDS else exp.DataType.build("DATE")
+        elif isinstance(node, (exp.TsOrDsToDate, exp.DateDiff, exp.LastDay)) or isinstance(node.this, exp.TsOrDsToDate):
+            wants = exp.DataType.build("DATE")
+        else:
+            wants = exp.DataType(this=T.TIMESTAMPNTZ)
+        if isinstance(node, exp.Anonymous):
+            if kind(spark_type(node.expressions[1])) == "string":
+                node.set("expressions", [node.expressions[0], spark_cast(node.expressions[1], wants, STRING)])
+            continue
+        for arg in ((key,) if key else ("this", "expression")):
+            argument = node.args.get(arg)
             if isinstance(argument, exp.Expression) and not isinstance(argument, exp.Var) \
                     and kind(spark_type(argument)) == "string":
-                node.set(key, spark_cast(argument, wants, STRING))
+                node.set(arg, spark_cast(argument, wants, STRING))
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (

@@ -275,7 +275,7 @@ class _Typing:
             schema = _mapping_schema(self.schemas)
             qualified = qualify(copy, schema=schema, dialect="spark", validate_qualify_columns=False,
                                 quote_identifiers=False, identify=False)
-            annotate_types(qualified, schema=schema, expression_metadata=_spark_metadata(), overwrite_types=False)
+            annotate_types(qualified, schema=schema, expression_metadata=_spark_metadata())
         except Exception:  # noqa: BLE001 - a query sqlglot cannot qualify stays untyped: its rewrites keep run-time guards
             return
         for original, twin in pairs:
@@ -437,7 +437,7 @@ def _mapping_schema(schemas: Schemas):
 @lru_cache(maxsize=1)
 def _spark_metadata() -> dict:
     """sqlglot's Spark typing, with Spark's own rules where sqlglot's differ (decimal literals,
-    decimal arithmetic, ``sum``/``avg``, casts to ``DECIMAL``)."""
+    decimal arithmetic, ``sum``/``avg``, casts to ``DECIMAL``), and the types rewrites gave their macro calls."""
     metadata = dict(Dialect.get_or_raise("spark").EXPRESSION_METADATA)
 
     def by_rule(rule):
@@ -453,4 +453,5 @@ def _spark_metadata() -> dict:
     metadata[exp.Neg] = by_rule(lambda node: literal_type(node) if isinstance(node.this, exp.Literal) else _known(node.this.type))
     for cls in (exp.Cast, exp.TryCast):
         metadata[cls] = by_rule(lambda node: cast_target(node.to))
+    metadata[exp.Anonymous] = by_rule(lambda node: _known(node.type))  # a rewrite's macro call keeps the type it was given
     return metadata
