@@ -94,3 +94,12 @@ def test_a_bad_literal_stops_the_script_before_anything_runs(session):
     with pytest.raises(MLSQLError, match="does not fit in range"):
         session.execute("select 1 as a as first;\nselect 128Y as b as second;")
     assert "first" not in session.catalog
+
+
+def test_a_udf_result_whose_type_only_duckdb_knows_is_cast_as_spark_does(session):
+    """A Python UDF's result has no type at translation: the SQL decides by ``typeof`` when DuckDB
+    binds it, and text still takes Spark's reading (``' 1.7'`` is 1 as an int, not DuckDB's 2)."""
+    session.execute("""register ScriptUDF.`` as f where lang="python" and dataType="string" and code='''def apply(self, x):
+    return " " + str(x) + ".7"''';""")
+    session.execute("select cast(f(id) as int) as n, f(id) = 1 as one, f(id) = 2 as two from range(1, 3) as t;")
+    assert session.table("t").to_pylist() == [{"n": 1, "one": True, "two": False}, {"n": 2, "one": False, "two": True}]

@@ -151,7 +151,7 @@ def text_compared_with_a_number(tree: exp.Expression) -> None:
     """The other way round: Spark compares a string with an integer literal as that integer type
     (INT, or BIGINT when it does not fit), so ``s = 1`` is NULL where ``s`` is ``'x'``; DuckDB casts
     the column and fails the query on the first value that is no number. The comparison becomes
-    ``CASE WHEN typeof(x) = 'VARCHAR' THEN TRY_CAST(x AS INT) op n ELSE x op n END``; DuckDB folds
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN <x read as Spark reads an INT> op n ELSE x op n END``; DuckDB folds
     the ``typeof`` test when it binds, so a filter on a number column still reaches the scan as
     ``x op n``. (Decimal literals are left alone: DuckDB cannot bind a text column against one in
     the other branch, so ``s > 1.5`` still fails as before.) Only where a side's type is not known
@@ -167,7 +167,8 @@ def text_compared_with_a_number(tree: exp.Expression) -> None:
         else:
             continue
         digits = number.this.this if isinstance(number, exp.Neg) else number.this
-        as_number = exp.TryCast(this=other.copy(), to=exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"))
+        as_number = spark_casts.spark_cast(_cast(other.copy(), "VARCHAR"), exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"),
+                                           exp.DataType.build("VARCHAR"))
         pair = (number.copy(), as_number) if swap else (as_number, number.copy())
         is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
         node.replace(exp.Case(ifs=[exp.If(this=is_text, true=node.__class__(this=pair[0], expression=pair[1]))],

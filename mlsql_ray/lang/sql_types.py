@@ -368,6 +368,8 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         return exp.DataType(this=T.NULL)
     if isinstance(node, exp.HexString):
         return build("BINARY")
+    if isinstance(node, exp.Typeof) or (isinstance(node, exp.Anonymous) and node.name.lower() == "typeof"):
+        return STRING
     if isinstance(node, (exp.Paren, exp.Alias, exp.Neg)):
         return spark_type(node.this)
     if isinstance(node, ARITHMETIC):
@@ -380,6 +382,10 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         return BIGINT
     if isinstance(node, exp.Column):
         return _column_type(node)
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:  # an array's element, a map's value
+        container = spark_type(node.this)
+        if container is not None and container.this in (T.ARRAY, T.MAP) and container.expressions:
+            return container.expressions[-1]
     return None
 
 
@@ -400,11 +406,19 @@ def _column_type(column: exp.Column) -> exp.DataType | None:
     name, qualifier = column.name.lower(), column.table.lower()
     if qualifier:
         sources = [s for s in sources if s.alias_or_name.lower() == qualifier]
-    elif any(p.alias.lower() == name for p in select.expressions if isinstance(p, exp.Alias)):
-        return None  # GROUP BY / ORDER BY may mean the alias
+    elif _clause_of(column, select) in ("group", "order", "having") and \
+            any(p.alias.lower() == name for p in select.expressions if isinstance(p, exp.Alias)):
+        return None  # GROUP BY, ORDER BY and HAVING may mean the alias
     found = [typing.tables[s.name.lower()].get(name) for s in sources]
     found = [t for t in found if t is not None]
     return found[0] if len(found) == 1 else None
+
+
+def _clause_of(node: exp.Expression, select: exp.Select) -> str:
+    """Which part of ``select`` (``expressions``, ``where``, ``group``, ``order``...) holds ``node``."""
+    while node.parent is not select:
+        node = node.parent
+    return node.arg_key
 
 
 def _plain_table(source: exp.Expression, typing: _Typing) -> bool:
