@@ -14,6 +14,8 @@ decides by ``typeof`` when DuckDB binds it (folded then: no per-row cost).
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -243,15 +245,17 @@ def _to_decimal(node, target, source):
     return _try(node, target)
 
 
-def _to_string(node, target, source):
-    of = kind(source)
-    if of == "fractional":
-        return _sql("spark_real_to_string(_x, CAST(_x AS VARCHAR))", x=node)
-    if of == "timestamp":
-        return _sql("spark_timestamp_to_string(_x)", x=node)
-    if of == "binary":
-        return _sql("decode(_x)", x=node)
-    return _plain(node, exp.DataType.build("VARCHAR"))
+def _by_template(templates: dict[str, str | None], otherwise: str) -> Callable:
+    """A converter that writes the DuckDB template of the source's family (``_x`` the value; None:
+    a NULL of the target type)."""
+    def convert(node, target, source):
+        template = templates.get(kind(source), otherwise)
+        return _null(node, target) if template is None else _sql(template, x=node)
+    return convert
+
+
+_to_string = _by_template({"fractional": "spark_real_to_string(_x, CAST(_x AS VARCHAR))",
+                           "timestamp": "spark_timestamp_to_string(_x)", "binary": "decode(_x)"}, "CAST(_x AS VARCHAR)")
 
 
 def _nested_to_string(node: exp.Expression, source: exp.DataType) -> exp.Expression:
@@ -274,17 +278,8 @@ def _nested_to_string(node: exp.Expression, source: exp.DataType) -> exp.Express
                 **{f"f{i}": f for i, f in enumerate(fields)}) if fields else exp.Literal.string("{}")
 
 
-def _to_boolean(node, target, source):
-    """A string as ``StringUtils.isTrueString``/``isFalseString``; a number or timestamp: not zero;
-    a date NULL."""
-    of = kind(source)
-    if of == "string":
-        return _sql("spark_str_to_boolean(_x)", x=node)
-    if of == "timestamp":
-        return _sql("epoch_us(_x) <> 0", x=node)
-    if of == "date":
-        return _null(node, target)
-    return _sql("_x <> 0", x=node)
+# a string as StringUtils.isTrueString/isFalseString; a number or timestamp: not zero; a date NULL
+_to_boolean = _by_template({"string": "spark_str_to_boolean(_x)", "timestamp": "epoch_us(_x) <> 0", "date": None}, "_x <> 0")
 
 
 def _to_date(node, target, source):
@@ -480,9 +475,6 @@ def _typed_literal(cast: exp.Expression) -> None:
 def _valid_datetime(text: str, date: bool) -> bool:
     """Whether Spark's cast reads ``text`` as a date (or timestamp): one of its forms (the macros'
     patterns), with a real day and time of day."""
-    import datetime as dt
-    import re
-
     match = re.match(DATE_TEXT if date else TIMESTAMP_TEXT, text.strip("".join(map(chr, range(33))) + "\x7f"))
     if match is None:
         return False
@@ -527,8 +519,6 @@ _SPANS = {  # Spark's interval spans: the text's pattern and each field's (unit,
 def _interval_span(node: exp.Interval) -> None:
     """``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 2:03:04' DAY TO SECOND`` ...: DuckDB reads no
     spans, so the fields are summed into one DuckDB interval (months, or days + microseconds)."""
-    import re
-
     unit = node.args.get("unit")
     if not isinstance(unit, exp.IntervalSpan) or not isinstance(node.this, exp.Literal):
         return
