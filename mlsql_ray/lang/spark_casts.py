@@ -118,12 +118,17 @@ MACROS: dict[str, str] = {  # each after the macros it calls
 }
 
 
-def _sql(template: str, **args: exp.Expression) -> exp.Expression:
-    """DuckDB SQL from a template whose placeholders ``_name`` are columns, filled with copies of ``args``."""
+def _sql(template: str, move: bool = False, **args: exp.Expression) -> exp.Expression:
+    """DuckDB SQL from a template whose placeholders ``_name`` are columns, filled with copies of
+    ``args``; ``move``: the first use of each takes the node itself (the caller gives it up: no
+    copy of a subtree at every level of nested arithmetic)."""
     tree = _template(template).copy()
+    used: set[str] = set()
     for column in list(tree.find_all(exp.Column)):
-        if column.name.startswith("_") and column.name[1:] in args:
-            column.replace(args[column.name[1:]].copy())
+        name = column.name[1:]
+        if column.name.startswith("_") and name in args:
+            column.replace(args[name] if move and name not in used else args[name].copy())
+            used.add(name)
     return tree
 
 
@@ -177,8 +182,8 @@ def _plain(node: exp.Expression, target: exp.DataType) -> exp.Expression:
     return exp.Cast(this=node.copy(), to=target.copy())
 
 
-def _try(node: exp.Expression, target: exp.DataType) -> exp.Expression:
-    return exp.TryCast(this=node.copy(), to=target.copy())
+def _try(node: exp.Expression, target: exp.DataType, move: bool = False) -> exp.Expression:
+    return exp.TryCast(this=node if move else node.copy(), to=target.copy())
 
 
 def _null(node: exp.Expression, target: exp.DataType) -> exp.Expression:
@@ -341,17 +346,24 @@ def _cast_of_unknown(node: exp.Expression, target: exp.DataType) -> exp.Expressi
 
 def innermost_first(tree: exp.Expression, *types: type) -> list[exp.Expression]:
     """The nodes of those types, each after the nodes inside it and left to right (the order Spark
-    meets them in: an outer rewrite knows its arguments' types, and an error names the first)."""
-    found, stack = [], [(tree, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if children_done:
-            if isinstance(node, types):
-                found.append(node)
-            continue
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(list(node.iter_expressions())))
+    meets them in: an outer rewrite knows its arguments' types, and an error names the first).
+    From sqlglot's own depth-first walk (compiled): a node is let out once the walk has left it."""
+    found: list[exp.Expression] = []
+    open_: list[exp.Expression] = []
+    for node in tree.find_all(*types, bfs=False):
+        while open_ and not _inside_of(node, open_[-1]):
+            found.append(open_.pop())
+        open_.append(node)
+    found.extend(reversed(open_))
     return found
+
+
+def _inside_of(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    while node is not None:
+        node = node.parent
+        if node is ancestor:
+            return True
+    return False
 
 
 def casts_as_spark_does(tree: exp.Expression) -> None:
@@ -570,8 +582,16 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
         if any(kind(t) == "string" for t in (lt, rt)) and all(kind(t) in _NUMERIC for t in (lt, rt)):
             left, lt = _as_double(left, lt)
             right, rt = _as_double(right, rt)
+            if isinstance(node, exp.Anonymous):
+                node.set("expressions", [left, right])
+            else:
+                node.set("this", left)
+                node.set("expression", right)
         result = arithmetic_type(node if not isinstance(node, exp.Anonymous) else exp.Mod(this=left, expression=right), lt, rt)
-        node.replace(set_type(_arithmetic(node, left, right, lt, rt, result), result))
+        written_ = _arithmetic(node, left, right, lt, rt, result)
+        if written_ is not node:
+            node.replace(written_)
+        set_type(written_, result)
 
 
 _NUMERIC = ("integral", "fractional", "decimal", "string", "null")
@@ -582,44 +602,43 @@ def _as_double(node: exp.Expression, t: exp.DataType | None) -> tuple[exp.Expres
 
 
 def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
-    l_, r_ = left.copy(), right.copy()
-    divisor = _sql("NULLIF(_r, 0)", r=r_)
-    if isinstance(node, exp.Anonymous):
-        return _sql("spark_pmod(_l, _r)", l=l_, r=r_) if kind(result) != "decimal" \
-            else _try(_sql("spark_pmod(_l, _r)", l=l_, r=r_), result)
+    """The DuckDB SQL of one operation, made of ``left`` and ``right`` themselves (not copies)."""
+    def sql(template: str) -> exp.Expression:
+        return _sql(template, move=True, l=left, r=right)
+
+    if isinstance(node, exp.Anonymous):  # pmod
+        return sql("spark_pmod(_l, _r)") if kind(result) != "decimal" else _try(sql("spark_pmod(_l, _r)"), result, move=True)
     if result is None:  # types not known here: DuckDB's arithmetic, but NULL for a zero divisor
         if isinstance(node, (exp.Mod, exp.IntDiv)):
-            return node.__class__(this=l_, expression=divisor)
-        return node.__class__(this=l_, expression=r_, **{k: v for k, v in node.args.items() if k not in ("this", "expression")})
+            node.set("expression", _sql("NULLIF(_r, 0)", move=True, r=right))
+        return node
     k = kind(result)
     if isinstance(node, exp.IntDiv):
         if not {kind(lt), kind(rt)} <= {"integral", "decimal", "null"}:
             raise MLSQLError(f"cannot resolve {left.sql('spark')} div {right.sql('spark')}: data type mismatch "
                              f"(div takes integers and decimals, not {spark_name(lt)} and {spark_name(rt)})")
         if kind(lt) == "integral" and kind(rt) == "integral":
-            return _sql("CAST(_l AS BIGINT) // _d", l=l_, d=divisor)
-        return _sql("CAST(trunc(CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)) AS BIGINT)", l=l_, r=r_)
+            return sql("CAST(_l AS BIGINT) // NULLIF(_r, 0)")
+        return sql("CAST(trunc(CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)) AS BIGINT)")
     if isinstance(node, exp.Div):
-        if k == "decimal":
-            return _try(_sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)", l=l_, r=r_), result)
-        return _sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)", l=l_, r=r_)
+        quotient = sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)")
+        return _try(quotient, result, move=True) if k == "decimal" else quotient
     if isinstance(node, exp.Mod):
-        mod = _sql("_l % _d", l=l_, d=divisor)
-        return _try(mod, result) if k == "decimal" else mod
+        remainder = sql("_l % NULLIF(_r, 0)")
+        return _try(remainder, result, move=True) if k == "decimal" else remainder
     operator = _OPERATORS[type(node)]
     if k == "integral":
-        name = _INTEGRAL_NAMES[result.this]
-        return _sql(f"spark_wrap_{name}(CAST(_l AS {_WIDER[result.this]}) {operator} _r)", l=l_, r=r_)
+        return sql(f"spark_wrap_{_INTEGRAL_NAMES[result.this]}(CAST(_l AS {_WIDER[result.this]}) {operator} _r)")
     if k == "decimal":
         (p1, s1), (p2, s2) = precision_scale(lt), precision_scale(rt)
         if isinstance(node, exp.Mul) and p1 + p2 > 38:
-            return _decimal_product(l_, r_, (p1, s1), (p2, s2), result)
-        exact = _try(node.__class__(this=l_, expression=r_), result)
+            return _decimal_product(left, right, (p1, s1), (p2, s2), result)
+        exact = _try(sql(f"_l {operator} _r"), result, move=True)
         # DuckDB fails where a sum needs a 39th digit; Spark's result is then NULL
-        return _sql("TRY(_x)", x=exact) if max(p1 - s1, p2 - s2) + max(s1, s2) + 1 > 38 else exact
+        return _sql("TRY(_x)", move=True, x=exact) if max(p1 - s1, p2 - s2) + max(s1, s2) + 1 > 38 else exact
     if k == "fractional" and result.this == T.DOUBLE and T.DOUBLE not in (lt.this, rt.this):
-        return _sql(f"CAST(_l AS DOUBLE) {operator} CAST(_r AS DOUBLE)", l=l_, r=r_)
-    return node.__class__(this=l_, expression=r_)
+        return sql(f"CAST(_l AS DOUBLE) {operator} CAST(_r AS DOUBLE)")
+    return node
 
 
 def _decimal_product(left, right, first: tuple[int, int], second: tuple[int, int], result: exp.DataType) -> exp.Expression:

@@ -79,7 +79,8 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
                 transform(tree)
         tables = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in tree.find_all(exp.Anonymous) if f.expressions)
-        return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls,
+        # copy=False: the tree is not needed after this, and copying it costs as much as the rewrites
+        return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
                            typing.bound_types)
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc

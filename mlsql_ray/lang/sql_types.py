@@ -254,6 +254,18 @@ class _Typing:
         self.annotated = False
         self.bound_types = False  # a result's Spark type is left for DuckDB's binding to tell (see bound_type)
         self._ctes: set[str] | None = None
+        self._sources: dict[int, tuple[exp.Select, list[exp.Table] | None]] = {}
+        self.unknown: dict[int, exp.Expression] = {}  # nodes known to have no type here (kept alive: ids stay theirs)
+
+    def sources(self, select: exp.Select) -> list[exp.Table] | None:
+        """The tables a select reads, if it reads only catalog tables directly (FROM and JOINs)."""
+        key = id(select)
+        if key not in self._sources:
+            from_ = select.args.get("from_")
+            found = ([from_.this] if from_ else []) + [join.this for join in select.args.get("joins") or []]
+            plain = found and not select.args.get("laterals") and all(_plain_table(s, self) for s in found)
+            self._sources[key] = (select, found if plain else None)  # the select kept alive: its id stays its own
+        return self._sources[key][1]
 
     def ctes(self) -> set[str]:
         if self._ctes is None:
@@ -312,15 +324,21 @@ def spark_type(node: exp.Expression) -> exp.DataType | None:
     known = _known(node.type)
     if known is not None:
         return known
+    typing = _CURRENT.get()
+    if typing is not None and typing.unknown.get(id(node)) is node:
+        return None
     found = _local_type(node)
     if found is not None:
         node.type = found
         return found
-    typing = _CURRENT.get()
-    if typing is None or typing.annotated or typing.schemas is None or not _inside(node, typing.tree):
+    if typing is None:
         return None
-    typing.annotate()
-    return _known(node.type)
+    if not typing.annotated and typing.schemas is not None and _inside(node, typing.tree):
+        typing.annotate()
+        found = _known(node.type)
+    if found is None:  # final: the whole query has been annotated, or cannot be
+        typing.unknown[id(node)] = node
+    return found
 
 
 def written(node: exp.Expression) -> str | None:
@@ -397,11 +415,10 @@ def _column_type(column: exp.Column) -> exp.DataType | None:
     if typing is None or not typing.tables or column.args.get("db") or not isinstance(column.this, exp.Identifier):
         return None
     select = column.find_ancestor(exp.Select, exp.Lambda)
-    if not isinstance(select, exp.Select) or select.args.get("laterals"):
+    if not isinstance(select, exp.Select):
         return None
-    from_ = select.args.get("from_")
-    sources = ([from_.this] if from_ else []) + [join.this for join in select.args.get("joins") or []]
-    if not sources or not all(_plain_table(s, typing) for s in sources):
+    sources = typing.sources(select)
+    if not sources:
         return None
     name, qualifier = column.name.lower(), column.table.lower()
     if qualifier:
