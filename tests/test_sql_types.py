@@ -103,3 +103,31 @@ def test_a_udf_result_whose_type_only_duckdb_knows_is_cast_as_spark_does(session
     return " " + str(x) + ".7"''';""")
     session.execute("select cast(f(id) as int) as n, f(id) = 1 as one, f(id) = 2 as two from range(1, 3) as t;")
     assert session.table("t").to_pylist() == [{"n": 1, "one": True, "two": False}, {"n": 2, "one": False, "two": True}]
+
+
+SSB = (  # the columns SSB's query 13 reads (shared/ssb: byzer-lang's Star Schema Benchmark), as DuckDB types them
+    ("lineorder", (("LO_ORDERDATE", "DATE"), ("LO_CUSTKEY", "INTEGER"), ("LO_SUPPKEY", "INTEGER"), ("LO_PARTKEY", "INTEGER"),
+                   ("LO_REVENUE", "BIGINT"), ("LO_SUPPLYCOST", "BIGINT"))),
+    ("dates", (("D_DATEKEY", "DATE"), ("D_YEAR", "INTEGER"))),
+    ("customer", (("C_CUSTKEY", "INTEGER"), ("C_REGION", "VARCHAR"))),
+    ("supplier", (("S_SUPPKEY", "INTEGER"), ("S_NATION", "VARCHAR"), ("S_CITY", "VARCHAR"))),
+    ("part", (("P_PARTKEY", "INTEGER"), ("P_CATEGORY", "VARCHAR"), ("P_BRAND", "VARCHAR"))),
+)
+
+
+def test_the_ssb_selects_stay_plain_and_need_no_bind_for_their_types():
+    query = """select D_YEAR, S_CITY, P_BRAND, sum(LO_REVENUE) - sum(LO_SUPPLYCOST) as PROFIT
+    from lineorder
+    left join dates on LO_ORDERDATE = D_DATEKEY
+    left join customer on LO_CUSTKEY = C_CUSTKEY
+    left join supplier on LO_SUPPKEY = S_SUPPKEY
+    left join part on LO_PARTKEY = P_PARTKEY
+    where C_REGION = 'AMERICA'and S_NATION = 'UNITED STATES'
+    and (D_YEAR = 1997 or D_YEAR = 1998)
+    and P_CATEGORY = 'MFGR#14'
+    group by D_YEAR, S_CITY, P_BRAND
+    order by D_YEAR, S_CITY, P_BRAND"""
+    translation = translate(query, schemas=SSB)
+    assert "CASE" not in translation.sql.upper() and "TYPEOF" not in translation.sql.upper()
+    assert "(D_YEAR = 1997 OR D_YEAR = 1998)" in translation.sql and "P_CATEGORY = 'MFGR#14'" in translation.sql
+    assert not translation.bound_types

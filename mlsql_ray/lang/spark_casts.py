@@ -137,10 +137,6 @@ def _template(template: str) -> exp.Expression:
     return sqlglot.parse_one(template, read="duckdb")
 
 
-def _duckdb_type(t: exp.DataType) -> str:
-    return t.sql("duckdb")
-
-
 def spark_name(t: exp.DataType) -> str:
     """A type as Spark names it in messages (``int``, ``decimal(10,2)``, ``string``)."""
     return t.sql("spark").lower().replace(" ", "")
