@@ -23,7 +23,8 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, arithmetic_type, bound_type, cast_target, kind
+from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, bound_type, cast_target
+from .sql_types import kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 
@@ -113,6 +114,12 @@ MACROS: dict[str, str] = {  # each after the macros it calls
     "spark_integer_to_binary": """(x, width) AS unhex(right(lpad(hex(CAST(x AS BIGINT)), 16, CASE WHEN x < 0 THEN 'F' ELSE '0' END), width * 2))""",
     # Spark's pmod: the remainder, made positive for a positive divisor; NULL for a zero divisor
     "spark_pmod": """(a, n) AS CASE WHEN a % NULLIF(n, 0) < 0 THEN (a % NULLIF(n, 0) + n) % NULLIF(n, 0) ELSE a % NULLIF(n, 0) END""",
+    # a decimal's digits without the point, as an integer (its unscaled value)
+    "spark_unscaled": """(x) AS CAST(replace(CAST(x AS VARCHAR), '.', '') AS HUGEINT)""",
+    # n / d rounded half away from zero (java.math.RoundingMode.HALF_UP), NULL for d = 0, without
+    # overflowing on the way (the remainder is compared with what is left of d, not doubled)
+    "spark_rounded_quotient": """(n, d) AS CASE WHEN d <> 0 THEN sign(n) * sign(d) * (abs(n) // abs(d)
+        + CASE WHEN abs(n) % abs(d) >= abs(d) - abs(n) % abs(d) THEN 1 ELSE 0 END) END""",
     # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
     "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
 }
@@ -397,13 +404,20 @@ def sums_typed_as_spark(tree: exp.Expression) -> None:
 
 
 def averages_typed_as_spark(tree: exp.Expression) -> None:
-    """Spark's ``avg`` of DECIMAL(p, s) is a DECIMAL(p + 4, s + 4) (DuckDB's is a DOUBLE); ``sum`` and
-    ``avg`` of strings read them as DOUBLEs (DuckDB cannot sum text)."""
+    """Spark's ``avg`` of DECIMAL(p, s) is a DECIMAL(p + 4, s + 4), exact (DuckDB's is a DOUBLE);
+    ``sum`` and ``avg`` of strings read them as DOUBLEs (DuckDB cannot sum text)."""
     for node in list(tree.find_all(exp.Sum, exp.Avg)):
         argument = spark_type(node.this)
         if kind(argument) == "string":
             node.set("this", spark_cast(node.this, DOUBLE, argument))
-        if isinstance(node, exp.Avg) and kind(argument) == "decimal":
+        if isinstance(node, exp.Avg) and kind(argument) == "decimal" and _call_of(node) is node:
+            # the sum over the count, divided exactly (DuckDB's avg of decimals is a DOUBLE)
+            result = spark_type(node)
+            total_type = aggregate_type(exp.Sum(), argument)
+            total = set_type(exp.Sum(this=node.this.copy()), total_type)
+            count = exp.Count(this=node.this.copy())
+            node.replace(set_type(_decimal_quotient(total, count, total_type, 0, result), result))
+        elif isinstance(node, exp.Avg) and kind(argument) == "decimal":  # with FILTER or OVER: from DuckDB's DOUBLE
             result = spark_type(node)
             call = _call_of(node)
             call.replace(set_type(_try(call, result), result))
@@ -617,8 +631,9 @@ def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
             return sql("CAST(_l AS BIGINT) // NULLIF(_r, 0)")
         return sql("CAST(trunc(CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)) AS BIGINT)")
     if isinstance(node, exp.Div):
-        quotient = sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)")
-        return _try(quotient, result, move=True) if k == "decimal" else quotient
+        if k == "decimal":
+            return _decimal_quotient(left, right, lt, precision_scale(rt)[1], result)
+        return sql("CAST(_l AS DOUBLE) / NULLIF(CAST(_r AS DOUBLE), 0)")
     if isinstance(node, exp.Mod):
         remainder = sql("_l % NULLIF(_r, 0)")
         return _try(remainder, result, move=True) if k == "decimal" else remainder
@@ -635,6 +650,23 @@ def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
     if k == "fractional" and result.this == T.DOUBLE and T.DOUBLE not in (lt.this, rt.this):
         return sql(f"CAST(_l AS DOUBLE) {operator} CAST(_r AS DOUBLE)")
     return node
+
+
+def _decimal_quotient(dividend, divisor, dividend_type: exp.DataType, divisor_scale: int, result: exp.DataType) -> exp.Expression:
+    """Spark's exact decimal division, rounded HALF_UP to the result's scale (DuckDB divides
+    decimals as DOUBLEs): the unscaled dividend, times the power of ten that gives the quotient that
+    scale, divided by the unscaled divisor as integers, then read back at that scale. Where that
+    product could pass 38 digits (only when Spark's scale had to give way), a dividend too big for
+    it gives NULL."""
+    precision, dividend_scale = precision_scale(dividend_type)
+    scale = precision_scale(result)[1]
+    shift = scale - dividend_scale + divisor_scale  # never negative: Spark's scale keeps at least the dividend's
+    numerator = f"spark_unscaled(_a) * CAST('1{'0' * shift}' AS HUGEINT)"
+    quotient = f"spark_rounded_quotient({numerator}, spark_unscaled(_b))"
+    if precision + shift > 38:
+        quotient = f"CASE WHEN abs(spark_unscaled(_a)) < CAST('1{'0' * (38 - shift)}' AS HUGEINT) THEN {quotient} END"
+    point = f" * {exp.Literal.number('0.' + '0' * (scale - 1) + '1').sql()}" if scale else ""
+    return _try(_sql(f"CAST({quotient} AS DECIMAL(38, 0)){point}", move=True, a=dividend, b=divisor), result, move=True)
 
 
 def _decimal_product(left, right, first: tuple[int, int], second: tuple[int, int], result: exp.DataType) -> exp.Expression:
