@@ -7,7 +7,7 @@ from __future__ import annotations
 import duckdb
 
 from ..ml import vectors
-from . import spark_functions
+from . import spark_functions, spark_text
 
 SETUP_SQL: tuple[str, ...] = (
     # DuckDB 2.0 prefetches every row group of a local parquet file it scans, so even a 20-row
@@ -22,4 +22,5 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for statement in SETUP_SQL:
         con.execute(statement)
+    spark_text.register(con)
     return con

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_casts
+from ..lang import spark_casts, spark_collections, spark_datetime
 
 MACROS: dict[str, str] = {
     **spark_casts.MACROS,
@@ -28,7 +28,7 @@ MACROS: dict[str, str] = {
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.
-    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_contains(b, x) AND list_position(a, x) = i)",
+    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_position(b, x) IS NOT NULL AND list_position(a, x) = i)",
     # vec1.indexOf(word): 0-based, -1 when absent
     "byzer_array_index": "(a, e) AS CAST(coalesce(list_position(a, e), 0) - 1 AS INTEGER)",
     # vec1.slice(from, if (to == -1) length else to): 0-based, `to` exclusive, bounds clamped
@@ -47,6 +47,8 @@ MACROS: dict[str, str] = {
     "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+    **spark_datetime.MACROS,
+    **spark_collections.MACROS,
 }
 
 

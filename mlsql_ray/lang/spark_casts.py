@@ -23,7 +23,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, bound_type, cast_target
+from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, cast_target
 from .sql_types import kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
@@ -77,7 +77,8 @@ MACROS: dict[str, str] = {  # each after the macros it calls
             || ' ' || lpad(coalesce(nullif(p.h || p.th, ''), '0'), 2, '0')
             || ':' || lpad(coalesce(nullif(p.mi || p.tmi, ''), '0'), 2, '0')
             || ':' || lpad(coalesce(nullif(p.s || p.ts, ''), '0'), 2, '0')
-            || '.' || rpad(left(p.f || p.tf, 6), 6, '0') || CASE WHEN p.z = 'Z' THEN '+00:00' ELSE p.z END AS TIMESTAMPTZ) END""",
+            || '.' || rpad(left(p.f || p.tf, 6), 6, '0')
+            || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' OR left(p.z, 1) IN ('+', '-') THEN p.z ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
     "spark_str_to_timestamp": f"""(s) AS spark_timestamp_of(regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
         ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z']))""",
     # Java's narrowing of integers: the low bits, as two's complement (the remainder first, so that
@@ -167,6 +168,8 @@ def spark_cast(node: exp.Expression, target: exp.DataType, source: exp.DataType 
         result = _nested_to_string(node, source)
     elif to not in _CONVERTERS:  # arrays, maps, structs, intervals: DuckDB's TRY_CAST
         result = _try(node, target)
+    elif of == "other":  # an interval, a time: the cast as written, for the datetime rewrites (spark_datetime)
+        result = _plain(node, target)
     elif of is None:
         result = _cast_of_unknown(node, target)
     elif source == target:  # still a cast: CAST(2 AS INT) is no literal to decimal arithmetic
@@ -332,19 +335,26 @@ _CONVERTERS: dict[str, dict[str, Callable]] = {
 """Spark's ``Cast.canCast`` (non-ANSI): target family → source family → how; a pair not here is an error."""
 
 
+def as_text(node: exp.Expression) -> exp.Expression:
+    """A value of a type only DuckDB's binding knows, as text, in a branch taken only for text: a call
+    that binds for every type (a cast would be rewritten by the datetime family, whose macro cannot
+    bind an argument of no type yet, such as an alias in HAVING)."""
+    return _sql("format('{}', _x)", x=node)
+
+
 def _cast_of_unknown(node: exp.Expression, target: exp.DataType) -> exp.Expression:
     """A cast of a value whose type only DuckDB's binding knows (a UDF's result): text takes Spark's
     parsing, anything else DuckDB's ``TRY_CAST``; ``typeof`` is folded when the query is bound."""
     to = kind(target)
     if to not in ("integral", "fractional", "decimal", "boolean", "date", "timestamp"):
         return _try(node, target)
-    as_text = spark_cast(_sql("CAST(_x AS VARCHAR)", x=node), target, STRING)
+    text = spark_cast(as_text(node), target, STRING)
     otherwise = _try(node, target)
     if to == "integral":  # a DOUBLE truncates
         as_double = spark_cast(_sql("TRY_CAST(_x AS DOUBLE)", x=node), target, DOUBLE)
         otherwise = _sql("CASE WHEN typeof(_x) IN ('DOUBLE', 'FLOAT') THEN _double ELSE _other END",
                          x=node, double=as_double, other=otherwise)
-    return _sql("CASE WHEN typeof(_x) = 'VARCHAR' THEN _text ELSE _other END", x=node, text=as_text, other=otherwise)
+    return _sql("CASE WHEN typeof(_x) = 'VARCHAR' THEN _text ELSE _other END", x=node, text=text, other=otherwise)
 
 
 def innermost_first(tree: exp.Expression, *types: type) -> list[exp.Expression]:
@@ -390,17 +400,34 @@ def _call_of(aggregate: exp.Expression) -> exp.Expression:
 def sums_typed_as_spark(tree: exp.Expression) -> None:
     """Spark's ``sum`` of integers is a BIGINT that wraps on overflow, of DECIMAL(p, s) a DECIMAL(p + 10, s)
     (NULL on overflow); DuckDB's are HUGEINT and DECIMAL(38, s). A sum whose argument's type is not
-    known here is left for the engine to fix once DuckDB has bound the query (``bound_type``)."""
+    known here is left for the engine to fix once DuckDB has bound the query (``sums_left_untyped``)."""
     for node in list(tree.find_all(exp.Sum)):
         argument, result = spark_type(node.this), spark_type(node)
         if result is None:
-            bound_type()
-            continue
+            continue  # left for binding: see sums_left_untyped
+        node.meta[TYPED_SUM] = True
         call = _call_of(node)
         if kind(argument) == "integral":
             call.replace(set_type(_sql("spark_wrap_bigint(_x)", x=call), BIGINT))
         elif kind(argument) == "decimal":
             call.replace(set_type(_try(call, result), result))
+
+
+TYPED_SUM = "spark_typed_sum"  # meta flag of a sum given Spark's type here
+
+
+_HUGEINT_CALLS = frozenset({"count_if", "countif", "list_sum", "array_sum", "list_aggregate", "array_aggregate",
+                            "sum_no_overflow"})
+"""DuckDB functions that may return a HUGEINT, a type Spark does not have."""
+
+
+def sums_left_untyped(tree: exp.Expression) -> bool:
+    """Whether the translated query may still give a HUGEINT: a sum without Spark's type (its argument's
+    type was not known here, or a later rewrite made the sum) or another DuckDB call that sums
+    integers. The engine then fixes the result's types when it binds the query."""
+    return any(node.meta.get(TYPED_SUM) is None if isinstance(node, exp.Sum)
+               else isinstance(node, exp.CountIf) or node.name.lower() in _HUGEINT_CALLS
+               for node in tree.find_all(exp.Sum, exp.CountIf, exp.Anonymous, exp.ArraySum))
 
 
 def averages_typed_as_spark(tree: exp.Expression) -> None:
@@ -435,12 +462,9 @@ def literals_as_spark_reads_them(tree: exp.Expression) -> None:
     Spark's parser, not a NULL); a whole number beyond BIGINT is a DECIMAL, one beyond 38 digits an
     error; a number with a point is a DECIMAL of exactly its digits (DuckDB counts ``0.001`` as
     DECIMAL(4, 3), Spark as DECIMAL(3, 3)); ``date'...'`` and ``timestamp'...'`` must be in one
-    of the forms Spark's casts read; ``interval '1-2' year to month`` and the other spans become
-    DuckDB intervals."""
-    for node in list(tree.find_all(exp.Literal, exp.Interval)):
-        if isinstance(node, exp.Interval):
-            _interval_span(node)
-        elif isinstance(node.parent, (exp.Cast, exp.TryCast)) and node.arg_key == "this":
+    of the forms Spark's casts read. (Interval literals are ``spark_datetime``'s.)"""
+    for node in list(tree.find_all(exp.Literal)):
+        if isinstance(node.parent, (exp.Cast, exp.TryCast)) and node.arg_key == "this":
             _typed_literal(node.parent)
         elif not node.is_string:
             _number_literal(node)
@@ -524,49 +548,6 @@ def _check_range(text: str, to: exp.DataType) -> None:
         raise MLSQLError(f"Numeric literal {text} does not fit in range {_DOUBLE_RANGE} for type double")
     elif to.this == T.FLOAT and abs(float(text)) > 3.4028234663852886e38:
         raise MLSQLError(f"Numeric literal {text} does not fit in range {_FLOAT_RANGE} for type float")
-
-
-_SPANS = {  # Spark's interval spans: the text's pattern and each field's (unit, upper bound)
-    ("YEAR", "MONTH"): (r"([+-])?(\d+)-(\d+)", (("YEAR", None), ("MONTH", 11))),
-    ("DAY", "HOUR"): (r"([+-])?(\d+) (\d+)", (("DAY", None), ("HOUR", 23))),
-    ("DAY", "MINUTE"): (r"([+-])?(\d+) (\d+):(\d+)", (("DAY", None), ("HOUR", 23), ("MINUTE", 59))),
-    ("DAY", "SECOND"): (r"([+-])?(\d+) (\d+):(\d+):(\d+(?:\.\d{1,9})?)",
-                        (("DAY", None), ("HOUR", 23), ("MINUTE", 59), ("SECOND", 59.999999999))),
-    ("HOUR", "MINUTE"): (r"([+-])?(\d+):(\d+)", (("HOUR", None), ("MINUTE", 59))),
-    ("HOUR", "SECOND"): (r"([+-])?(\d+):(\d+):(\d+(?:\.\d{1,9})?)", (("HOUR", None), ("MINUTE", 59), ("SECOND", 59.999999999))),
-    ("MINUTE", "SECOND"): (r"([+-])?(\d+):(\d+(?:\.\d{1,9})?)", (("MINUTE", None), ("SECOND", 59.999999999))),
-}
-
-
-def _interval_span(node: exp.Interval) -> None:
-    """``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 2:03:04' DAY TO SECOND`` ...: DuckDB reads no
-    spans, so the fields are summed into one DuckDB interval (months, or days + microseconds)."""
-    unit = node.args.get("unit")
-    if not isinstance(unit, exp.IntervalSpan) or not isinstance(node.this, exp.Literal):
-        return
-    span = (unit.this.name.upper(), unit.expression.name.upper())
-    if span not in _SPANS:
-        raise MLSQLError(f"Intervals FROM {span[0]} TO {span[1]} are not supported")
-    pattern, fields = _SPANS[span]
-    text = node.this.this.strip()
-    match = re.fullmatch(pattern, text)
-    if match is None:
-        raise MLSQLError(f"Interval string does not match {span[0].lower()}-time format of "
-                         f"`{pattern}` when cast to interval {span[0].lower()} to {span[1].lower()}: {text}")
-    sign = -1 if match.group(1) == "-" else 1
-    values = [float(v) if "." in v else int(v) for v in match.groups()[1:]]
-    for (field, bound), value in zip(fields[1:], values[1:]):
-        if value > bound:
-            raise MLSQLError(f"{field.lower()} {value} outside range [0, {int(bound)}] in interval '{text}'")
-    if span == ("YEAR", "MONTH"):
-        node.replace(exp.Interval(this=exp.Literal.string(str(sign * (values[0] * 12 + values[1]))), unit=exp.var("MONTH")))
-        return
-    seconds = {"DAY": 86400, "HOUR": 3600, "MINUTE": 60, "SECOND": 1}
-    micros = round(sum(v * seconds[f] * 1_000_000 for (f, _), v in zip(fields, values) if f != "DAY"))
-    days = values[0] if fields[0][0] == "DAY" else 0
-    node.replace(exp.Paren(this=exp.Add(
-        this=exp.Interval(this=exp.Literal.string(str(sign * days)), unit=exp.var("DAY")),
-        expression=exp.Interval(this=exp.Literal.string(str(sign * micros)), unit=exp.var("MICROSECOND")))))
 
 
 # -- arithmetic -------------------------------------------------------------------------------------

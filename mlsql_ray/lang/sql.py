@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from . import spark_functions, sql_types, templates
+from . import spark_casts, spark_functions, sql_types, templates
 from .sql_types import Schemas
 
 
@@ -74,20 +74,21 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
     try:
         tree = trees[0]
         _spark_range(tree)
-        with sql_types.typing_of(tree, schemas, spark_sql) as typing:
+        with sql_types.typing_of(tree, schemas, spark_sql):
             for transform in spark_functions.TRANSFORMS:
                 transform(tree)
         tables = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in tree.find_all(exp.Anonymous) if f.expressions)
         # copy=False: the tree is not needed after this, and copying it costs as much as the rewrites
+        bound_types = spark_casts.sums_left_untyped(tree)
         return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
-                           typing.bound_types)
+                           bound_types)
+    except MLSQLError:  # a rewrite's own verdict on the query (a cast Spark refuses, an illegal datetime pattern)
+        raise
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
     except RecursionError as exc:
         raise MLSQLError(_TOO_DEEP) from exc
-    except MLSQLError:
-        raise  # a rewrite's verdict on the SQL (e.g. a cast Spark does not allow)
     except Exception as exc:  # noqa: BLE001 - as above
         raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})") from exc
 

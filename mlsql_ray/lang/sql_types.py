@@ -252,7 +252,6 @@ class _Typing:
         self.schemas = schemas
         self.tables = _parsed_schemas(schemas) if schemas is not None else {}
         self.annotated = False
-        self.bound_types = False  # a result's Spark type is left for DuckDB's binding to tell (see bound_type)
         self._ctes: set[str] | None = None
         self._sources: dict[int, tuple[exp.Select, list[exp.Table] | None]] = {}
         self.unknown: dict[int, exp.Expression] = {}  # nodes known to have no type here (kept alive: ids stay theirs)
@@ -309,14 +308,6 @@ def typing_of(tree: exp.Expression, schemas: Schemas | None, text: str) -> Itera
         yield typing
     finally:
         _CURRENT.reset(token)
-
-
-def bound_type() -> None:
-    """Say that a result's Spark type could not be known here: the engine then fixes it once DuckDB
-    has bound the query (``engine.spark_functions.spark_result_sql``), at the cost of a bind."""
-    typing = _CURRENT.get()
-    if typing is not None:
-        typing.bound_types = True
 
 
 def spark_type(node: exp.Expression) -> exp.DataType | None:

@@ -7,7 +7,7 @@ result row the way Spark's own ``spark-sql`` shell prints it, so that a case can
 
 Values are printed as Spark's ``HiveResult.toHiveString`` does (Spark 3.3, non-ANSI): ``NULL`` at the
 top level and ``null`` inside collections, strings bare at the top and quoted inside, ``[a,b]``,
-``{k:v}``, ``{"field":v}``, doubles and floats as Java's ``toString`` writes them, decimals in plain
+``{k:v}`` (entries sorted as printed, as HiveResult does), ``{"field":v}``, doubles and floats as Java's ``toString`` writes them, decimals in plain
 notation, binary decoded as UTF-8, timestamps in the session time zone without trailing zeros of
 the fraction, intervals in Hive style. This printer is written here, independently of the
 product's own display code, so the cases test the product against Spark rather than against itself.
@@ -17,7 +17,8 @@ Case files (``cases/*.txt``) are data, one family of functions per file:
 - ``> SQL;`` starts a case (the SQL may continue on following lines until one ends with ``;``);
   the lines after it, up to the next case, directive or comment, are the expected rows, one line
   each, columns separated by a tab (``(empty)`` stands for a row that prints as the empty string).
-  Rows are compared in order when the SQL has an ``ORDER BY``, as a sorted list otherwise.
+  Rows are compared in order when the query's result has an ``ORDER BY`` (one outside all
+  parentheses: not a window's or a subquery's), as a sorted list otherwise.
 - ``:: TYPE`` after the rows: the Spark type of the single result column (``int``, ``array<string>``,
   ``decimal(3,1)``...), as Spark's ``typeof``/``DESCRIBE`` print it.
 - ``!! TEXT`` instead of rows: the statement fails with an ``MLSQLError`` whose message contains TEXT.
@@ -54,7 +55,10 @@ class Case:
 
     @property
     def ordered(self) -> bool:
-        return re.search(r"\border\s+by\b", self.sql, re.IGNORECASE) is not None
+        top_level = self.sql
+        while re.search(r"\([^()]*\)", top_level):  # drop parenthesised parts, innermost first
+            top_level = re.sub(r"\([^()]*\)", " ", top_level)
+        return re.search(r"\border\s+by\b", top_level, re.IGNORECASE) is not None
 
 
 def read_cases(path: Path) -> list[Case]:
@@ -139,9 +143,9 @@ def spark_string(value, t: pa.DataType, zone: dt.tzinfo | None = None, nested: b
         return interval_string(value)
     if pa.types.is_duration(t):
         return day_time_string(value.days, value.seconds * 1_000_000_000 + value.microseconds * 1000)
-    if pa.types.is_map(t):
-        return "{" + ",".join(spark_string(k, t.key_type, zone, True) + ":" + spark_string(v, t.item_type, zone, True)
-                              for k, v in value) + "}"
+    if pa.types.is_map(t):  # HiveResult sorts a map's printed entries
+        return "{" + ",".join(sorted(spark_string(k, t.key_type, zone, True) + ":" + spark_string(v, t.item_type, zone, True)
+                                     for k, v in value)) + "}"
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_list_view(t):
         return "[" + ",".join(spark_string(v, t.value_type, zone, True) for v in value) + "]"
     if pa.types.is_struct(t):

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from .harness import java_float, read_cases, spark_string
+from .harness import Case, java_float, read_cases, spark_string
 
 
 @pytest.mark.parametrize("value, single, printed", [
@@ -38,3 +38,18 @@ def test_case_files_parse(tmp_path):
         ("SELECT x", [], None, "cannot", ["set a = 'b';"]),
         ("SELECT ''", [""], None, None, ["set a = 'b';"]),
     ]
+
+
+def test_map_entries_print_sorted_as_hive_result_does():
+    """Spark 3.3's ``HiveResult.toHiveString`` sorts a map's entries by their printed text:
+    ``select map(2, 'b', 1, 'a', 10, 'c')`` prints ``{10:"c",1:"a",2:"b"}``."""
+    t = pa.map_(pa.int32(), pa.string())
+    assert spark_string([(2, "b"), (1, "a"), (10, "c")], t) == '{10:"c",1:"a",2:"b"}'
+    assert spark_string([[(2, "b"), (1, "a")]], pa.list_(t)) == '[{1:"a",2:"b"}]'
+
+
+def test_only_the_results_order_by_makes_a_case_ordered():
+    assert Case("SELECT a FROM t ORDER BY a", 1).ordered
+    assert Case("SELECT a, rank() OVER (PARTITION BY b ORDER BY a) FROM t", 1).ordered is False
+    assert Case("SELECT * FROM (SELECT a FROM t ORDER BY a) LIMIT 2", 1).ordered is False
+    assert Case("SELECT a, lag(a) OVER (ORDER BY (a + 1)) FROM t ORDER BY a DESC", 1).ordered
