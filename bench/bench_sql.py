@@ -59,9 +59,9 @@ def select_overhead(runs: int) -> tuple[float, float]:
     table = pq.read_table(TRAIN)
     raw = duckdb.connect()
     raw.register("mnist", table)
-    duck_sql = to_duckdb(SPARK_SELECT)
     with tempfile.TemporaryDirectory() as tmp, Session(warehouse=tmp) as session:
         session.catalog.add_arrow("mnist", table, "bench")
+        duck_sql = to_duckdb(SPARK_SELECT, schemas=session.catalog.schemas(["mnist"]))  # as the session translates it
         mlsql = f"{SPARK_SELECT}\nas digits;"
         raw_times, ours = [], []
         for _ in range(runs):

@@ -135,3 +135,21 @@ def test_xxhash64_macro_is_xxh64(text: str, digest: str):
 def test_hash_macro_is_murmur3_on_whole_words(text: str, seed: int, digest: str):
     got = connection_with_every_macro().execute("SELECT printf('%x', spark_m3_bytes(hex(?::VARCHAR), ?::HUGEINT))", [text, seed]).fetchone()[0]
     assert got == digest
+
+
+def test_no_two_families_define_a_macro_of_the_same_name():
+    """The families' macros share one namespace on a connection: a name defined twice would be
+    whichever was created last (a hash helper once replaced the decimal division's)."""
+    from mlsql_ray.engine import spark_functions
+    from mlsql_ray.lang import (spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math,
+                                spark_regex, spark_strings)
+
+    families = [spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex,
+                spark_strings]
+    seen: dict[str, str] = {}
+    for family in families:
+        for name in family.MACROS:
+            assert name not in seen, f"{name} is defined by {seen.get(name)} and {family.__name__}"
+            seen[name] = family.__name__
+    own = set(spark_functions.MACROS) - set().union(*(f.MACROS for f in families))
+    assert not own & seen.keys()

@@ -46,6 +46,7 @@ class Entry:
     partitions: tuple[int, ...] = ()  # rows per part when the source read it in parts (a partitioned jdbc load)
     parquet_files: tuple[str, ...] = ()  # the files a parquet load scans (Ray workers read them themselves)
     hive: bool = False  # whether those files' folders are Hive partitions
+    column_types: tuple[tuple[str, str], ...] | None = None  # (column, DuckDB type), once asked for (Catalog.schemas)
     vectors: dict[str, str] = field(default_factory=dict)  # a view's vector columns (engine/vectors.py)
 
 
@@ -62,11 +63,14 @@ class Catalog:
         self._define(Entry(name, "lazy", source, data=relation, parquet_files=tuple(parquet_files), hive=hive),
                      register=True)
 
-    def add_view(self, name: str, sql: str, reads, source: str) -> None:
+    def add_view(self, name: str, sql: str, reads, source: str, relation: duckdb.DuckDBPyRelation | None = None) -> None:
         """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
-        A query that reads the name it defines reads the old table of that name."""
+        A query that reads the name it defines reads the old table of that name. ``relation``: the
+        query as DuckDB bound it, if at hand (its columns' types are then known without binding again)."""
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
-        self._define(Entry(name, "lazy", source, sql=sql, reads=frozenset(known)), register=True)
+        entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known),
+                      column_types=_column_types(relation) if relation is not None else None)
+        self._define(entry, register=True)
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow", partitions: tuple[int, ...] = ()) -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
@@ -268,6 +272,28 @@ class Catalog:
             return {}
         return {k.decode(): v.decode() for k, v in entry.data.schema.metadata.items() if not k.startswith(b"pandas")}
 
+    def schemas(self, names) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+        """The columns and DuckDB types of those of ``names`` the catalog holds (``lang.sql_types.Schemas``:
+        what ``translate`` needs to know Spark's types of a query's expressions). Each table's are
+        found once: from its Arrow schema, its DuckDB relation, or by binding its query."""
+        found = []
+        for name in names:
+            entry = self._entries.get(name.lower())
+            if entry is None:
+                continue
+            if entry.column_types is None:
+                entry.column_types = _column_types(self._bound(entry))
+            found.append((entry.name, entry.column_types))
+        return tuple(found)
+
+    def _bound(self, entry: Entry) -> duckdb.DuckDBPyRelation:
+        if isinstance(entry.data, duckdb.DuckDBPyRelation):
+            return entry.data
+        if isinstance(getattr(entry.data, "schema", None), pa.Schema):  # an Arrow table or dataset: no data read
+            return self.con.from_arrow(entry.data.schema.empty_table())
+        self.ensure([entry.name])
+        return self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
+
     def schema(self, name: str) -> pa.Schema:
         return self.relation(name).limit(0).to_arrow_table().schema
 
@@ -278,6 +304,10 @@ class Catalog:
             "kind": [e.kind for e in entries],
             "source": [e.source for e in entries],
         })
+
+
+def _column_types(relation: duckdb.DuckDBPyRelation) -> tuple[tuple[str, str], ...]:
+    return tuple(zip(relation.columns, (str(t) for t in relation.types)))
 
 
 def _read_elsewhere(sql: str, old: str, new: str) -> str | None:

@@ -254,7 +254,7 @@ class Session:
             num_rows = head.num_rows if head.num_rows <= PREVIEW_ROWS else None
             if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
                 num_rows = relation.count("*").fetchall()[0][0]
-            self.catalog.add_view(s.table, sql, tables, "select")
+            self.catalog.add_view(s.table, sql, tables, "select", relation)
             self.catalog.mark_vectors(s.table, vector_columns)
         message = (f"{s.table}: {num_rows} rows" if num_rows is not None
                    else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
@@ -438,7 +438,9 @@ class Session:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
         spark_sql = vectors.printed(self, spark_sql, line, col)
-        sql, tables, calls = translate(spark_sql, line, col)
+        tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
+        translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
+        sql, tables, calls = translation.sql, translation.tables, translation.calls
         defined = define_macros(self.con, sql, self._macros)
         if defined:
             self.connection_setup = (*self.connection_setup, *defined)
@@ -448,7 +450,9 @@ class Session:
             self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
         if self._functions is not None:
             self._functions.note_calls(calls)
-        return spark_functions.spark_result_sql(self.con, sql), tables, calls
+        if translation.bound_types:
+            sql = spark_functions.spark_result_sql(self.con, sql)
+        return sql, tables, calls
 
     def _path(self, path: str) -> Path:
         """A file path; relative ones are relative to the running script's folder, if any."""

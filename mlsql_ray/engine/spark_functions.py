@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import duckdb
 
-from ..lang import spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+from ..lang import spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
 
 ON_DEMAND_MACROS: dict[str, str] = {
     **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
@@ -22,6 +22,7 @@ a typed macro's body when it is created), so a connection defines those a query 
 first prepares one (``connection.define_macros``) instead of all of them when it opens."""
 
 MACROS: dict[str, str] = {
+    **spark_casts.MACROS,
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.

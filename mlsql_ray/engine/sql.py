@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 
 from ..lang.sql import translate
+from ..lang.sql_types import Schemas
 
 __all__ = ["duckdb_message", "to_duckdb", "translate"]
 
 
-def to_duckdb(spark_sql: str, line: int = 1, col: int = 1) -> str:
-    return translate(spark_sql, line, col)[0]
+def to_duckdb(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | None = None) -> str:
+    return translate(spark_sql, line, col, schemas).sql
 
 
 def duckdb_message(exc: Exception, tables: list[str]) -> str:

@@ -15,8 +15,9 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import (spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json, spark_math,
-               spark_regex, spark_strings)
+from . import (spark_casts, spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json,
+               spark_math, spark_regex, spark_strings)
+from .sql_types import kind, spark_type
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
@@ -118,9 +119,12 @@ def text_compared_with_other_types(tree: exp.Expression) -> None:
     fails the whole query instead ("Could not convert string '' to INT32"). For a literal that can
     be no number, date or boolean, the comparison becomes
     ``CASE WHEN typeof(x) = 'VARCHAR' THEN CAST(x AS VARCHAR) op 'lit' END``: a text comparison for
-    text, NULL otherwise, decided by DuckDB at bind time (the column's type is not known here)."""
+    text, NULL otherwise, decided by DuckDB at bind time. Only where a side's type is not known here
+    (``sql_types``): known types get Spark's coercion from ``spark_casts``, in plain SQL."""
     for node in list(tree.find_all(*COMPARISONS)):
         left, right = node.this, node.expression
+        if _typed(left, right):
+            continue
         if _odd_text(right) and not _string_literal(left):
             other, literal, swap = left, right, False
         elif _odd_text(left) and not _string_literal(right):
@@ -137,12 +141,15 @@ def text_compared_with_a_number(tree: exp.Expression) -> None:
     """The other way round: Spark compares a string with an integer literal as that integer type
     (INT, or BIGINT when it does not fit), so ``s = 1`` is NULL where ``s`` is ``'x'``; DuckDB casts
     the column and fails the query on the first value that is no number. The comparison becomes
-    ``CASE WHEN typeof(x) = 'VARCHAR' THEN TRY_CAST(x AS INT) op n ELSE x op n END``; DuckDB folds
+    ``CASE WHEN typeof(x) = 'VARCHAR' THEN <x read as Spark reads an INT> op n ELSE x op n END``; DuckDB folds
     the ``typeof`` test when it binds, so a filter on a number column still reaches the scan as
     ``x op n``. (Decimal literals are left alone: DuckDB cannot bind a text column against one in
-    the other branch, so ``s > 1.5`` still fails as before.)"""
+    the other branch, so ``s > 1.5`` still fails as before.) Only where a side's type is not known
+    here, as above."""
     for node in list(tree.find_all(*COMPARISONS)):
         left, right = node.this, node.expression
+        if _typed(left, right):
+            continue
         if _integer_literal(right) and not isinstance(left, exp.Literal):
             other, number, swap = left, right, False
         elif _integer_literal(left) and not isinstance(right, exp.Literal):
@@ -150,11 +157,18 @@ def text_compared_with_a_number(tree: exp.Expression) -> None:
         else:
             continue
         digits = number.this.this if isinstance(number, exp.Neg) else number.this
-        as_number = exp.TryCast(this=other.copy(), to=exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"))
+        text = spark_casts.as_text(other.copy())
+        as_number = spark_casts.spark_cast(text, exp.DataType.build("INT" if int(digits) < 2**31 else "BIGINT"),
+                                           exp.DataType.build("VARCHAR"))
         pair = (number.copy(), as_number) if swap else (as_number, number.copy())
         is_text = exp.EQ(this=exp.Anonymous(this="typeof", expressions=[other.copy()]), expression=exp.Literal.string("VARCHAR"))
         node.replace(exp.Case(ifs=[exp.If(this=is_text, true=node.__class__(this=pair[0], expression=pair[1]))],
                               default=node.copy()))
+
+
+def _typed(left: exp.Expression, right: exp.Expression) -> bool:
+    """Whether both sides of a comparison have a type known at translation."""
+    return kind(spark_type(left)) is not None and kind(spark_type(right)) is not None
 
 
 def _integer_literal(node: exp.Expression) -> bool:
@@ -251,6 +265,7 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    *spark_casts.TRANSFORMS,
     byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,

@@ -53,7 +53,7 @@ _BITS = {
                      CAST(e + 127 AS HUGEINT) * 8388608 + CAST((a / pow(2.0, e) - 1) * pow(2.0, 23) AS HUGEINT))[1] END)[1]
         END""",
     # a decimal of up to 18 digits as its unscaled long (DuckDB writes every digit of its scale)
-    "spark_unscaled": """(x) AS CASE WHEN CAST(regexp_extract(typeof(x), '\\((\\d+),', 1) AS INTEGER) > 18
+    "spark_hash_unscaled": """(x) AS CASE WHEN CAST(regexp_extract(typeof(x), '\\((\\d+),', 1) AS INTEGER) > 18
         THEN error('hash: a decimal of more than 18 digits is not supported') ELSE CAST(replace(CAST(x AS VARCHAR), '.', '') AS HUGEINT) END""",
 }
 
@@ -139,7 +139,7 @@ MACROS: dict[str, str] = hygienic({
     "spark_hash_number": """(x) AS CASE
         WHEN typeof(x) = 'DOUBLE' THEN spark_hash_item('long', x, spark_double_bits(CAST(x AS DOUBLE)))
         WHEN typeof(x) = 'FLOAT' THEN spark_hash_item('int', x, spark_float_bits(CAST(x AS FLOAT)))
-        WHEN typeof(x) LIKE 'DECIMAL%' THEN spark_hash_item('long', x, spark_unscaled(x))
+        WHEN typeof(x) LIKE 'DECIMAL%' THEN spark_hash_item('long', x, spark_hash_unscaled(x))
         ELSE CAST(error('hash: a value of type ' || typeof(x) || ' cannot be hashed here') AS STRUCT(k VARCHAR, n HUGEINT, h VARCHAR)) END""",
     "spark_hash_items": """(x INTEGER) AS [spark_hash_item('int', x, x)], (x BIGINT) AS [spark_hash_item('long', x, x)],
         (x BOOLEAN) AS [spark_hash_item('int', x, CASE WHEN x THEN 1 ELSE 0 END)],

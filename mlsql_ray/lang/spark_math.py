@@ -66,7 +66,6 @@ MACROS: dict[str, str] = hygienic({
     "spark_signum": "(x) AS CASE WHEN isnan(CAST(x AS DOUBLE)) THEN CAST(x AS DOUBLE) ELSE CAST(sign(x) AS DOUBLE) END",
     "spark_factorial": "(n) AS CASE WHEN n BETWEEN 0 AND 20 THEN CAST(factorial(CAST(n AS INTEGER)) AS BIGINT) END",
     "spark_nanvl": "(a, b) AS CASE WHEN isnan(a) THEN b ELSE a END",
-    "spark_pmod": "(a, n) AS CASE WHEN n = 0 THEN NULL WHEN a % n < 0 THEN (a % n + n) % n ELSE a % n END",
     "spark_width_bucket": """(v, mn, mx, n) AS CASE
         WHEN n <= 0 OR n = 9223372036854775807 OR isnan(v) OR mn = mx OR isnan(mn) OR isinf(mn) OR isnan(mx) OR isinf(mx) THEN NULL
         WHEN mn < mx THEN CASE WHEN v < mn THEN 0 WHEN v >= mx THEN n + 1
@@ -156,14 +155,14 @@ _SIMPLE = {  # Spark function (by sqlglot class or name) → our macro
     exp.Sign: "spark_signum", exp.Cbrt: "spark_cbrt", exp.Factorial: "spark_factorial", exp.Nanvl: "spark_nanvl",
     exp.BitwiseCount: "spark_bit_count", exp.Getbit: "spark_bit_get", exp.WidthBucket: "spark_width_bucket",
     exp.BitwiseLeftShift: "spark_shiftleft", exp.BitwiseRightShift: "spark_shiftright",
-    "shiftrightunsigned": "spark_shiftrightunsigned", "bin": "spark_bin", "conv": "spark_conv", "pmod": "spark_pmod",
+    "shiftrightunsigned": "spark_shiftrightunsigned", "bin": "spark_bin", "conv": "spark_conv",
 }
 
 
 def math_functions(tree: exp.Expression) -> None:
     """``sign``/``signum`` (a double, NaN for NaN), ``cbrt``, ``factorial``, ``nanvl``, ``bit_count``,
     ``bit_get``/``getbit``, ``width_bucket``, ``shiftleft``/``shiftright``/``shiftrightunsigned``,
-    ``bin``, ``conv``, ``pmod``, ``e()``, ``positive``/``negative``, ``hypot``, ``sec``/``csc``."""
+    ``bin``, ``conv``, ``e()``, ``positive``/``negative``, ``hypot``, ``sec``/``csc``."""
     classes = tuple(k for k in _SIMPLE if isinstance(k, type))
     for node in list(tree.find_all(*classes, exp.Negative, exp.Sec, exp.Csc, exp.Anonymous)):
         replacement = _math_function(node)

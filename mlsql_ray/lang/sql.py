@@ -10,27 +10,38 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from . import spark_functions, templates
+from . import spark_casts, spark_functions, sql_types, templates
+from .sql_types import Schemas
 
-Translation = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]
+
+class Translation(NamedTuple):
+    sql: str  # DuckDB SQL
+    tables: tuple[str, ...]  # names of the tables it reads
+    calls: tuple[tuple[str, str], ...]  # calls of functions sqlglot does not know, as (name, first argument)
+    bound_types: bool  # whether a result's Spark type is only known once DuckDB binds the SQL (engine.spark_functions)
+
 
 _TOO_DEEP = ("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of "
              "parentheses or subqueries)")
 
 
-def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
-    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads, calls of
-    functions sqlglot does not know, as (name, first argument) — model functions among them).
+def translate(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | None = None) -> Translation:
+    """Translate one Spark SQL query (see ``Translation``; the unknown functions it calls include
+    model functions).
 
     ``line``/``col``: where the SQL starts in the script, so an error points into the script,
-    not into the query."""
+    not into the query. ``schemas``: the columns and types of the tables it reads, from the
+    catalog, so that the rewrites know Spark's type of each expression (``sql_types``); without
+    them (the parser's check before anything runs) a rewrite that needs a type it cannot know
+    writes SQL that decides when DuckDB binds it."""
     try:
-        return _translate(spark_sql)
+        return _translate(spark_sql, schemas)
     except MLSQLError as exc:  # positioned within the SQL text: move it to the script
         where_line = line + (exc.line or 1) - 1
         where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
@@ -38,10 +49,10 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
 
 
 @lru_cache(maxsize=1024)
-def _translate(spark_sql: str) -> Translation:
-    """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text alone:
-    the parser's check and the run share one translation, notebooks re-run the same cells,
-    and translating costs about as much as running a small query. Velocity directives (``#set``,
+def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
+    """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text and the
+    schemas: notebooks re-run the same cells, and translating costs about as much as running a
+    small query. Velocity directives (``#set``,
     ``#foreach``, ``#if``) are rendered first, as Byzer renders every statement (``templates``)."""
     if templates.has_template(spark_sql):
         spark_sql = templates.render(spark_sql)
@@ -61,13 +72,18 @@ def _translate(spark_sql: str) -> Translation:
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}")
     try:
-        _spark_range(trees[0])
-        for transform in spark_functions.TRANSFORMS:
-            transform(trees[0])
-        tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
-        calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
-        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
-    except MLSQLError:  # a rewrite's own verdict on the query (an illegal datetime pattern, a misused grouping())
+        tree = trees[0]
+        _spark_range(tree)
+        with sql_types.typing_of(tree, schemas, spark_sql):
+            for transform in spark_functions.TRANSFORMS:
+                transform(tree)
+        tables = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name}))
+        calls = tuple((f.name, f.expressions[0].sql("spark")) for f in tree.find_all(exp.Anonymous) if f.expressions)
+        # copy=False: the tree is not needed after this, and copying it costs as much as the rewrites
+        bound_types = spark_casts.sums_left_untyped(tree)
+        return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
+                           bound_types)
+    except MLSQLError:  # a rewrite's own verdict on the query (a cast Spark refuses, an illegal datetime pattern)
         raise
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
