@@ -263,7 +263,9 @@ A_PAIR_MATCHED = _cell_js("return cell.node.querySelectorAll('.cm-matchingBracke
 def test_the_mlsql_mode_colours_and_edits_the_mnist_notebook(lab, browser):
     """The extension loads (no console error), MLSQL cells get its colours and --%python cells
     Python's, brackets match, and "toggle comment" (Ctrl+/) writes '--' in MLSQL and '#' in Python.
-    The cells (of notebooks/mnist_distributed.ipynb): 1 loads, 3 is the seed's Python, 12 selects."""
+    The cells (of notebooks/mnist_distributed.ipynb): 1 loads, 3 is the seed's Python, 12 selects.
+    JupyterLab gives every keyword one class; MLSQL's statement words get the mode's own class too
+    (cm-mlsql-statement), so a `load` and Python's `import` are told apart."""
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     console = []
     page.on("console", lambda message: console.append(message.text) if message.type == "error" else None)
@@ -275,23 +277,27 @@ def test_the_mlsql_mode_colours_and_edits_the_mnist_notebook(lab, browser):
         page.wait_for_function(CLASS_OF, arg=[1, "load"], timeout=30_000)  # the mode is loaded lazily
         assert page.evaluate(MIME_TYPE, [1]) == "text/x-mlsql"
 
-        keyword = page.evaluate(CLASS_OF, [1, "load"])
-        assert keyword and page.evaluate(CLASS_OF, [1, "as"]) == keyword
-        assert page.evaluate(CLASS_OF, [1, "!python"]) == keyword
-        assert page.evaluate(CLASS_OF, [1, "parquet"]) not in (None, keyword)  # the format
+        statement = page.evaluate(CLASS_OF, [1, "load"])
+        keyword = page.evaluate(CLASS_OF, [1, "as"])  # JupyterLab's class of every keyword
+        assert keyword and set(statement.split()) == {keyword, "cm-mlsql-statement"}  # a keyword to the theme, and MLSQL's
+        assert page.evaluate(CLASS_OF, [1, "!python"]) == statement
+        assert page.evaluate(CLASS_OF, [1, "parquet"]) not in (None, keyword, statement)  # the format
         page.evaluate(SHOW, [12])
         page.wait_for_function(CLASS_OF, arg=[12, "cast"], timeout=10_000)
-        assert page.evaluate(CLASS_OF, [12, "select"]) == page.evaluate(CLASS_OF, [12, "cast"]) == keyword  # Spark SQL
+        assert page.evaluate(CLASS_OF, [12, "select"]) == statement  # the statement's word, then Spark SQL's
+        assert page.evaluate(CLASS_OF, [12, "cast"]) == keyword
         page.evaluate(SHOW, [3])  # CodeMirror draws the lines in view (the outputs of a run push them down)
         page.wait_for_function(CLASS_OF, arg=[3, "connect"], timeout=10_000)
         annotation = page.evaluate(CLASS_OF, [3, "--%python"])
         comment = page.evaluate(CLASS_OF, [3, "# The seed's own loop, with Keras 3 spellings and pixels scaled to [0, 1]. "
                                               "Its flaw is kept on"])
-        assert page.evaluate(CLASS_OF, [3, "import"]) == page.evaluate(CLASS_OF, [3, "def"]) == keyword  # Python's
-        # JupyterLab gives every keyword one class; MLSQL's words are not keywords in Python: `connect` in
-        # `RayContext.connect(globals(), None)` is an attribute there, and '#' starts a comment, unlike in MLSQL
+        # Python's keywords are keywords, not MLSQL's statement words
+        assert page.evaluate(CLASS_OF, [3, "import"]) == page.evaluate(CLASS_OF, [3, "def"]) == keyword != statement
+        # MLSQL's words are not keywords in Python: `connect` in `RayContext.connect(globals(), None)`
+        # is an attribute there, and '#' starts a comment, unlike in MLSQL
         connect = page.evaluate(CLASS_OF, [3, "connect"])
-        assert len({keyword, annotation, comment, connect} - {None}) == 4, (keyword, annotation, comment, connect)
+        classes = {keyword, statement, annotation, comment, connect}
+        assert len(classes - {None}) == 5, classes
 
         # brackets: the cursor after `connect(globals(), None)` and inside `mnist_predict(image)`
         page.locator(".jp-CodeCell .cm-line", has_text="ray_context = RayContext.connect(globals(), None)").first.click()

@@ -20,7 +20,7 @@ from test_byzer_docs import BLOCKS, SKIP
 
 from conftest import ROOT
 from mlsql_ray.kernel.kernel import MLSQLKernel
-from mlsql_ray.lang.highlight import MLSQL_KEYWORDS, SQL_STATEMENTS, MLSQLLexer
+from mlsql_ray.lang.highlight import MLSQL_KEYWORDS, MLSQL_STATEMENT, MLSQL_STATEMENTS, SQL_STATEMENTS, MLSQLLexer
 
 LABEXTENSION = ROOT / "labextension"
 BUNDLE = LABEXTENSION / "mlsql-ray-lang"
@@ -62,15 +62,16 @@ def test_mlsql_statements_and_their_spark_sql():
             "!show tables;\n"
             "set code = '''print(1); print(2)''' where scope=\"session\";\n"
             "save overwrite digits as delta.`demo.digits` partitionBy label;")
-    assert kinds_of(text, "load") == {Keyword}
+    assert kinds_of(text, "load") == kinds_of(text, "set") == kinds_of(text, "save") == {MLSQL_STATEMENT}
     assert kinds_of(text, "parquet") == {Name.Builtin}  # the format of format.`path`
     assert kinds_of(text, "${data}") == {String.Interpol}
     assert kinds_of(text, "/train.parquet") == {String.Backtick}
-    assert kinds_of(text, "select") == kinds_of(text, "from") == kinds_of(text, "group") == {Keyword}  # Pygments' SQL
-    assert kinds_of(text, "!show") == {Keyword.Pseudo}
+    assert kinds_of(text, "select") == {MLSQL_STATEMENT}  # the statement's word, then its Spark SQL
+    assert kinds_of(text, "from") == kinds_of(text, "group") == {Keyword}  # Pygments' SQL
+    assert kinds_of(text, "!show") == {MLSQL_STATEMENT}
     assert kinds_of(text, "print(1); print(2)") == {String.Doc}  # a ';' in ''' ''' ends nothing
     assert kinds_of(text, "overwrite") == kinds_of(text, "partitionBy") == {Keyword}
-    assert kinds_of(text, "where") == {Keyword}  # MLSQL's (load, set) and SQL's alike
+    assert kinds_of(text, "where") == kinds_of(text, "as") == {Keyword}  # MLSQL's (load, set) and SQL's alike
     assert (Punctuation, ";") in lex(text)
 
 
@@ -86,13 +87,16 @@ def test_a_python_cell_is_python_up_to_the_next_cell_marker():
     assert kinds_of(text, "train") == {Name.Function}
     marker = tokens.index((Comment.Special, "-- %%\n"))
     assert {kind for kind, value in tokens[:marker] if value == "load"} == {Name}  # a Python name here
-    assert tokens[marker + 1] == (Keyword, "load")  # and an MLSQL statement again after -- %%
+    assert tokens[marker + 1] == (MLSQL_STATEMENT, "load")  # and an MLSQL statement again after -- %%
+    # MLSQL's statement words are keywords to a style, yet not Python's (nor SQL's) kind of keyword
+    python_keywords = {kind for kind, _ in tokens[:marker] if kind in Keyword}
+    assert MLSQL_STATEMENT in Keyword and python_keywords and MLSQL_STATEMENT not in python_keywords
 
 
 def test_annotations_without_python_leave_the_cell_mlsql():
     text = "--%input=x\nselect 1 as a as t;"
     assert kinds_of(text, "--%input=x\n") == {Comment.Preproc}
-    assert kinds_of(text, "select") == {Keyword}
+    assert kinds_of(text, "select") == {MLSQL_STATEMENT}
     # as parser.python_cell reads it: a blank line ends the annotations, so this --%python is a comment
     late = "--%input=x\n\n--%python\nimport os\nselect 1 as a as t;"
     assert kinds_of(late, "--%python") == {Comment.Single} and kinds_of(late, "import") == {Name}
@@ -105,7 +109,7 @@ def test_velocity_templates_and_branch_variables_inside_sql():
     assert kinds_of(text, "#foreach") == kinds_of(text, "#end") == {Comment.Preproc}
     assert kinds_of(text, "$cols") == {Name.Variable}
     assert kinds_of(text, "${c}") == {String.Interpol}
-    assert kinds_of(text, "!if") == kinds_of(text, "!fi") == {Keyword.Pseudo}
+    assert kinds_of(text, "!if") == kinds_of(text, "!fi") == {MLSQL_STATEMENT}
 
 
 # -- Pygments finds it, nbconvert uses it ---------------------------------------------------------------
@@ -138,9 +142,9 @@ def test_nbconvert_html_of_the_mnist_notebook_classes_mlsql_and_python_tokens(tm
     html = (tmp_path / "mnist_distributed.html").read_text()
     # MLSQL: load parquet.`../sample_data/mnist/train.parquet` as mnist; !python conf "runIn=driver";
     assert '<div class="highlight hl-mlsql">' in html
-    assert '<span class="k">load</span><span class="w"> </span><span class="nb">parquet</span>' in html
+    assert '<span class="kr">load</span><span class="w"> </span><span class="nb">parquet</span>' in html
     assert '<span class="p">.</span><span class="sb">`../sample_data/mnist/train.parquet`</span>' in html
-    assert '<span class="kp">!python</span>' in html
+    assert '<span class="kr">!python</span>' in html
     assert '<span class="cp">--%python' in html  # the annotations
     # Python in the --%python cells: keywords, comments, definitions
     assert '<span class="kn">import</span><span class="w"> </span><span class="nn">ray</span>' in html
@@ -167,7 +171,8 @@ def test_the_labextension_bundle_is_the_build_of_its_source():
 
 def test_the_mode_and_the_lexer_know_the_same_words():
     words = json.loads((LABEXTENSION / "src" / "words.json").read_text())
-    assert words == {"sqlStatements": list(SQL_STATEMENTS), "mlsqlKeywords": list(MLSQL_KEYWORDS)}
+    assert words == {"sqlStatements": list(SQL_STATEMENTS), "mlsqlStatements": list(MLSQL_STATEMENTS),
+                     "mlsqlKeywords": list(MLSQL_KEYWORDS)}
 
 
 def test_pyproject_ships_the_bundle_as_wheel_data():

@@ -3,15 +3,25 @@
 // select/insert/… to CodeMirror's Spark SQL mode and a --%python cell to its Python mode. It reads
 // cells as the parser does (mlsql_ray/lang/parser.py: split_cells, python_cell) and colours as the
 // Pygments lexer does (mlsql_ray/lang/highlight.py); the words are shared with it (words.json).
-import { LanguageSupport, StreamLanguage } from '@codemirror/language';
+import { HighlightStyle, LanguageSupport, StreamLanguage, syntaxHighlighting } from '@codemirror/language';
 import { python } from '@codemirror/legacy-modes/mode/python';
 import { sparkSQL } from '@codemirror/legacy-modes/mode/sql';
 import { EditorState, Prec } from '@codemirror/state';
+import { Tag, tags } from '@lezer/highlight';
 
 import words from './words.json';
 
 const SQL_STATEMENTS = new Set(words.sqlStatements);
+const MLSQL_STATEMENTS = new Set(words.mlsqlStatements);
 const KEYWORDS = new Set(words.mlsqlKeywords.map(word => word.toLowerCase()));
+
+/**
+ * The word that starts an MLSQL statement (load, save, select, train, …, a !command): a sub-tag of
+ * keyword, so that a highlighter that knows only keywords (JupyterLab's, any theme's) colours it as
+ * one, while MLSQL's own highlighter below marks it apart from the keywords of Python and Spark SQL.
+ */
+export const mlsqlStatement = Tag.define(tags.keyword);
+const STATEMENT = 'mlsqlStatement'; // its token name (the tokenTable of mlsqlLanguage)
 const CELL_MARKER = /^[ \t]*--[ \t]*%%/; // a new cell of a script (`-- %%`)
 const ANNOTATION = /^[ \t]*--%[A-Za-z_][\w.]*/;
 const PYTHON_ANNOTATION = /^[ \t]*--%python(?![\w.])/;
@@ -102,7 +112,7 @@ function mlsqlToken(stream, state) {
     return sqlToken(stream, state);
   }
   if (stream.match(/^![A-Za-z_]\w*/)) {
-    return 'keyword'; // !show, !delta, !if, a macro !name
+    return STATEMENT; // !show, !delta, !if, a macro !name
   }
   if (stream.match(/^\w+(?=\.`)/)) {
     return 'variableName.standard'; // the format of format.`path`
@@ -115,7 +125,10 @@ function mlsqlToken(stream, state) {
     const lower = word[0].toLowerCase();
     if (SQL_STATEMENTS.has(lower)) {
       state.sql = sparkSQL.startState();
-      return 'keyword';
+      return STATEMENT;
+    }
+    if (MLSQL_STATEMENTS.has(lower)) {
+      return STATEMENT;
     }
     return KEYWORDS.has(lower) ? 'keyword' : 'variableName';
   }
@@ -190,6 +203,7 @@ export const mlsqlLanguage = StreamLanguage.define({
   token,
   blankLine,
   indent,
+  tokenTable: { [STATEMENT]: mlsqlStatement },
   languageData: {
     commentTokens: { line: '--', block: { open: '/*', close: '*/' } },
     closeBrackets: { brackets: ['(', '[', '{', "'", '"', '`'] },
@@ -231,6 +245,10 @@ const pythonCellComments = Prec.high(
   )
 );
 
+// The class of MLSQL's statement words, next to the keyword class the editor's theme gives them: a
+// fixed class and no colour of its own, so they keep the theme's keyword look under any theme.
+const statementClass = syntaxHighlighting(HighlightStyle.define([{ tag: mlsqlStatement, class: 'cm-mlsql-statement' }]));
+
 export function mlsql() {
-  return new LanguageSupport(mlsqlLanguage, [pythonCellComments]);
+  return new LanguageSupport(mlsqlLanguage, [pythonCellComments, statementClass]);
 }

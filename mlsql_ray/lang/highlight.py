@@ -5,8 +5,10 @@ Registered through Pygments' ``pygments.lexers`` entry point as ``mlsql``, the n
 ``!commands``, ``--%`` annotations, ``format.`path```, ``'''…'''`` strings and ``${}`` variables — and
 hands the rest to Pygments' own lexers: the Spark SQL of ``select``/``insert``/... to ``SqlLexer``, and a
 cell whose leading annotations include ``--%python`` to ``PythonLexer``, up to the next ``-- %%``
-line (as ``parser.python_cell`` and ``split_cells`` read it). The JupyterLab mode in ``labextension/``
-colours the same way.
+line (as ``parser.python_cell`` and ``split_cells`` read it). The words that start MLSQL's statements
+and ``!commands`` are ``MLSQL_STATEMENT``, a kind of keyword those lexers do not give, so that a style
+colours them as keywords yet apart from Python's and SQL's. The JupyterLab mode in ``labextension/``
+colours the same way (its tag ``mlsqlStatement``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from .parser import STATEMENT_PARSERS
 
 #: statements whose body is Spark SQL (``select ... as T;`` and byzer-lang's raw SQL statements)
 SQL_STATEMENTS = ("select", "insert", "create", "drop", "refresh")
-#: the other statement words of the parser, and the words inside MLSQL statements
-MLSQL_KEYWORDS = (*sorted(set(STATEMENT_PARSERS) - set(SQL_STATEMENTS)),
-                  "as", "where", "options", "and", "overwrite", "append", "errorIfExists", "ignore",
+#: the other statement words of the parser
+MLSQL_STATEMENTS = tuple(sorted(set(STATEMENT_PARSERS) - set(SQL_STATEMENTS)))
+#: the words inside MLSQL statements
+MLSQL_KEYWORDS = ("as", "where", "options", "and", "overwrite", "append", "errorIfExists", "ignore",
                   "partitionBy", "named")
+#: the token of a statement word and of a ``!command`` (HTML class ``kr``)
+MLSQL_STATEMENT = Keyword.Reserved
 
 _CELL_MARKER = r"^[ \t]*--[ \t]*%%.*\n?"  # parser._CELL_MARKER: a new cell of a script
 _ANNOTATION = r"[ \t]*--%[A-Za-z_][\w.]*.*\n?"  # parser._ANNOTATION, at the start of a cell
@@ -64,9 +69,10 @@ class MLSQLLexer(RegexLexer):
         "statements": [
             (_CELL_MARKER, Comment.Special, "#pop"),
             include("comments"),
-            (words(SQL_STATEMENTS, suffix=r"\b"), Keyword, "sql"),
+            (words(SQL_STATEMENTS, suffix=r"\b"), MLSQL_STATEMENT, "sql"),
+            (words(MLSQL_STATEMENTS, suffix=r"\b"), MLSQL_STATEMENT),
             (words(MLSQL_KEYWORDS, suffix=r"\b"), Keyword),
-            (r"![A-Za-z_]\w*", Keyword.Pseudo),  # !show, !delta, !if, a macro !name
+            (r"![A-Za-z_]\w*", MLSQL_STATEMENT),  # !show, !delta, !if, a macro !name
             (r"(\w+)(\.)(?=`)", bygroups(Name.Builtin, Punctuation)),  # the format of format.`path`
             include("literals"),
             (r"\d+(?:\.\d+)?\b", Number),
