@@ -110,7 +110,9 @@ def run_file(args: argparse.Namespace) -> int:
 def _traceback_text(exc: BaseException) -> str:
     import traceback
 
-    return "".join(traceback.format_exception(exc)).rstrip("\n")
+    from .masking import mask
+
+    return mask("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 
 def _print_progress(view) -> None:

@@ -8,6 +8,8 @@ original exception (and its traceback) as its cause.
 
 from __future__ import annotations
 
+from .masking import mask_at
+
 
 class MLSQLError(Exception):
     """A statement could not run. ``line``/``column`` locate the statement (or None); ``source``
@@ -41,9 +43,10 @@ class MLSQLSyntaxError(MLSQLError):
 
     @property
     def caret(self) -> str:
-        """The offending source line with a ``^`` under the column."""
-        pad = "".join("\t" if ch == "\t" else " " for ch in self.source_line[: self.column - 1])
-        return f"{self.source_line}\n{pad}^"
+        """The offending source line, secrets masked, with a ``^`` under the column."""
+        line, column = mask_at(self.source_line, self.column)
+        pad = "".join("\t" if ch == "\t" else " " for ch in line[: column - 1])
+        return f"{line}\n{pad}^"
 
     def __str__(self) -> str:
         text = f"{self.line}:{self.column}: {self.message}"
