@@ -214,7 +214,8 @@ class RayContext:
     def _map_partitions(self, fn, per_row: bool) -> None:
         import ray
 
-        task = ray.remote(_map_partition).options(**env_options(self.context.env))
+        # user code with side effects, as the cell: run once, never again after a worker died
+        task = ray.remote(_map_partition).options(max_retries=0, **env_options(self.context.env))
         tables = _get_all([task.remote(server, fn, per_row) for server in self.data_servers()])
         tables = [t for t in tables if t.num_columns]
         self.context.result = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
