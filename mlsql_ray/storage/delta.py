@@ -245,7 +245,9 @@ class WriteResult:
 def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partition_by: tuple[str, ...],
           options: dict[str, str], commit_metadata: dict[str, str] | None = None) -> WriteResult:
     """Save ``data`` as a Delta table. The commit is atomic: on any error, a conflict with another
-    writer or Ctrl-C, the table keeps its version."""
+    writer or Ctrl-C, the table keeps its version; a Ctrl-C too late to stop the commit raises
+    ``InterruptedAfterCommit`` with the version committed. Afterwards, files earlier interrupted
+    writes left are removed (``remove_leftovers``)."""
     from deltalake import CommitProperties, DeltaTable, write_deltalake
     from deltalake.exceptions import DeltaError
 
