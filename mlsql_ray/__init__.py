@@ -1,9 +1,9 @@
 """mlsql-ray: MLSQL (Byzer) notebooks and scripts on Arrow, DuckDB, Ray and Delta Lake."""
 
-from .errors import InternalError, MLSQLError, MLSQLSyntaxError
+from .errors import InternalError, InterruptedAfterCommit, MLSQLError, MLSQLSyntaxError
 from .lang import parse
 
-__all__ = ["InternalError", "MLSQLError", "MLSQLSyntaxError", "Session", "parse"]
+__all__ = ["InternalError", "InterruptedAfterCommit", "MLSQLError", "MLSQLSyntaxError", "Session", "parse"]
 __version__ = "0.1.0"
 
 

@@ -92,8 +92,8 @@ def run_file(args: argparse.Namespace) -> int:
                     for warning in view.warnings:
                         print(f"{path}: warning: {warning}", file=sys.stderr)
                     print(view.table.text() if view.table is not None else view.message, flush=True)
-    except KeyboardInterrupt:
-        print(f"{path}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # its text, if any, says what the interrupt came too late to stop
+        print(f"{path}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the user's mistake, or a bug shown as one
         code = cells[cell - 1] if cell is not None and cell <= len(cells) else text
@@ -110,7 +110,9 @@ def run_file(args: argparse.Namespace) -> int:
 def _traceback_text(exc: BaseException) -> str:
     import traceback
 
-    return "".join(traceback.format_exception(exc)).rstrip("\n")
+    from .masking import mask
+
+    return mask("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 
 def _print_progress(view) -> None:

@@ -3,10 +3,13 @@ error after. Both carry the position of the offending text (1-based line and col
 front end (CLI, kernel, Python) can point at it the same way.
 
 Anything else that escapes a statement is a bug in mlsql-ray: an ``InternalError`` that keeps the
-original exception (and its traceback) as its cause.
+original exception (and its traceback) as its cause. ``InterruptedAfterCommit`` is Ctrl-C that
+came too late to stop a save.
 """
 
 from __future__ import annotations
+
+from .masking import mask_at
 
 
 class MLSQLError(Exception):
@@ -41,9 +44,10 @@ class MLSQLSyntaxError(MLSQLError):
 
     @property
     def caret(self) -> str:
-        """The offending source line with a ``^`` under the column."""
-        pad = "".join("\t" if ch == "\t" else " " for ch in self.source_line[: self.column - 1])
-        return f"{self.source_line}\n{pad}^"
+        """The offending source line, secrets masked, with a ``^`` under the column."""
+        line, column = mask_at(self.source_line, self.column)
+        pad = "".join("\t" if ch == "\t" else " " for ch in line[: column - 1])
+        return f"{line}\n{pad}^"
 
     def __str__(self) -> str:
         text = f"{self.line}:{self.column}: {self.message}"
@@ -62,3 +66,14 @@ class InternalError(Exception):
         self.line = line
         self.column = column
         self.source = source
+
+
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """Ctrl-C that lost the race with a save's commit: every row had been handed over and the
+    commit went through. The run still ends, as asked, but says what was committed, so that
+    nobody runs an ``append`` again and doubles its rows."""
+
+    def __init__(self, table: str, version: int):
+        super().__init__(f"interrupted after {table} was committed as version {version}")
+        self.table = table
+        self.version = version

@@ -19,6 +19,7 @@ import pyarrow as pa
 from .display import render_html, render_text
 from .errors import InternalError, MLSQLError, MLSQLSyntaxError
 from .lang import ast
+from .masking import mask, mask_at
 
 PREVIEW_ROWS = 20
 INTERNAL_HINT = ("This is a bug in mlsql-ray, not in your script; run again with --verbose to see its traceback "
@@ -131,12 +132,14 @@ def present_error(exc: BaseException, code: str, path: Path | None = None) -> Er
     Anything that is not an ``MLSQLError`` is a bug in mlsql-ray, shown with its traceback."""
     if not isinstance(exc, MLSQLError):
         internal = exc if isinstance(exc, InternalError) else InternalError(exc, None, None)
-        lines = "".join(traceback.format_exception(exc)).rstrip("\n").split("\n")  # with its cause's
+        lines = mask("".join(traceback.format_exception(exc)).rstrip("\n")).split("\n")  # with its cause's
         source = internal.source if internal.source and not _is_run_file(internal.source, path) else None
-        return ErrorView(type(exc).__name__, internal.message, internal.message, [], internal.line,
+        message = mask(internal.message)
+        return ErrorView(type(exc).__name__, message, message, [], internal.line,
                          internal.column, source, _excerpt(_text_of(source, code), internal.line, internal.column),
                          internal=True, traceback=lines, hint=INTERNAL_HINT)
-    first, _, rest = exc.message.partition("\n")
+    message = mask(exc.message)
+    first, _, rest = message.partition("\n")
     last = rest.strip().split("\n")[-1].strip() if rest.strip() else ""
     headline = f"{first} {last}" if last and first.endswith(":") else first  # "the Python cell failed:" + why
     source = exc.source if exc.source and not _is_run_file(exc.source, path) else None
@@ -146,7 +149,7 @@ def present_error(exc: BaseException, code: str, path: Path | None = None) -> Er
         excerpt = _excerpt(_text_of(source, code), exc.line, exc.column)
     else:
         excerpt = []
-    return ErrorView(type(exc).__name__, exc.message, headline, rest.split("\n") if rest else [], exc.line,
+    return ErrorView(type(exc).__name__, message, headline, rest.split("\n") if rest else [], exc.line,
                      exc.column, source, excerpt)
 
 
@@ -165,12 +168,12 @@ def _text_of(source: str | None, code: str) -> str:
 
 
 def _excerpt(code: str, line: int | None, column: int | None) -> list[str]:
-    """The line of ``code`` an error is on, and a caret under its column."""
+    """The line of ``code`` an error is on (secrets masked), and a caret under its column."""
     lines = code.split("\n")
     if line is None or not 1 <= line <= len(lines):
         return []
-    source_line = lines[line - 1].rstrip("\r")
-    pad = "".join("\t" if ch == "\t" else " " for ch in source_line[: (column or 1) - 1])
+    source_line, column = mask_at(lines[line - 1].rstrip("\r"), column or 1)
+    pad = "".join("\t" if ch == "\t" else " " for ch in source_line[: column - 1])
     return [source_line, f"{pad}^"]
 
 

@@ -3,11 +3,13 @@
 TensorFlow and absl print C++ log lines when TensorFlow loads (``oneDNN custom operations are
 on…``, ``All log messages before absl::InitializeLog()…``) whatever ``TF_CPP_MIN_LOG_LEVEL``
 says, in the driver and in every Ray worker; Ray adds a one-time hint about its log
-deduplication, Ray Tune its tables and a TensorBoard hint. None of it is the user's output.
+deduplication, Ray Tune its tables and a TensorBoard hint, the raylet a paragraph on every worker
+that dies under a task (the task's own error says so). None of it is the user's output.
 
 Two filters drop the lines matching ``NOISE`` and pass everything else through, so a worker's
 ``print()`` still reaches the cell and our own progress the terminal:
-- ``quiet_ray()`` wraps Ray's handler of the workers' output (Ray's driver-side log stream);
+- ``quiet_ray()`` wraps Ray's handler of the workers' output (Ray's driver-side log stream) and
+  the printer of the error messages the raylet publishes;
 - ``filtered_stderr()`` sits on this process's file descriptor 2, where C++ code writes.
 ``set_verbose(True)`` (``--verbose``, ``!python conf "verbose=true"``) lets everything through.
 """
@@ -15,6 +17,7 @@ Two filters drop the lines matching ``NOISE`` and pass everything else through, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -33,6 +36,8 @@ NOISE_PATTERNS = (
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+INFO \w+\.py:\d+ -- ",  # Ray's own Python info lines
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [IW] \d+ \d+\] ",  # Ray's C++ info and warning lines
     r"tensorboard --logdir",
+    # the raylet's account of a worker that died under a task: the task's error says it to the user
+    r"^A worker died or was killed while executing a task by an unexpected system error",
 )
 NOISE = re.compile("|".join(NOISE_PATTERNS))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -51,31 +56,36 @@ def is_noise(line: str) -> bool:
 
 
 def quiet_ray() -> None:
-    """Drop noise from the workers' output Ray forwards to this driver (idempotent: called on
-    every use of the Ray connection, so a Ray someone else started is covered too).
+    """Drop noise from the workers' output and the raylet's error messages Ray forwards to this
+    driver (idempotent: called on every use of the Ray connection, so a Ray someone else started
+    is covered too).
 
-    Ray prints that output through its ``ray_print_logs`` handler, which is wrapped here
-    (``ray_internals.wrap_print_logs``: Ray offers no public filter, only all or nothing with
+    Ray prints that output through its ``ray_print_logs`` handler and those messages through
+    ``print_to_stdstream``, which are wrapped here (``ray_internals.wrap_print_logs``,
+    ``wrap_error_printer``: Ray offers no public filter, only all or nothing with
     ``log_to_driver``). Ray's deduplication hint is printed only while Ray's
     ``log_once("log_dedup_warning")`` is unused: using it up keeps the hint away."""
     from ray.util.debug import log_once
 
-    from .ray_internals import wrap_print_logs
+    from .ray_internals import wrap_error_printer, wrap_print_logs
 
     if not _state["verbose"]:
         log_once("log_dedup_warning")
     set_verbose(_state["verbose"])  # Tune's loggers
     wrap_print_logs(_filtered)
+    wrap_error_printer(_filtered)
 
 
 def _filtered(handler):
+    """``handler(data, ...)`` for Ray's ``{"lines": [...], ...}`` records, without the noise lines."""
     if getattr(handler, "mlsql_quiet", False):
         return handler
 
-    def handle(data: dict) -> None:
+    @functools.wraps(handler)
+    def handle(data: dict, *args, **kwargs) -> None:
         lines = [line for line in data.get("lines", ()) if not is_noise(line)]
         if lines:
-            handler(dict(data, lines=lines))
+            handler(dict(data, lines=lines), *args, **kwargs)
 
     handle.mlsql_quiet = True
     return handle

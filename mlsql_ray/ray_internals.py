@@ -179,3 +179,13 @@ def wrap_print_logs(wrap) -> None:
     with dispatcher._lock:
         dispatcher.handlers = [(name, wrap(handler) if name == "ray_print_logs" else handler)
                                for name, handler in dispatcher.handlers]
+
+
+def wrap_error_printer(wrap) -> None:
+    """Replace the function through which Ray prints, on this driver, the error messages the GCS
+    publishes (such as the raylet's paragraph on a worker that died under a task) by
+    ``wrap(function)``: ``ray._private.worker.listen_error_messages`` calls the module's
+    ``print_to_stdstream`` itself, not through the handlers ``wrap_print_logs`` reaches."""
+    from ray._private import worker
+
+    worker.print_to_stdstream = wrap(worker.print_to_stdstream)

@@ -419,6 +419,44 @@ def test_build_result_refuses_one_dict(ray_session: Session):
         """, output="x")
 
 
+def test_os_exit_is_guarded_only_while_a_driver_cell_runs(session: Session):
+    """The guard against a driver cell's os._exit (tests/reliability/test_cell_death.py) is in
+    place while the cell runs, and Python's own os._exit is back afterwards, also after a failure."""
+    real_exit = os._exit
+    run_cell(session, """
+        import os, posix
+        context.build_result([{"guarded": os._exit is not posix._exit}])
+    """, output="guard")
+    assert session.table("guard").to_pylist() == [{"guarded": True}]
+    assert os._exit is real_exit
+    with pytest.raises(MLSQLError, match="ValueError"):  # (os._exit itself: in a subprocess, there)
+        run_cell(session, "raise ValueError('failed')")
+    assert os._exit is real_exit
+
+
+def test_build_result_rows_with_different_keys_keep_every_column(session: Session):
+    """As a DataFrame of the rows would: every key a column, None where a row lacks it (issue 24,
+    item 3: column c was dropped without a word)."""
+    result = run_cell(session, """
+        context.build_result([{"a": 1, "b": 1}, {"a": 2.5, "c": "new"}])
+    """, output="union")
+    assert result.message == "union: 2 rows"
+    table = session.table("union")
+    assert table.column_names == ["a", "b", "c"]
+    assert table.to_pylist() == [{"a": 1.0, "b": 1, "c": None}, {"a": 2.5, "b": None, "c": "new"}]
+
+
+def test_build_result_rows_whose_values_fit_no_one_type_are_a_clear_error(session: Session):
+    with pytest.raises(MLSQLError) as info:
+        run_cell(session, """
+            rows = [{"a": 1}, {"a": "x"}]
+            context.build_result(rows)
+        """, output="mixed")
+    assert "column 'a' has values of different types: 1 (int), 'x' (str)" in info.value.message
+    assert info.value.line == 4  # the build_result line (1: --%python, 2: --%output)
+    assert "mixed" not in session.catalog
+
+
 SPARK_JSON = json.dumps({"type": "struct", "fields": [
     {"name": "k", "type": "long", "nullable": True, "metadata": {}},
     {"name": "score", "type": "float", "nullable": True, "metadata": {}},

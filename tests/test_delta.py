@@ -6,6 +6,7 @@ would see it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections import Counter
@@ -444,6 +445,62 @@ def test_delta_command_errors(session, warehouse):
     with pytest.raises(MLSQLError, match="does not exist"):
         run(session, "!delta history db.none;")
     with pytest.raises(MLSQLError, match="usage"):
-        run(session, "!delta vacuum db.t;")
+        run(session, "!delta vacuum db.t soon;")
+    with pytest.raises(MLSQLError, match="does not exist"):
+        run(session, "!delta vacuum db.none;")
     run(session, "select 1 as x as alive;")
     assert "alive" in session.catalog
+
+
+# -- files an interrupted or killed save left ------------------------------------------------------
+
+def last_written(file: Path, hours_ago: float) -> None:
+    moment = time.time() - hours_ago * 3600
+    os.utime(file, (moment, moment))
+
+
+def leave_a_data_file(path: Path, hours_old: float) -> str:
+    """What a save that died before its commit leaves: a data file no version refers to (here a
+    copy of a real one, under a new writer's name), last written ``hours_old`` ago."""
+    import uuid
+
+    source = Path(DeltaTable(str(path)).file_uris()[0].removeprefix("file://"))
+    name = f"part-00001-{uuid.uuid4()}-c000.snappy.parquet"
+    shutil.copy(source, path / name)
+    last_written(path / name, hours_old)
+    return name
+
+
+def test_the_next_save_deletes_the_files_an_interrupted_save_left(session, warehouse, items):
+    run(session, "save overwrite first2 as delta.`db.t`; save overwrite rest as delta.`db.t`;")
+    path = warehouse / "db" / "t"
+    replaced = {Path(u).name for u in DeltaTable(str(path), version=0).file_uris()}
+    for name in replaced:  # version 0's files are as old as the leftover: time travel still needs them
+        last_written(path / name, 2)
+    old = leave_a_data_file(path, hours_old=2)
+    fresh = leave_a_data_file(path, hours_old=0)  # may be another writer's, not committed yet
+    ancient = leave_a_data_file(path, hours_old=24 * 8)  # past the retention: !delta vacuum's business
+    [result] = run(session, "save append first2 as delta.`db.t`;")
+    assert result.message == ("saved 2 rows of first2 to delta.`db.t` (version 2, mode append; "
+                              "deleted 1 data files an interrupted save had left)")
+    assert not (path / old).exists()
+    assert (path / fresh).exists() and (path / ancient).exists()
+    assert all((path / name).exists() for name in replaced)
+    assert rows(DeltaTable(str(path), version=0).to_pyarrow_table()) == rows(ITEMS.slice(0, 2))
+    assert on_disk(path) == rows(pa.concat_tables([ITEMS.slice(2), ITEMS.slice(0, 2)]))
+    [again] = run(session, "save append first2 as delta.`db.t`;")
+    assert "deleted" not in again.message
+
+
+def test_delta_vacuum_deletes_what_the_current_version_does_not_use(session, warehouse, items):
+    run(session, "save overwrite first2 as delta.`db.t`; save overwrite rest as delta.`db.t`;")
+    path = warehouse / "db" / "t"
+    version0 = {Path(u).name for u in DeltaTable(str(path), version=0).file_uris()}
+    left = leave_a_data_file(path, hours_old=0)
+    [kept] = run(session, "!delta vacuum db.t;")  # Delta's default retention, 7 days: nothing is that old
+    assert kept.table.num_rows == 0 and (path / left).exists()
+    [result] = run(session, "!delta vacuum db.t 0;")
+    assert sorted(result.table.column("file").to_pylist()) == sorted(version0 | {left})
+    assert result.message == f"vacuumed db.t: {len(version0) + 1} files deleted"
+    assert not (path / left).exists() and not any((path / name).exists() for name in version0)
+    assert on_disk(path) == rows(ITEMS.slice(2))

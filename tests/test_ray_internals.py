@@ -54,6 +54,11 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     assert callable(Config.initialize) and callable(CoreWorker.get_all_reference_counts)
     with global_worker_stdstream_dispatcher._lock:  # wrap_print_logs: a lock and (name, handler) pairs
         assert isinstance(global_worker_stdstream_dispatcher.handlers, list)
+    # wrap_error_printer: the error listener calls the module's printer by name, with a record and a flag
+    from ray._private import worker
+
+    assert parameters(worker.print_to_stdstream)[:2] == ["data", "ignore_prefix"]
+    assert "print_to_stdstream(" in inspect.getsource(worker.listen_error_messages)
     # resolve_ip_for_localhost must still ask get_node_ip_address, which must still read the
     # constant at call time: that is how single_machine_mode keeps the node on loopback
     assert "get_node_ip_address()" in inspect.getsource(services.resolve_ip_for_localhost)

@@ -95,7 +95,35 @@ def to_table(items) -> pa.Table:
     rows = list(items)
     if rows and not all(isinstance(r, dict) for r in rows):
         raise MLSQLError(f"build_result rows must be dicts, got {type(next(r for r in rows if not isinstance(r, dict))).__name__}")
-    return pa.Table.from_pylist(rows)
+    return rows_to_table(rows)
+
+
+def rows_to_table(rows: list[dict]) -> pa.Table:
+    """Row dicts as a table with a column for every key any row has (first seen first), None
+    where a row lacks it, as pandas makes a DataFrame of them. (``pa.Table.from_pylist`` takes
+    its columns from the first row alone and drops the other keys without a word.)"""
+    if not rows:
+        return pa.table({})
+    try:
+        array = pa.array(rows)  # a struct over the union of the keys, each with a type all its values take
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise MLSQLError(f"the rows do not make a table: {_mixed_column(rows) or exc}") from None
+    if not array.type.num_fields:
+        return pa.table({})
+    return pa.Table.from_struct_array(array)
+
+
+def _mixed_column(rows: list[dict]) -> str | None:
+    """Which key has values no one column type holds, and two of them (for the error)."""
+    for key in dict.fromkeys(k for row in rows for k in row):
+        values = [row[key] for row in rows if key in row]
+        try:
+            pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            kinds = {type(v).__name__: v for v in values if v is not None}
+            shown = ", ".join(f"{value!r} ({kind})" for kind, value in list(kinds.items())[:2])
+            return f"column {key!r} has values of different types: {shown}"
+    return None
 
 
 class RayContext:
@@ -186,7 +214,8 @@ class RayContext:
     def _map_partitions(self, fn, per_row: bool) -> None:
         import ray
 
-        task = ray.remote(_map_partition).options(**env_options(self.context.env))
+        # user code with side effects, as the cell: run once, never again after a worker died
+        task = ray.remote(_map_partition).options(max_retries=0, **env_options(self.context.env))
         tables = _get_all([task.remote(server, fn, per_row) for server in self.data_servers()])
         tables = [t for t in tables if t.num_columns]
         self.context.result = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
@@ -216,4 +245,4 @@ def _map_partition(server: DataServer, fn, per_row: bool) -> pa.Table:
         out = [r for r in (fn(row) for row in rows) if r is not None]
     else:
         out = list(fn(iter(rows)))
-    return pa.Table.from_pylist(out)
+    return rows_to_table(out)

@@ -1,6 +1,11 @@
 """Running a ``--%python`` cell: settings merged, input partitioned into Ray, code executed in
 the session's process (``runIn=driver``) or as a Ray task (``runIn=executor``), result checked
 against ``--%schema`` and registered as ``--%output``.
+
+A cell is user code with side effects: it runs once. Its Ray task is never retried, and a worker
+that dies under it (a crash, an out-of-memory kill, ``os._exit``) is the cell's error at its line.
+On the driver, the cell's own ``os._exit`` would end the session's process without a word: it
+fails the cell instead (``_refuse_process_exit``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import traceback
 import types
 from typing import Iterator
@@ -139,7 +145,7 @@ def _cell_traceback(exc: BaseException, filename: str) -> tuple[str, int | None]
             in_cells = True
             line = frame.lineno if frame.filename == filename else line
             lines += _frame_lines(_where(frame.filename, filename), frame.lineno, frame.name, frame.line)
-        elif index == len(frames) - 1 and not remote:  # where a library raised it
+        elif index == len(frames) - 1 and not remote and frame.filename != __file__:  # where a library raised it
             if in_cells and not _is_cell(frames[index - 1].filename):
                 lines.append("  ...")
             lines += _frame_lines(frame.filename, frame.lineno, frame.name, frame.line)
@@ -209,6 +215,57 @@ def execute_code(cell: ast.PythonCell, context: CellContext) -> CellContext:
     return context
 
 
+class ProcessExitRefused(BaseException):
+    """A driver cell's own ``os._exit(code)``: a BaseException, like the ``SystemExit`` of
+    ``sys.exit``, so that the cell's ``except Exception`` does not swallow it and run on."""
+
+    def __init__(self, code):
+        super().__init__(f"os._exit({code!r}) would end mlsql-ray's own process, which runs this runIn=driver "
+                         f"cell, and the session with it: the cell fails instead (sys.exit({code!r}) or an "
+                         f"exception ends a cell; runIn=executor runs it in a Ray worker)")
+
+
+class _ExitGuard:
+    """While driver cells run, ``os._exit`` called directly by cells' code, in this process and
+    in a thread running a driver cell, raises ``ProcessExitRefused``. Every other call (a
+    library's, another thread's, a forked child's) exits as before, and once no driver cell runs
+    ``os._exit`` is Python's own again: only the cell's own call changes. Counted per thread, so
+    that sessions running cells in several threads at once put back what they found."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._threads: dict[int, int] = {}  # thread ident -> driver cells it is running
+        self._real_exit = os._exit
+        self._pid = os.getpid()
+
+    @contextlib.contextmanager
+    def guarding(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._lock:
+            if not self._threads:
+                self._real_exit, self._pid = os._exit, os.getpid()
+                os._exit = self._exit
+            self._threads[me] = self._threads.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._threads[me] -= 1
+                if not self._threads[me]:
+                    del self._threads[me]
+                if not self._threads:
+                    os._exit = self._real_exit
+
+    def _exit(self, code):
+        if (os.getpid() == self._pid and threading.get_ident() in self._threads
+                and _is_cell(sys._getframe(1).f_code.co_filename)):
+            raise ProcessExitRefused(code)
+        self._real_exit(code)
+
+
+_refuse_process_exit = _ExitGuard().guarding
+
+
 @contextlib.contextmanager
 def cell_environment(env: dict[str, str]) -> Iterator[None]:
     """``!python env`` variables in ``os.environ`` while a driver cell runs, then put back as
@@ -227,9 +284,11 @@ def cell_environment(env: dict[str, str]) -> Iterator[None]:
 
 
 def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
+    """The cell as one Ray task, tried once: Ray's default would run it again, side effects and
+    all, after a worker died (``max_retries``) or after the cell raised (``retry_exceptions``)."""
     import ray
 
-    task = ray.remote(num_cpus=1, **env_options(context.env))(execute_code)
+    task = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False, **env_options(context.env))(execute_code)
     try:
         return ray.get(task.remote(cell, context))
     except ray.exceptions.RayTaskError as exc:
@@ -237,6 +296,20 @@ def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext
         if isinstance(cause, MLSQLError):
             raise MLSQLError(cause.message, cause.line, cause.column) from None
         raise MLSQLError(f"the Python cell failed on Ray: {cause!r}", cell.line, 1) from None
+    except (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError, ray.exceptions.NodeDiedError) as exc:
+        raise MLSQLError(f"the Python worker running this cell died: {_death(exc)}; the cell ran once and "
+                         f"was not retried", cell.line, 1) from None
+
+
+def _death(exc: BaseException) -> str:
+    """How a worker died, in the words Ray's exception gives."""
+    import ray
+
+    if isinstance(exc, ray.exceptions.OutOfMemoryError):
+        return "Ray's memory monitor killed it, the node was running out of memory"
+    if isinstance(exc, ray.exceptions.NodeDiedError):
+        return "the node it ran on died"
+    return "it exited or was killed while the cell ran (os._exit, a crash such as a segfault, or a signal)"
 
 
 # -- the session side ----------------------------------------------------------------------
@@ -283,7 +356,8 @@ def run_cell(session, cell: ast.PythonCell):
             context.data_servers()
         context = _execute_remotely(cell, context)
     else:
-        with cell_environment(context.env), session.workers.active():  # train.fit reuses the session's actors
+        # train.fit reuses the session's actors
+        with cell_environment(context.env), session.workers.active(), _refuse_process_exit():
             execute_code(cell, context)
     result = context.result
     output = conf.get("output") or None

@@ -62,7 +62,9 @@ _DELTA_USAGE = """!delta help;                                  this text
 !delta show tables;                           the Delta tables of the warehouse
 !delta history DB.TABLE;                      one row per version
 !delta info DB.TABLE;                         the table's version, files, schema
-!delta compact DB.TABLE VERSION FILE_NUM [background];  rewrite its files into about FILE_NUM files"""
+!delta compact DB.TABLE VERSION FILE_NUM [background];  rewrite its files into about FILE_NUM files
+!delta vacuum DB.TABLE [HOURS];               delete files the current version does not use, older than HOURS
+                                              (default 168); older versions are then gone"""
 
 
 def _delta(session, s: ast.Command):
@@ -79,6 +81,11 @@ def _delta(session, s: ast.Command):
         name = args[1]
         table = delta.compact(delta.table_path(session.warehouse, name, {}), name, int(args[3]))
         return Result(s, f"compacted {name}", table=table, num_rows=1, name=name)
+    if args[:1] == ["vacuum"] and len(args) in (2, 3) and (len(args) == 2 or args[2].isdigit()):
+        name = args[1]
+        table = delta.vacuum(delta.table_path(session.warehouse, name, {}), name, int(args[2]) if args[2:] else None)
+        return Result(s, f"vacuumed {name}: {table.num_rows} files deleted", table=table, num_rows=table.num_rows,
+                      name=name)
     if len(args) != 2 or args[0] not in ("history", "info"):
         raise MLSQLError("usage:\n" + _DELTA_USAGE)
     name = args[1]

@@ -9,7 +9,8 @@ then fails with "killed" at its statement's position and, as with any failed sta
 tables as they were.
 
 A job's text is its statement as written — variables unresolved, so their values stay out — with
-option values whose names say secret (password, token, key, ...) and code shown as ``***``.
+``set`` values, option values whose names say secret (password, token, key, ...), code and URL
+passwords shown as ``***`` (``mlsql_ray.masking``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import ctypes
 import datetime as dt
 import getpass
 import itertools
-import re
 import sys
 import threading
 from collections import deque
@@ -29,9 +29,9 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
+from ..masking import SECRET_NAME, mask
 
 RECENT_JOBS = 50  # finished jobs !show jobs keeps listing
-_SECRET = re.compile(r"pass|secret|token|credential|key|auth", re.IGNORECASE)
 _TEXT_LIMIT = 200
 LOST_KILL_DELAY_S = 0.05  # see _watch_for_lost_kills
 _killed: dict[int, tuple] = {}  # thread ident -> (Jobs, Job) of a killed job that has not ended yet
@@ -158,14 +158,14 @@ def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None
 # -- a statement as a job's text --------------------------------------------------------------------
 
 def _options(options) -> str:
-    shown = [f'{k}="***"' if _SECRET.search(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
+    shown = [f'{k}="***"' if SECRET_NAME.search(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
              for k, v in options.items()]
     return f" where {' and '.join(shown)}" if shown else ""
 
 
 def _argument(arg: str) -> str:
     key, sep, _ = arg.partition("=")
-    return f"{key}=***" if sep and _SECRET.search(key) else arg
+    return f"{key}=***" if sep and SECRET_NAME.search(key) else arg
 
 
 _TEXTS: dict[type, Callable] = {
@@ -188,5 +188,5 @@ _TEXTS: dict[type, Callable] = {
 
 def statement_text(statement: ast.Statement) -> str:
     render = _TEXTS.get(type(statement))
-    text = render(statement) if render else type(statement).__name__.lower()
+    text = mask(render(statement) if render else type(statement).__name__.lower())  # before a cut could halve a secret
     return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"

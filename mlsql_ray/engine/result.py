@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..lang import ast
+from ..masking import mask
 
 PREVIEW_ROWS = 20
 
@@ -17,6 +18,7 @@ class Result:
 
     ``table`` is a preview (at most PREVIEW_ROWS rows for selects and loads); ``num_rows`` is the
     full count when known; ``more``: the preview is not all, and the rest was not counted.
+    The message and warnings are shown as they are: secrets in them are masked (``masking``).
     """
 
     statement: ast.Statement
@@ -27,3 +29,7 @@ class Result:
     name: str | None = None  # the table the statement defined or wrote, if any
     version: int | None = None  # the Delta version a save wrote
     warnings: list[str] = field(default_factory=list)  # things the user should know, e.g. unknown settings
+
+    def __post_init__(self):
+        self.message = mask(self.message)
+        self.warnings = [mask(w) for w in self.warnings]

@@ -420,7 +420,7 @@ class Session:
             raise MLSQLError("connect jdbc needs a name: connect jdbc where url=\"...\" as ALIAS;")
         database = jdbc.database_from_options(s.options, "connect jdbc")
         self.connections[s.alias] = database
-        return Result(s, f"connected {s.alias} to {database.url}" + (f" as {database.user}" if database.user else ""))
+        return Result(s, f"connected {s.alias} to {database.masked_url}" + (f" as {database.user}" if database.user else ""))
 
     def _command(self, s: ast.Command) -> Result:
         return run_command(self, s)

@@ -23,7 +23,7 @@ SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left jo
              "union all", "with"]
 MAX_TABLES_FOR_COLUMNS = 20  # reading schemas costs a query each
 COMMAND_ARGS = {"show": ["version", "commands", "tables", "datasources", "et", "functions", "jobs", "resource"],
-                "delta": ["help", "show", "history", "info", "compact"], "python": ["env", "conf"],
+                "delta": ["help", "show", "history", "info", "compact", "vacuum"], "python": ["env", "conf"],
                 "profiler": ["sql", "explain", "conf"]}
 
 _ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")

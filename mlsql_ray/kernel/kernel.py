@@ -36,6 +36,7 @@ import uuid
 from ipykernel.kernelbase import Kernel
 
 from .. import __version__, lang
+from ..errors import InterruptedAfterCommit
 from ..lang import ast
 from . import assist
 
@@ -165,15 +166,17 @@ class MLSQLKernel(Kernel):
                         if not silent:
                             self._show(result, parent)
         except KeyboardInterrupt as exc:
-            return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running))
+            return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running), exc)
         except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
             if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
                 return self._interrupted_reply(parent, getattr(exc, "line", None) or _line_at(lines, running))
             return self._error_reply(parent, exc, code)
         return self._ok()
 
-    def _interrupted_reply(self, parent, line: int | None) -> dict:
+    def _interrupted_reply(self, parent, line: int | None, exc: BaseException | None = None) -> dict:
         evalue = f"interrupted at line {line}" if line else "interrupted"
+        if isinstance(exc, InterruptedAfterCommit):  # too late to stop a save: say what it committed
+            evalue += f", after {exc.table} was committed as version {exc.version}"
         return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
 
     def _await_worker_output(self) -> None:

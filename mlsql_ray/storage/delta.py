@@ -6,7 +6,9 @@ Everything goes through the ``deltalake`` package, so every table is readable by
 A write either commits whole or leaves the table at its version: deltalake commits atomically, a
 write that loses a race to another writer fails with a clear "another writer" error (appends are
 retried by deltalake itself, an overwrite or merge that read data another writer replaced is
-not), and Ctrl-C during a write cancels it before the commit (see ``_interruptible``).
+not), and Ctrl-C during a write cancels it before the commit (see ``_interruptible``), or, when
+it came too late for that, says which version was committed. Data files an interrupted or killed
+write left behind are removed by a later write (``remove_leftovers``) or ``!delta vacuum``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import MLSQLError
+from ..errors import InterruptedAfterCommit, MLSQLError
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
 # streams through a write, the process then grows with the data as if it held it all. Giving
@@ -180,17 +182,19 @@ def _cancellable_stream(reader: pa.RecordBatchReader, cancelled: threading.Event
     return pa.RecordBatchReader.from_batches(target, batches())
 
 
-def _interruptible(work, cancelled: threading.Event):
-    """Run ``work()`` (a deltalake write) in a helper thread while this thread waits in Python.
+def _interruptible(work, cancelled: threading.Event, name: str):
+    """Run ``work()`` (a deltalake write of table ``name``, returning its ``WriteResult``) in a
+    helper thread while this thread waits in Python.
 
     deltalake's Rust code does not look at Python's signals: Ctrl-C (SIGINT) during a write used
     to be noticed only when the write returned, after its commit, so an "interrupted" run had in
     fact saved. Waiting here, the KeyboardInterrupt arrives at once; it sets ``cancelled``, the
     data stream stops, deltalake abandons the write without a commit, and once the helper has
-    finished the interrupt goes on up. (Only an interrupt after the last slice was handed over,
-    while deltalake finishes its files and commits, lets the write complete: the commit itself
-    is atomic either way.) Data files of an abandoned write stay behind unreferenced, invisible
-    to every reader; deltalake's ``vacuum(full=True)`` removes them.
+    finished the interrupt goes on up. An interrupt after the last slice was handed over, while
+    deltalake finishes its files and commits, cannot stop the write (the commit is atomic either
+    way): the helper then comes back with the version it committed, and the interrupt goes on up
+    as ``InterruptedAfterCommit`` naming it. Data files of an abandoned write stay behind
+    unreferenced, invisible to every reader, until ``remove_leftovers`` or ``!delta vacuum``.
 
     The wait is on an Event, not ``Thread.join``: in Python 3.11 a join interrupted by Ctrl-C
     can mark a running thread as finished (bpo-45274's fix misfires), and a process that then
@@ -211,7 +215,7 @@ def _interruptible(work, cancelled: threading.Event):
     try:
         while not done.wait(0.05):
             pass
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         cancelled.set()
         deadline = time.monotonic() + CANCEL_WAIT_S
         while not done.is_set() and time.monotonic() < deadline:
@@ -219,6 +223,11 @@ def _interruptible(work, cancelled: threading.Event):
                 done.wait(0.05)
             except KeyboardInterrupt:  # pressed again: the write is being cancelled already
                 pass
+        if not done.is_set():
+            raise KeyboardInterrupt(f"interrupted while the save to {name} was still finishing: it may yet commit "
+                                    f"(!delta history {name} will show it)") from interrupt
+        if "value" in outcome:  # the interrupt came after the last data was handed over
+            raise InterruptedAfterCommit(name, outcome["value"].version) from interrupt
         raise
     if "error" in outcome:
         raise outcome["error"]
@@ -230,12 +239,15 @@ class WriteResult:
     version: int | None  # None when nothing was written (mode ignore on an existing table)
     rows: int
     operation: str
+    leftovers_removed: int = 0  # data files of interrupted or killed writes this write removed
 
 
 def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partition_by: tuple[str, ...],
           options: dict[str, str], commit_metadata: dict[str, str] | None = None) -> WriteResult:
     """Save ``data`` as a Delta table. The commit is atomic: on any error, a conflict with another
-    writer or Ctrl-C, the table keeps its version."""
+    writer or Ctrl-C, the table keeps its version; a Ctrl-C too late to stop the commit raises
+    ``InterruptedAfterCommit`` with the version committed. Afterwards, files earlier interrupted
+    writes left are removed (``remove_leftovers``)."""
     from deltalake import CommitProperties, DeltaTable, write_deltalake
     from deltalake.exceptions import DeltaError
 
@@ -252,29 +264,90 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     id_cols = [c.strip() for c in options.get("idCols", "").split(",") if c.strip()]
     cancelled = threading.Event()
     data = _cancellable_stream(data, cancelled)
-    try:
-        if id_cols and present:
-            return _interruptible(lambda: _upsert(DeltaTable(str(path)), name, data, id_cols, commit), cancelled)
-        path.mkdir(parents=True, exist_ok=True)
+    def overwrite_or_append() -> WriteResult:
         # Written through a DeltaTable object when the table exists: afterwards it is at the
         # version this write committed, even when another writer has committed since.
         target = DeltaTable(str(path)) if present else str(path)
-        _interruptible(lambda: write_deltalake(
+        write_deltalake(
             target, data, mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
-        ), cancelled)
+        )
+        table = target if present else DeltaTable(str(path))
+        version = table.version()
+        metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
+        return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
+
+    try:
+        if id_cols and present:
+            written = _interruptible(lambda: _upsert(DeltaTable(str(path)), name, data, id_cols, commit), cancelled, name)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            written = _interruptible(overwrite_or_append, cancelled, name)
     except (DeltaError, pa.ArrowException, OSError) as exc:  # OSError: a mode="path" folder that cannot be made
         raise MLSQLError(_delta_message(name, exc)) from exc
     except Exception as exc:  # noqa: BLE001 - deltalake raises bare Exceptions too ("Cast error: Cannot cast string 'x' to Int64")
         if type(exc) is not Exception:
             raise
         raise MLSQLError(_delta_message(name, exc)) from exc
-    table = target if present else DeltaTable(str(path))
-    version = table.version()
-    metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
-    return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
+    written.leftovers_removed = len(remove_leftovers(path))
+    return written
+
+
+LEFTOVER_MIN_AGE_H = 1
+"""Unreferenced files younger than this may be another writer's, written but not committed yet."""
+LEFTOVER_MAX_AGE_H = 7 * 24
+"""Delta's default file retention. An unreferenced file older than this may be one an old version
+used, whose removal record a checkpoint has dropped; time travel may still reach that version.
+Such files are ``!delta vacuum``'s business, asked for by the user, not a write's."""
+
+
+def remove_leftovers(path: Path) -> list[str]:
+    """Delete the data files of the table at ``path`` that no version refers to and that were last
+    written between ``LEFTOVER_MIN_AGE_H`` and ``LEFTOVER_MAX_AGE_H`` ago: what an interrupted or
+    killed write left. Files of earlier versions are kept (time travel reads them), and so are
+    younger ones, which may belong to a write still running beside this one. Returns the removed
+    files (relative to ``path``); a failure to list or delete removes nothing more and is not the
+    write's failure.
+
+    deltalake's vacuum lists the candidates: ``full=True`` the files the current version does not
+    use (its retention is the age the file's last write gives it), minus those the log records
+    as removed by a later version (lite mode, any age). It deletes nothing itself here: a real
+    vacuum would also commit two versions of its own to the table."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        table = DeltaTable(str(path))  # the latest version: a concurrent writer's commit included
+        unused = set(table.vacuum(retention_hours=LEFTOVER_MIN_AGE_H, dry_run=True, enforce_retention_duration=False,
+                                  full=True))
+        unused -= set(table.vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False))
+    except (DeltaError, OSError):
+        return []
+    oldest = time.time() - LEFTOVER_MAX_AGE_H * 3600
+    removed = []
+    for relative in sorted(unused):
+        file = path / relative
+        try:
+            if file.stat().st_mtime >= oldest:
+                file.unlink()
+                removed.append(relative)
+        except OSError:
+            continue
+    return removed
+
+
+def vacuum(path: Path, name: str, retention_hours: int | None) -> pa.Table:
+    """``!delta vacuum DB.TABLE [HOURS]``, as Spark's ``VACUUM … RETAIN HOURS``: delete the files
+    the current version does not use, removed (or, for files no version refers to, last written)
+    more than ``retention_hours`` ago (default: the table's ``delta.deletedFileRetentionDuration``,
+    7 days). Versions whose files it deletes can no longer be read (time travel ends there). One
+    row per deleted file."""
+    table = open_table(path, name)
+    files = table.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=retention_hours is None,
+                         full=True)
+    return pa.table({"file": sorted(files)}, schema=pa.schema([("file", pa.string())]))
 
 
 def _upsert(table, name: str, data: pa.RecordBatchReader, id_cols: list[str], commit) -> WriteResult:

@@ -78,32 +78,51 @@ def thread_names(pid: int) -> set[str]:
         return set()
 
 
-@pytest.mark.slow
-def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, figures):
-    warehouse = tmp_path / "warehouse"
-    big = tmp_path / "big.parquet"
+SMALL = pa.table({"id": [1, 2, 3, 4, 5], "payload": [b"a", b"b", b"c", b"d", b"e"]}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def big_parquet(tmp_path_factory) -> Path:
+    big = tmp_path_factory.mktemp("big") / "big.parquet"
     make_big_parquet(big)
+    yield big
+    big.unlink()
+
+
+def start_big_save(tmp_path: Path, big: Path) -> tuple[Path, subprocess.Popen]:
+    """``keep.big`` at version 0 with 5 rows, and ``mlsql-ray run`` overwriting it with ``big``,
+    returned once deltalake is writing (the source file open, deltalake's runtime started)."""
+    warehouse = tmp_path / "warehouse"
     with Session(warehouse=warehouse) as session:
-        session.catalog.add_arrow("small", pa.table({"id": [1, 2, 3, 4, 5], "payload": [b"a", b"b", b"c", b"d", b"e"]}, schema=SCHEMA), "test")
+        session.catalog.add_arrow("small", SMALL, "test")
         session.execute("save overwrite small as delta.`keep.big`;")
-    path = warehouse / "keep" / "big"
-    before = snapshot(path)
     script = tmp_path / "save.mlsql"
     script.write_text(f"load parquet.`{big}` as big;\nsave overwrite big as delta.`keep.big`;\n")
     run = subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = run.stdout.readline()
+    assert first.startswith("loaded parquet"), first
+    # The load is lazy: the save opens the source file, then deltalake starts its runtime
+    # (the process's first "tokio-rt-worker" thread) and pulls the stream for some seconds.
+    deadline = time.monotonic() + 120
+    while not (reading(run.pid, big) and "tokio-rt-worker" in thread_names(run.pid)):
+        assert run.poll() is None, run.communicate()
+        assert time.monotonic() < deadline, "the save never started writing"
+        time.sleep(0.002)
+    return warehouse / "keep" / "big", run
+
+
+def data_files(path: Path) -> set[str]:
+    return {f for f in os.listdir(path) if f.endswith(".parquet")}
+
+
+@pytest.mark.slow
+def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, big_parquet: Path, figures):
+    path, run = start_big_save(tmp_path, big_parquet)
     try:
-        first = run.stdout.readline()
-        assert first.startswith("loaded parquet"), first
-        # The load is lazy: the save opens the source file, then deltalake starts its runtime
-        # (the process's first "tokio-rt-worker" thread) and pulls the stream for some seconds.
-        deadline = time.monotonic() + 120
-        while not (reading(run.pid, big) and "tokio-rt-worker" in thread_names(run.pid)):
-            assert run.poll() is None, run.communicate()
-            assert time.monotonic() < deadline, "the save never started writing"
-            time.sleep(0.002)
+        before = snapshot(path)
         time.sleep(STREAMING_S)
-        assert reading(run.pid, big) and run.poll() is None, "the save ended before the interrupt"
+        assert reading(run.pid, big_parquet) and run.poll() is None, "the save ended before the interrupt"
         inside_save = time.monotonic()
         run.send_signal(signal.SIGINT)
         out, err = run.communicate(timeout=180)
@@ -113,7 +132,7 @@ def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, f
             run.wait()
     stopped_after = time.monotonic() - inside_save
     assert run.returncode == 130, (run.returncode, out, err)
-    assert "interrupted" in err
+    assert "interrupted" in err and "committed" not in err
     assert "saved" not in out, out
     after = snapshot(path)
     assert after["version"] == before["version"] == 0
@@ -130,7 +149,87 @@ def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, f
     figures["SIGINT during a 600 MB Delta overwrite: version before/after"] = f"{before['version']}/{after['version']}"
     figures["SIGINT during a 600 MB Delta overwrite: run stopped after (s)"] = round(stopped_after, 2)
     figures["SIGINT during a 600 MB Delta overwrite: unreferenced files left (vacuum removes them)"] = sorted(leftovers)
-    big.unlink()
+
+
+@pytest.mark.slow
+def test_the_files_a_killed_save_left_are_deleted_by_a_later_save(tmp_path: Path, big_parquet: Path, figures):
+    """SIGKILL once the save has written a data file: the table keeps its version, and the file
+    stays unreferenced. The next save keeps it while it is young (it could be another writer's,
+    not committed yet); once it is an hour old, the next save deletes it, and only it."""
+    path, run = start_big_save(tmp_path, big_parquet)
+    try:
+        before = data_files(path)
+        deadline = time.monotonic() + 120
+        while not data_files(path) - before:
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the save wrote no data file"
+            time.sleep(0.01)
+        run.kill()
+        run.wait()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    left = data_files(path) - before
+    assert DeltaTable(str(path)).version() == 0 and left
+    with Session(warehouse=path.parent.parent) as session:
+        session.catalog.add_arrow("small", SMALL, "test")
+        [young] = session.execute("save append small as delta.`keep.big`;")
+        assert "deleted" not in young.message and left <= data_files(path)
+        for name in left:  # an hour passes
+            moment = time.time() - 3700
+            os.utime(path / name, (moment, moment))
+        [later] = session.execute("save append small as delta.`keep.big`;")
+    assert later.message.endswith(f"(version 2, mode append; deleted {len(left)} data files an interrupted save had left)")
+    assert not left & data_files(path)
+    table = DeltaTable(str(path))
+    assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == sorted([1, 2, 3, 4, 5] * 3)
+    assert DeltaTable(str(path), version=0).to_pyarrow_table().column("id").to_pylist() == [1, 2, 3, 4, 5]
+    figures["SIGKILL during a 600 MB Delta overwrite: data files left, then deleted by a save an hour later"] = len(left)
+
+
+# Ctrl-C at the worst moment, made exact: this wrapper of deltalake's write lets the real write run
+# (every row handed over, the commit done), then interrupts its own process and holds the write's
+# thread until the main thread has taken the KeyboardInterrupt, i.e. while the save still waits.
+LATE_INTERRUPT = """
+import os, signal, sys, threading
+import deltalake
+
+real_write = deltalake.write_deltalake
+taken = threading.Event()
+
+def on_sigint(signum, frame):
+    taken.set()
+    raise KeyboardInterrupt
+
+def write_then_interrupt(*args, **kwargs):
+    real_write(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGINT)
+    assert taken.wait(60)
+
+signal.signal(signal.SIGINT, on_sigint)
+deltalake.write_deltalake = write_then_interrupt
+from mlsql_ray.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["overwrite", "append"])
+def test_an_interrupt_that_lost_the_race_with_the_commit_says_so(tmp_path: Path, mode: str):
+    warehouse = tmp_path / "warehouse"
+    with Session(warehouse=warehouse) as session:
+        session.execute("select 1 as id as one; save overwrite one as delta.`db.t`;")
+    script = tmp_path / "save.mlsql"
+    script.write_text(f"select id from range(2, 5) as more;\nsave {mode} more as delta.`db.t`;\n")
+    done = subprocess.run([sys.executable, "-c", LATE_INTERRUPT, "run", str(script), "--warehouse", str(warehouse)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    table = DeltaTable(str(warehouse / "db" / "t"))
+    assert table.version() == 1  # the commit went through
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert done.stderr.strip().endswith("save.mlsql: interrupted after db.t was committed as version 1"), done.stderr
+    assert "saved" not in done.stdout
+    expected = [2, 3, 4] if mode == "overwrite" else [1, 2, 3, 4]
+    assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == expected
 
 
 def test_a_python_cell_that_raises_after_build_result_changes_nothing(ray_session, warehouse):

@@ -24,8 +24,10 @@ def _save(session, s) -> Result:
     if written.version is None:
         return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
     verb = "merged" if written.operation == "MERGE" else "saved"
-    return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, mode {s.mode})",
-                  name=s.path, num_rows=written.rows, version=written.version)
+    cleaned = (f"; deleted {written.leftovers_removed} data files an interrupted save had left"
+               if written.leftovers_removed else "")
+    return Result(s, f"{verb} {written.rows} rows of {s.table} to delta.`{s.path}` (version {written.version}, "
+                     f"mode {s.mode}{cleaned})", name=s.path, num_rows=written.rows, version=written.version)
 
 
 SOURCE = DataSource(

@@ -7,7 +7,8 @@ the JDBC URL's scheme (``jdbc:postgresql:``, ``jdbc:sqlite:``); the JDBC ``drive
 is accepted for compatibility and not needed.
 
 A password lives only in the session's connection object: it is masked in ``repr``, never put
-into a result, and scrubbed from every error message a driver raises.
+into a result, and scrubbed from every error message a driver raises. A password inside the URL
+(``?password=…``, ``//user:…@host``) too: the URL is shown as ``masked_url``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import pyarrow as pa
 from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...masking import mask, secrets_in
 from ..result import Result
 from .base import DataSource, Param
 
@@ -44,7 +46,12 @@ class Database:
     options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        return f"Database(url={self.url!r}, user={self.user!r}, password={'***' if self.password else None})"
+        return f"Database(url={self.masked_url!r}, user={self.user!r}, password={'***' if self.password else None})"
+
+    @property
+    def masked_url(self) -> str:
+        """The URL as it may be shown: its password masked."""
+        return mask(self.url)
 
     @property
     def kind(self) -> str:
@@ -52,10 +59,13 @@ class Database:
         return url_kind(self.url)
 
     def scrub(self, text: str) -> str:
-        """``text`` with the password (plain and URL-encoded) replaced by ``***``."""
-        for secret in {self.password, quote(self.password or "", safe="")} - {None, ""}:
+        """``text`` with the passwords (the option's and the URL's, plain and URL-encoded) replaced by
+        ``***``, and any URL in it masked."""
+        given = {self.password or "", *secrets_in(self.url)}
+        for secret in sorted({form for s in given for form in (s, quote(s, safe=""), unquote(s))} - {""}, key=len,
+                             reverse=True):
             text = text.replace(secret, "***")
-        return text
+        return mask(text)
 
     @contextlib.contextmanager
     def connect(self) -> Iterator:
@@ -65,7 +75,7 @@ class Database:
         except MLSQLError:
             raise
         except Exception as exc:  # noqa: BLE001 - every driver failure to connect is the user's setting
-            raise MLSQLError(f"cannot connect to {self.url}: {self.scrub(_first_line(exc))}") from None
+            raise MLSQLError(f"cannot connect to {self.masked_url}: {self.scrub(_first_line(exc))}") from None
         try:
             yield connection
         finally:
@@ -75,7 +85,7 @@ class Database:
 def url_kind(url: str) -> str:
     match = re.match(r"jdbc:([a-z0-9]+):", url, re.IGNORECASE)
     if not match:
-        raise MLSQLError(f"expected a JDBC URL like jdbc:postgresql://HOST:PORT/DB or jdbc:sqlite:PATH, got {url!r}")
+        raise MLSQLError(f"expected a JDBC URL like jdbc:postgresql://HOST:PORT/DB or jdbc:sqlite:PATH, got {mask(url)!r}")
     return match.group(1).lower()
 
 
@@ -283,7 +293,7 @@ def tables(db: Database) -> pa.Table:
         try:
             objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
         except Exception as exc:  # noqa: BLE001
-            raise MLSQLError(f"cannot list the tables of {db.url}: {db.scrub(_first_line(exc))}") from None
+            raise MLSQLError(f"cannot list the tables of {db.masked_url}: {db.scrub(_first_line(exc))}") from None
     rows = []
     for catalog in objects:
         for schema in catalog.get("catalog_db_schemas") or []:
@@ -332,7 +342,7 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
         try:
             exists = _exists(connection, where)
             if exists and mode == "errorifexists":
-                raise MLSQLError(f"table {where.label} already exists in {db.url} (save overwrite or append to replace or add)")
+                raise MLSQLError(f"table {where.label} already exists in {db.masked_url} (save overwrite or append to replace or add)")
             if exists and mode == "ignore":
                 return None
             cursor = connection.cursor()
