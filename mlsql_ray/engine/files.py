@@ -16,6 +16,7 @@ import duckdb
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from .sql import duckdb_message
 
 _LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes
 _EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
@@ -117,7 +118,7 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         rows = con.execute(sql).fetchone()[0]
         _publish(staging, path, append=mode == "append")
     except duckdb.Error as exc:
-        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc}") from exc
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {duckdb_message(exc, [])}") from exc
     except OSError as exc:  # moving the finished files into place: the user's folder, its permissions
         raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     finally:

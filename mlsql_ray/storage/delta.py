@@ -157,27 +157,47 @@ class _Cancelled(Exception):
     """Raised inside the data stream to make deltalake abandon a write before its commit."""
 
 
-def _cancellable_stream(reader: pa.RecordBatchReader, cancelled: threading.Event) -> pa.RecordBatchReader:
+class SourceFailed(Exception):
+    """Reading the data being saved failed (e.g. the query behind it raised at row 4.9 M):
+    ``__cause__`` is the exception the data stream raised. deltalake reads the data through
+    Arrow's C stream interface, which hands on only the text of an error, and wraps that text in
+    its own ("Generic DeltaTable error: Arrow error: C Data interface error: ... Traceback"); the
+    exception is caught where the stream raises it instead, so the caller reports the cause."""
+
+
+class _DataStream:
     """The data cast to Delta-compatible types, in slices of at most ~``SLICE_BYTES``, with a
     look at ``cancelled`` before each one: a set event ends the stream with an error, and
-    deltalake then gives up the write without committing anything."""
-    target = delta_compatible(reader.schema)
-    cast = not target.equals(reader.schema)
+    deltalake then gives up the write without committing anything. ``failure`` is the
+    exception the source raised, if it did (see ``SourceFailed``)."""
 
-    def batches():
-        for batch in reader:
+    def __init__(self, source: pa.RecordBatchReader, cancelled: threading.Event):
+        self.source = source
+        self.cancelled = cancelled
+        self.failure: Exception | None = None
+        self.target = delta_compatible(source.schema)
+        self.reader = pa.RecordBatchReader.from_batches(self.target, self._batches())
+
+    def _source_batches(self):
+        try:
+            yield from self.source
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    def _batches(self):
+        cast = not self.target.equals(self.source.schema)
+        for batch in self._source_batches():
             if cast:
-                batch = batch.cast(target)
+                batch = batch.cast(self.target)
             rows = batch.num_rows
             step = rows if not rows or batch.nbytes <= SLICE_BYTES else max(1, rows * SLICE_BYTES // batch.nbytes)
             for start in range(0, max(rows, 1), max(step, 1)):
-                if cancelled.is_set():
+                if self.cancelled.is_set():
                     raise _Cancelled("the write was interrupted")
                 yield batch.slice(start, step) if step < rows else batch
-        if cancelled.is_set():
+        if self.cancelled.is_set():
             raise _Cancelled("the write was interrupted")
-
-    return pa.RecordBatchReader.from_batches(target, batches())
 
 
 def _interruptible(work, cancelled: threading.Event):
@@ -251,7 +271,8 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             raise MLSQLError(f"partitionBy column {col!r} is not a column of {name} (columns: {', '.join(data.schema.names)})")
     id_cols = [c.strip() for c in options.get("idCols", "").split(",") if c.strip()]
     cancelled = threading.Event()
-    data = _cancellable_stream(data, cancelled)
+    stream = _DataStream(data, cancelled)
+    data = stream.reader
     try:
         if id_cols and present:
             return _interruptible(lambda: _upsert(DeltaTable(str(path)), name, data, id_cols, commit), cancelled)
@@ -265,12 +286,14 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
         ), cancelled)
-    except (DeltaError, pa.ArrowException, OSError) as exc:  # OSError: a mode="path" folder that cannot be made
-        raise MLSQLError(_delta_message(name, exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - deltalake raises bare Exceptions too ("Cast error: Cannot cast string 'x' to Int64")
-        if type(exc) is not Exception:
-            raise
-        raise MLSQLError(_delta_message(name, exc)) from exc
+    except Exception as exc:
+        if stream.failure is not None:
+            raise SourceFailed(str(stream.failure)) from stream.failure
+        # OSError: a mode="path" folder that cannot be made; deltalake raises bare Exceptions
+        # too ("Cast error: Cannot cast string 'x' to Int64")
+        if isinstance(exc, (DeltaError, pa.ArrowException, OSError)) or type(exc) is Exception:
+            raise MLSQLError(_delta_message(name, exc)) from exc
+        raise
     table = target if present else DeltaTable(str(path))
     version = table.version()
     metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
