@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ..lang.sql import translate
@@ -40,25 +41,36 @@ _CSV_REASONS = (
     (re.compile(r"The parallel scanner does not support null_padding in conjunction with quoted new lines.*"),
      'a quoted value spans lines: add where multiLine="true" to read records that do'),
     (re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)"),
-     r"malformed record (mode FAILFAST): \2 fields where the first record has \1"),
+     lambda m: f"malformed record (mode FAILFAST): {_fields(m[2])} where the first record has {m[1]}"),
 )
 
 
+def _fields(count: str) -> str:
+    return f"{count} field" if count == "1" else f"{count} fields"
+
+
+# how DuckDB's reasons start (csv_error.cpp); the offending record, printed before its reason, may
+# span lines and hold blank ones, so the reason is found by its words
+_CSV_REASON = re.compile(r"^\s*(Expected Number of Columns|Error when converting column|Maximum line size|"
+                         r"Invalid unicode|Value with unterminated quote|The parallel scanner)")
+
+
 def _csv_error(text: str) -> str | None:
-    """"CSV error in FILE on line N: REASON" from DuckDB's CSV error text, whose lines are
-    ``CSV Error on Line: N``, ``Original Line: ...`` (the record, which may itself span lines),
-    the reason, then a blank line or ``Possible ...`` fixes, then ``  file = ...`` and the rest of
-    the reader's options. DuckDB's exceptions carry no fields: the text is all there is."""
+    """"CSV error in FILE on line N: REASON" from DuckDB's CSV error text: ``CSV Error on Line: N``,
+    ``Original Line: ...`` (the record), the reason, maybe ``Possible ...`` fixes, then
+    ``  file = ...`` and the rest of the reader's options. DuckDB's exceptions carry no fields:
+    the text is all there is. An unknown reason is taken to be the line after the record's first."""
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _CSV_LINE.search(line)), None)
     if start is None:
         return None
-    block = []
-    for line in lines[start + 1:]:
-        if not line.strip() or line.startswith("Possible") or _CSV_FILE.match(line):
-            break
-        block.append(line.strip())
-    reason = block[-1] if block else "malformed CSV"
+    body = list(itertools.takewhile(lambda line: not _CSV_FILE.match(line), lines[start + 1:]))
+    known = [line.strip() for line in body if _CSV_REASON.match(line)]
+    if known:
+        reason = known[-1]
+    else:
+        rest = [line.strip() for line in body[1 if body and body[0].startswith("Original Line") else 0:] if line.strip()]
+        reason = rest[0] if rest else "malformed CSV"
     for theirs, ours in _CSV_REASONS:
         reason = theirs.sub(ours, reason)
     where = _CSV_FILE.search(text)
