@@ -23,14 +23,19 @@ _TOO_DEEP = ("SQL nested too deeply to translate (sqlglot ran out of Python stac
              "parentheses or subqueries)")
 
 
-def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
-    """Translate one Spark SQL query: (DuckDB SQL, names of the tables it reads, calls of
+def translate(spark_sql: str, line: int = 1, col: int = 1, query: bool = False) -> Translation:
+    """Translate one Spark SQL statement: (DuckDB SQL, names of the tables it reads, calls of
     functions sqlglot does not know, as (name, first argument) — model functions among them).
 
     ``line``/``col``: where the SQL starts in the script, so an error points into the script,
-    not into the query."""
+    not into the query. ``query``: refuse any statement but a query (a SELECT, a set operation,
+    VALUES): DuckDB would run a COPY ... TO, an ATTACH or an INSTALL as a command."""
     try:
-        return _translate(spark_sql)
+        translation, is_query = _translate(spark_sql)
+        if query and not is_query:
+            verb = spark_sql.split(maxsplit=1)[0].upper()
+            raise MLSQLError(f"expected a query (SELECT ...), not {verb}: anything but a query would run as a command")
+        return translation
     except MLSQLError as exc:  # positioned within the SQL text: move it to the script
         where_line = line + (exc.line or 1) - 1
         where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
@@ -38,11 +43,12 @@ def translate(spark_sql: str, line: int = 1, col: int = 1) -> Translation:
 
 
 @lru_cache(maxsize=1024)
-def _translate(spark_sql: str) -> Translation:
-    """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text alone:
-    the parser's check and the run share one translation, notebooks re-run the same cells,
-    and translating costs about as much as running a small query. Velocity directives (``#set``,
-    ``#foreach``, ``#if``) are rendered first, as Byzer renders every statement (``templates``)."""
+def _translate(spark_sql: str) -> tuple[Translation, bool]:
+    """``translate`` with errors positioned in ``spark_sql`` itself, and whether it is a query.
+    Cached by the text alone: the parser's check and the run share one translation, notebooks
+    re-run the same cells, and translating costs about as much as running a small query. Velocity
+    directives (``#set``, ``#foreach``, ``#if``) are rendered first, as Byzer renders every
+    statement (``templates``)."""
     if templates.has_template(spark_sql):
         spark_sql = templates.render(spark_sql)
     try:
@@ -66,7 +72,8 @@ def _translate(spark_sql: str) -> Translation:
             transform(trees[0])
         tables = tuple(sorted({t.name for t in trees[0].find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
-        return trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
+        translation = trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
+        return translation, isinstance(trees[0], (exp.Query, exp.Values))
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
     except RecursionError as exc:

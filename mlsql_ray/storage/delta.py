@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import MLSQLError
+from .paths import real_path, within
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
 # streams through a write, the process then grows with the data as if it held it all. Giving
@@ -40,7 +41,8 @@ _NAME_PART = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
     """Where ``delta.`db.table``` lives: ``<warehouse>/db/table``; a bare name is in ``default``.
 
-    Name parts are plain ASCII words so a name can never point outside the warehouse;
+    Name parts are plain ASCII words, and a symbolic link in the warehouse that leads out is
+    refused (as ``!fs`` refuses it), so a name can never point outside the warehouse;
     ``mode="path"`` is the explicit way to use any path.
     """
     if options.get("mode") == "path":
@@ -53,7 +55,11 @@ def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
             f"bad Delta table name {name!r}: use `db.table` or `table`, each part made of "
             "letters, digits and _ (for a path, add where mode=\"path\")"
         )
-    return warehouse.joinpath(*parts)
+    path = warehouse.joinpath(*parts)
+    if not within(path, [warehouse]):
+        raise MLSQLError(f"Delta table {name} would be at {real_path(path)}, outside the warehouse {warehouse}: "
+                         f"a symbolic link in the warehouse leads out (for a path elsewhere, add where mode=\"path\")")
+    return path
 
 
 def exists(path: Path) -> bool:
@@ -393,13 +399,16 @@ def info(path: Path, name: str) -> pa.Table:
 
 
 def list_tables(warehouse: Path) -> pa.Table:
-    """Every Delta table under the warehouse as (db, table, version, path)."""
+    """Every Delta table under the warehouse as (db, table, version, path); not those a symbolic
+    link leads out to (``table_path`` refuses them)."""
     from deltalake import DeltaTable
 
     rows = {"db": [], "table": [], "version": [], "path": []}
     if warehouse.is_dir():
         for log in sorted(warehouse.glob("*/*/_delta_log")):
             path = log.parent
+            if not within(path, [warehouse]):
+                continue
             rows["db"].append(path.parent.name)
             rows["table"].append(path.name)
             rows["version"].append(DeltaTable(str(path)).version())
