@@ -160,3 +160,10 @@ def test_json_str_mixed_values_lose_their_quotes_too(session: Session):
 {"v": "str"}''';
 load jsonStr.`data` as t;""")
     assert session.table("t").column("v").to_pylist() == ["1", "str"]
+
+
+def test_a_csv_str_error_names_the_variable(session: Session):
+    with pytest.raises(MLSQLError) as info:
+        session.execute("set data = '''" + RAGGED + "''';\nload csvStr.`data` where header=\"true\" and mode=\"FAILFAST\" as t;")
+    assert info.value.message == ("CSV error in the variable data on line 3: malformed record (mode FAILFAST): "
+                                  "2 fields where the first record has 3")

@@ -10,10 +10,13 @@ import re
 import tempfile
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
+from ...errors import MLSQLError
 from ..csv_files import read_csv
 from ..files import json_as_spark
+from ..sql import duckdb_message
 from .base import DataSource, variable_text
 from .file_formats import CSV_PARAMS
 
@@ -37,7 +40,11 @@ def _load_csv(session, s) -> None:
     with tempfile.TemporaryDirectory(prefix="mlsql-csvstr-") as folder:
         path = Path(folder) / f"{s.path}.csv"
         path.write_text(text, encoding="utf-8")
-        table = read_csv(session.con, [str(path)], s.options).to_arrow_table()
+        try:
+            table = read_csv(session.con, [str(path)], s.options).to_arrow_table()
+        except duckdb.Error as exc:  # an error in the text, said of the variable, not of the file it passed through
+            message = duckdb_message(exc, session.catalog.names()).replace(str(path), f"the variable {s.path}")
+            raise MLSQLError(message) from exc
     session.catalog.add_arrow(s.table, table, f"csvStr.`{s.path}`")
 
 
