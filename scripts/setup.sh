@@ -21,9 +21,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
   echo "$want" > "$stamp"
 fi
-# An editable install carries no wheel data: register the Jupyter kernel `mlsql` in the venv here.
+# An editable install carries no wheel data: register the Jupyter kernel `mlsql` in the venv here,
+# and link the JupyterLab extension with the MLSQL mode (labextension/, built) where JupyterLab looks.
 if [ ! -f "$VENV/share/jupyter/kernels/mlsql/kernel.json" ]; then
   "$VENV/bin/python" -m mlsql_ray.kernel install --sys-prefix >/dev/null
 fi
+labextension="$VENV/share/jupyter/labextensions/mlsql-ray-lang"
+if [ -L "$labextension" ] || [ ! -e "$labextension" ]; then  # not a wheel's copy: (re)link this checkout's
+  mkdir -p "$(dirname "$labextension")"
+  ln -sfn "$ROOT/labextension/mlsql-ray-lang" "$labextension"
+fi
+unset labextension
 export PATH="$VENV/bin:$PATH"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"

@@ -1,7 +1,8 @@
 """Every MLSQL example of Byzer's docs ``grammar/`` and ``ml/eda/`` pages runs (issue 14, "Done means"),
 and so do those of the ET pages ``extension/et/`` (the ETs mlsql-ray has), ``ml/feature/`` (issue 15;
-its tfidf.md and word2vec.md have no example yet: tests/test_feature_ets.py tests those ETs) and
-``ml/algs/`` (issue 15).
+its tfidf.md and word2vec.md have no example yet: tests/test_feature_ets.py tests those ETs),
+``ml/algs/`` (issue 15), and, for issue 23's Byzer behaviours, ``extension/dev/`` (``!show et``,
+``load modelParams``) and the Excel pages of ``datasource/file/``.
 
 The pages are copied, unchanged, under ``tests/fixtures/byzer-doc/`` (Apache-2.0, see its LICENSE
 and NOTICE.md). Each fenced block tagged ``sql`` is one test: it runs in a fresh Session, in its own
@@ -11,7 +12,8 @@ finish without error; where the doc shows the result, the result is checked. Aro
 - ``AFTER``: earlier blocks of the same page it builds on, run first in the same session, each as its
   own request (as a notebook runs cells) — or, for the keys in ``ONE_REQUEST``, as one script with
   the block (they use a variable an earlier block sets, and a variable lasts one request);
-- ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first;
+- ``GIVEN``: what the doc takes for granted ("假设存在源表数据 table1", a file it loads), made first
+  (``FILES``: files no MLSQL statement can make, such as a workbook of several sheets);
 - ``EXPECT`` / ``EXPECT_ERROR``: the result table (named, or "" for the table of the block's last
   statement, e.g. a ``!profiler sql``), or the error, the doc shows; ``TRAINED`` / ``CHECK_ROWS``: what
   is certain of a train's result or a prediction, as scikit-learn's figures differ from Spark's;
@@ -38,7 +40,8 @@ from mlsql_ray.warm import WarmPool
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
-         *sorted(DOCS.glob("ml/feature/**/*.md")), *sorted(DOCS.glob("ml/algs/**/*.md"))]
+         *sorted(DOCS.glob("ml/feature/**/*.md")), *sorted(DOCS.glob("ml/algs/**/*.md")),
+         *sorted(DOCS.glob("extension/dev/*.md")), *sorted(DOCS.glob("datasource/file/*.md"))]
 _FENCE = re.compile(r"^[ \t]*```([^\n`]*)\n(.*?)^[ \t]*```", re.DOTALL | re.MULTILINE)
 
 
@@ -92,6 +95,7 @@ AFTER: dict[str, list[str]] = {
     "ml/feature/scale.md#2": ["#1"],
     "ml/feature/scale.md#3": ["#1", "#2"],
     "ml/feature/vecmap.md#4": ["#3"],
+    "datasource/file/excel_load.md#8": ["#7"],
     **{f"ml/algs/{page}": ["#0"] for page in ("als.md#1", "auto_ml.md#1", "kmeans.md#1", "lda.md#1", "linear_regression.md#2",
                                               "linear_regression.md#4", "logistic_regression.md#4", "naive_bayes.md#4",
                                               "random_forest.md#4", "model_explain/ModelSelfExplain.md#1",
@@ -141,6 +145,38 @@ GIVEN: dict[str, str] = {
     "ml/eda/DescriptiveMetrics.md#0": "select * from values (18, '上海'), " + ", ".join(["(21, '广州')"] * 7)
                                       + " as t(age, address) as table1;",
 }
+
+
+
+def _excel_workbooks(folder: Path) -> None:
+    """The workbooks datasource/file/excel*.md load: ./example-data/hello_world.xlsx with the sheets
+    roles, comment, comment2 (a table at B6:C7) and dateformat, and /tmp/upload/it.xlsx (技术文档)."""
+    import xlsxwriter
+
+    (folder / "example-data").mkdir()
+    book = xlsxwriter.Workbook(str(folder / "example-data" / "hello_world.xlsx"))
+    book.add_worksheet("roles").write_row(0, 0, ["name", "role"])
+    book.get_worksheet_by_name("roles").write_row(1, 0, ["jack", "admin"])
+    book.add_worksheet("comment").write_row(0, 0, ["a", "b"])
+    comment2 = book.add_worksheet("comment2")
+    comment2.write_row(5, 1, ["k", "v"])
+    comment2.write_row(6, 1, ["a", 1])
+    dates = book.add_worksheet("dateformat")
+    dates.write_row(0, 0, ["day", "n"])
+    for row in (1, 2):
+        dates.write_datetime(row, 0, dt.datetime(2024, 1, row), book.add_format({"num_format": "yyyy/mm/dd"}))
+        dates.write(row, 1, row)
+    book.close()
+    (folder / "tmp" / "upload").mkdir(parents=True)
+    it = xlsxwriter.Workbook(str(folder / "tmp" / "upload" / "it.xlsx"))
+    it.add_worksheet("技术文档").write_row(0, 0, ["title"])
+    it.get_worksheet_by_name("技术文档").write_row(1, 0, ["intro"])
+    it.close()
+
+
+FILES = {f"datasource/file/{page}": _excel_workbooks for page in ("excel.md#0", "excel.md#3", "excel_load.md#0",
+                                                                  "excel_load.md#3", "excel_load.md#4", "excel_load.md#5",
+                                                                  "excel_load.md#6", "excel_load.md#7", "excel_load.md#8")}
 
 _YESTERDAY = (dt.date.today() - dt.timedelta(days=1)).isoformat()
 
@@ -247,14 +283,18 @@ TRAINED: dict[str, tuple[str, int, set[str] | None]] = {  # alg's prefix, groups
 }
 
 
-def _check_trained(table, alg: str, groups: int, metrics: set[str] | None) -> None:
+# AutoML's algIndex is Byzer's ALG.N (the doc's result shows LogisticRegression.0), others' the group number
+ALG_INDICES = {"ml/algs/auto_ml.md#0": ["LogisticRegression.0", "NaiveBayes.0"]}
+
+
+def _check_trained(table, alg: str, groups: int, metrics: set[str] | None, alg_indices: list[str] | None = None) -> None:
     blocks = []
     for row in table.to_pylist():
         if row["name"] == "modelPath":
             blocks.append({})
         blocks[-1][row["name"]] = row["value"]
     assert [list(block) for block in blocks] == [TRAIN_RESULT_NAMES] * groups
-    assert sorted(block["algIndex"] for block in blocks) == [str(i) for i in range(groups)]
+    assert sorted(block["algIndex"] for block in blocks) == (alg_indices or [str(i) for i in range(groups)])
     for block in blocks:
         assert block["status"] == "success", block["message"]
         assert block["alg"].startswith(alg), block["alg"]
@@ -323,6 +363,10 @@ CHECK_ROWS = {
         len(row["topicDistribution"]) == 3 and abs(sum(row["topicDistribution"]) - 1) < 1e-9 for row in rows),
     "ml/algs/lda.md#3": _lda_functions,
     **{f"ml/algs/model_explain/ModelSelfExplain.md#{i}": _two_forests_explained for i in (1, 2)},
+    # Byzer's explainParams (the doc prints a param/description table of these two); !show et/params/ET the same
+    "extension/dev/et_dev.md#14": lambda rows: [r["param"] for r in rows] == ["action", "sql"],
+    "extension/dev/et_params_dev.md#2": lambda rows: {"numTrees", "maxDepth"} <= {r["param"] for r in rows},
+    "extension/dev/et_params_dev.md#1": lambda rows: [r["name"] for r in rows] == ["RandomForest"],
 }
 
 # blocks with Python cells: they share the test run's one local Ray
@@ -405,6 +449,7 @@ SKIP: dict[str, str] = {
     "extension/et/TableRepartition.md#0": _FRAGMENT + "the outline run [表名] as TableRepartition.`` ...",
     "extension/et/TableRepartition.md#7": _FRAGMENT + "the outline !tableRepartition _ -i [表名] ...",
     "ml/feature/vecmap.md#0": "needs Byzer's JVM engine: register ScriptUDF with lang=\"scala\" (GIVEN makes its table)",
+    "extension/dev/et_dev.md#10": _FRAGMENT + "the SQL to analyse is written ''' ... '''",
 }
 
 NOT_YET: dict[str, str] = {
@@ -413,6 +458,8 @@ NOT_YET: dict[str, str] = {
 
 def _run_block(session: Session, key: str, tmp_path: Path):
     page = key.split("#")[0]
+    if key in FILES:
+        FILES[key](tmp_path)
     if key in GIVEN:
         session.execute(_local(GIVEN[key], tmp_path))
     earlier = [_local(BLOCKS[page + block], tmp_path) for block in AFTER.get(key, [])]
@@ -484,7 +531,7 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
             table, expected = EXPECT[key]
             assert (session.table(table) if table else results[-1].table).to_pylist() == expected
         if key in TRAINED:
-            _check_trained(results[-1].table, *TRAINED[key])
+            _check_trained(results[-1].table, *TRAINED[key], ALG_INDICES.get(key))
         if key in CHECK_ROWS:  # a load shows no preview: its table
             last = results[-1]
             rows = (last.table if last.table is not None else session.table(last.name)).to_pylist()
@@ -493,7 +540,8 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
 
 def test_the_lists_name_real_blocks_and_agree():
     """Every key names a block of the pages, and no block is both skipped and expected to run."""
-    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY, ONE_REQUEST, TRAINED, CHECK_ROWS):
+    for listing in (AFTER, GIVEN, EXPECT, EXPECT_ERROR, SKIP, NOT_YET, NEEDS_RAY, ONE_REQUEST, TRAINED, CHECK_ROWS,
+                    ALG_INDICES, FILES):
         assert set(listing) <= set(BLOCKS), set(listing) - set(BLOCKS)
     assert not set(SKIP) & set(NOT_YET)
     assert not set(SKIP) & (set(EXPECT) | set(EXPECT_ERROR) | set(TRAINED) | set(CHECK_ROWS))

@@ -166,12 +166,12 @@ load excel.`{book}` where header="false" and dataAddress="'comment2'!B6:C8" as r
 def test_excel_unknown_sheet_and_non_workbook_are_errors(session: Session, tmp_path: Path):
     book = _workbook(tmp_path / "b.xlsx")
     with pytest.raises(MLSQLError, match=r"has no sheet 'nope' \(sheets: roles, comment2, 技术文档\)"):
-        session.execute(f'load excel.`{book}` where sheetName="nope" as t;')
+        session.execute(f'load excel.`{book}` where header="true" and sheetName="nope" as t;')
     (tmp_path / "fake.xlsx").write_text("not a workbook")
     with pytest.raises(MLSQLError, match="cannot read .*fake.xlsx as an Excel workbook"):
-        session.execute(f"load excel.`{tmp_path / 'fake.xlsx'}` as t;")
+        session.execute(f"load excel.`{tmp_path / 'fake.xlsx'}` where header=\"true\" as t;")
     with pytest.raises(MLSQLError, match="image can only be loaded, not saved"):
-        session.execute(f"load excel.`{book}` as t; save overwrite t as image.`{tmp_path / 'out'}`;")
+        session.execute(f"load excel.`{book}` where header=\"true\" as t; save overwrite t as image.`{tmp_path / 'out'}`;")
 
 
 def test_excel_save_then_load_round_trip(session: Session, tmp_path: Path):
@@ -228,7 +228,7 @@ def test_show_datasource_params(session: Session):
     assert params["header"]["default"] == "false"
     assert params["sep"]["default"] == ","
     [excel] = session.execute("!show datasources/params/excel;")
-    assert {r["param"]: r["default"] for r in excel.table.to_pylist()}["header"] == "true"
+    assert {r["param"]: r["default"] for r in excel.table.to_pylist()}["header"] == ""  # required, as Byzer's
     [empty] = session.execute('!show "datasources/params/jsonStr";')
     assert empty.table.num_rows == 0 and empty.table.column_names == ["param", "description", "default"]
     with pytest.raises(MLSQLError, match="unknown format 'avro'"):

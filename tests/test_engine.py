@@ -770,11 +770,12 @@ def test_show_tables(session, people):
 
 
 def test_desc(session, people):
+    """Spark's DESCRIBE: col_name, data_type (Spark's type names), comment."""
     [result] = run(session, "!desc people;")
-    described = {r["column"]: r["type"] for r in result.table.to_pylist()}
-    assert list(described) == PEOPLE.column_names
-    assert described["id"] == str(PEOPLE.schema.field("id").type)
-    assert described["name"] == "string"
+    assert result.table.to_pylist() == [{"col_name": "id", "data_type": "bigint", "comment": None},
+                                        {"col_name": "name", "data_type": "string", "comment": None},
+                                        {"col_name": "city", "data_type": "string", "comment": None},
+                                        {"col_name": "score", "data_type": "double", "comment": None}]
     with pytest.raises(MLSQLError, match="ghost"):
         run(session, "!desc ghost;")
 

@@ -72,9 +72,25 @@ def test_kernel_info(kernel):
     assert language["name"] == "mlsql"
     assert language["file_extension"] == ".mlsql"
     assert language["mimetype"] == "text/x-mlsql"
-    assert language["codemirror_mode"] == "sql" and language["pygments_lexer"] == "sql"
+    # MLSQL's own modes (tests/test_highlight.py): Pygments' lexer and the JupyterLab extension's
+    assert language["codemirror_mode"] == "mlsql" and language["pygments_lexer"] == "mlsql"
     assert "debugger" not in info.get("supported_features", [])
     assert "MLSQL" in info["banner"]
+
+
+def test_importing_ray_writes_nothing_to_stderr(kernelspec, tmp_path):
+    """Ray imports tqdm.auto, which in a process that imported ipykernel warned "IProgress not
+    found" under the first cell using Ray (tqdm comes with papermill, a dev extra): the kernel picks
+    tqdm's text bar instead. A fresh kernel, so that no earlier cell imported Ray already."""
+    fresh = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse")
+    try:
+        reply, messages = fresh.execute("--%python\nimport ray\nimport tqdm.auto\nprint(tqdm.auto.tqdm.__module__)",
+                                        timeout=120)
+    finally:
+        fresh.close()
+    assert reply["status"] == "ok", reply
+    assert stdout(messages, "stderr") == ""
+    assert stdout(messages).startswith("tqdm.asyncio")  # tqdm.auto's text bar (its notebook one is tqdm.notebook)
 
 
 def test_kernelspec_files_agree():
@@ -105,7 +121,8 @@ def test_install_command(tmp_path):
 @pytest.mark.slow  # pip builds the whole project's wheel (seconds); the fast tier checks the kernelspec
 # files themselves (test_kernelspec_files_agree) and their installation (test_install_command)
 def test_wheel_ships_the_kernelspec(tmp_path):
-    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data)."""
+    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data), the MLSQL mode into
+    share/jupyter/labextensions/mlsql-ray-lang/, and declares the Pygments lexer (tests/test_highlight.py)."""
     pytest.importorskip("setuptools")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300,
@@ -118,6 +135,13 @@ def test_wheel_ships_the_kernelspec(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     data = [n for n in names if ".data/data/share/jupyter/kernels/mlsql/" in n]
     assert {Path(n).name for n in data} >= {"kernel.json", "logo-32x32.png", "logo-64x64.png"}
+    labextension = {n.split(".data/data/share/jupyter/labextensions/mlsql-ray-lang/")[1] for n in names
+                    if ".data/data/share/jupyter/labextensions/mlsql-ray-lang/" in n}
+    bundle = ROOT / "labextension" / "mlsql-ray-lang"
+    built = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {"source.sha256"}
+    assert labextension == built | {"install.json"}
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert "[pygments.lexers]\nmlsql = mlsql_ray.lang.highlight:MLSQLLexer" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 # -- execute: tables, summaries, streams --------------------------------------------------------------
@@ -175,7 +199,7 @@ def test_show_and_desc_are_tables(kernel):
     assert reply["status"] == "ok"
     show, desc = displays(messages)
     assert "shown" in show["data"]["text/plain"]
-    assert "<table" in desc["data"]["text/html"] and "nullable" in desc["data"]["text/plain"]
+    assert "<table" in desc["data"]["text/html"] and "data_type" in desc["data"]["text/plain"]
 
 
 def test_python_cell_output_streams_while_it_runs(kernel, tmp_path):

@@ -22,6 +22,8 @@ import pytest
 
 from mlsql_ray import Session
 
+from conformance.harness import spark_type
+
 # t: three rows (i int, b bigint, d double, s string with a NULL); one: a single row
 TABLES = """
 select cast(id as int) as i, cast(id * 10 as bigint) as b, cast(id as double) - 0.5 as d,
@@ -117,26 +119,6 @@ CONFORMANCE = [
     ('ngram(array("a","b"),3)', "one", [[]], "array<string>", "udf_funcs.md: no partial window"),
     ("uuid() rlike '^[0-9a-f]{32}$'", "one", [True], "boolean", "udf_funcs.md: uuid without dashes"),
 ]
-
-
-def spark_type(t: pa.DataType) -> str:
-    """An Arrow type as Spark prints the type it stands for."""
-    simple = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
-              pa.float32(): "float", pa.float64(): "double", pa.string(): "string", pa.large_string(): "string",
-              pa.bool_(): "boolean", pa.date32(): "date", pa.binary(): "binary", pa.null(): "void"}
-    if t in simple:
-        return simple[t]
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_map(t):
-        return f"map<{spark_type(t.key_type)},{spark_type(t.item_type)}>"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"array<{spark_type(t.value_type)}>"
-    if pa.types.is_struct(t):
-        return "struct<" + ",".join(f"{f.name}:{spark_type(f.type)}" for f in t) + ">"
-    return str(t)
 
 
 @pytest.fixture(scope="module")

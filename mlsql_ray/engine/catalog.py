@@ -22,6 +22,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from ..ml import vectors as ml_vectors
 
 RETIRED_PREFIX = "__mlsql_retired_"
 STREAM_BATCH_ROWS = 122_880  # DuckDB's row group: bigger batches only make DuckDB read further ahead
@@ -45,6 +46,7 @@ class Entry:
     partitions: tuple[int, ...] = ()  # rows per part when the source read it in parts (a partitioned jdbc load)
     parquet_files: tuple[str, ...] = ()  # the files a parquet load scans (Ray workers read them themselves)
     hive: bool = False  # whether those files' folders are Hive partitions
+    vectors: dict[str, str] = field(default_factory=dict)  # a view's vector columns (engine/vectors.py)
 
 
 class Catalog:
@@ -81,6 +83,20 @@ class Catalog:
     def entry(self, name: str) -> Entry | None:
         """The definition behind a name a view may read: a live table or a retired one."""
         return self._entries.get(name.lower()) or self._retired.get(name.lower())
+
+    def vectors(self, name: str) -> dict[str, str]:
+        """The table's columns that are vectors (lower-case name → dense or sparse): a view's as
+        ``mark_vectors`` noted them, an Arrow table's from its field metadata."""
+        entry = self.entry(name)
+        if entry is None:
+            return {}
+        if isinstance(entry.data, pa.Table):
+            return ml_vectors.vector_fields(entry.data.schema)
+        return entry.vectors
+
+    def mark_vectors(self, name: str, vectors: dict[str, str]) -> None:
+        """Note which columns of the view ``name`` are vectors."""
+        self._entries[name.lower()].vectors = dict(vectors)
 
     def _define(self, entry: Entry, register: bool) -> None:
         key = entry.name.lower()

@@ -10,27 +10,52 @@ import re
 from typing import Callable
 
 import pyarrow as pa
+import sqlglot
+import sqlglot.errors
+from sqlglot import exp
 
 from .. import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
-from . import assertions, macros
+from . import assertions, macros, spark_types
 from .command_families import filesystem, scripts, show, tables
 from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
 
 def _desc(session, s: ast.Command):
-    if len(s.args) != 1:
-        raise MLSQLError("usage: !desc TABLE;")
+    """``!desc T``: Spark's ``DESCRIBE`` of T (``col_name``, ``data_type``, ``comment``);
+    ``!desc T json``: Spark's schema JSON of T in one row, column ``value`` (Byzer's ShowTableExt)."""
+    if len(s.args) not in (1, 2) or s.args[1:] not in ((), ("json",)):
+        raise MLSQLError("usage: !desc TABLE; or !desc TABLE json;")
     schema = session.catalog.schema(s.args[0])
-    table = pa.table({
-        "column": schema.names,
-        "type": [str(f.type) for f in schema],
-        "nullable": [f.nullable for f in schema],
-    })
+    if len(s.args) == 2:
+        table = pa.table({"value": [spark_types.schema_json(schema)]})
+    else:
+        table = spark_types.describe(schema, session.catalog.vectors(s.args[0]))
     return Result(s, f"{s.args[0]}: {len(schema)} columns", table=table, num_rows=table.num_rows, name=s.args[0])
+
+
+_DESCRIBE = re.compile(r"\s*desc(ribe)?\s", re.IGNORECASE)
+
+
+def spark_describe(session, spark_sql: str, line: int, col: int) -> pa.Table | None:
+    """Spark SQL's ``DESC[RIBE] [TABLE] [EXTENDED|FORMATTED] T`` (or ``DESCRIBE SELECT ...``) as
+    Spark answers it for a temporary view: ``!desc``'s table; None for any other SQL."""
+    if not _DESCRIBE.match(spark_sql):
+        return None
+    try:
+        tree = sqlglot.parse_one(spark_sql, read="spark")
+    except sqlglot.errors.SqlglotError as exc:
+        raise MLSQLError(f"SQL syntax error in DESCRIBE: {str(exc).splitlines()[0]}", line, col) from None
+    if not isinstance(tree, exp.Describe):
+        return None
+    target = tree.this
+    if isinstance(target, exp.Table) and not target.args.get("db"):
+        return spark_types.describe(session.catalog.schema(target.name), session.catalog.vectors(target.name))
+    schema = session._query(target.sql(dialect="spark"), line, col).limit(0).to_arrow_table().schema
+    return spark_types.describe(schema)
 
 
 _DELTA_USAGE = """!delta help;                                  this text

@@ -1,13 +1,16 @@
 """The SQL functions every query of ours may use (Spark's and the vec_* macros), as statements:
 run on the session's DuckDB connection, and handed to the Ray workers that read a cell's input
-from files (``cells.partitions``), which may not import the engine."""
+from files (``cells.partitions``), which may not import the engine. The macros of Spark's function
+families are defined on a connection when a query first calls them (``define_macros``)."""
 
 from __future__ import annotations
+
+import re
 
 import duckdb
 
 from ..ml import vectors
-from . import spark_functions
+from . import spark_functions, spark_text
 
 SETUP_SQL: tuple[str, ...] = (
     # DuckDB 2.0 prefetches every row group of a local parquet file it scans, so even a 20-row
@@ -22,4 +25,39 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for statement in SETUP_SQL:
         con.execute(statement)
+    spark_text.register(con)
     return con
+
+
+_MACRO_NAME = re.compile(r"\b(spark_\w+)\s*\(", re.IGNORECASE)
+ON_DEMAND_SQL: dict[str, str] = {name: f"CREATE OR REPLACE MACRO {name}{definition}"
+                                 for name, definition in spark_functions.ON_DEMAND_MACROS.items()}
+
+
+def _called(sql: str) -> set[str]:
+    return {m.group(1).lower() for m in _MACRO_NAME.finditer(sql)} & ON_DEMAND_SQL.keys()
+
+
+_NEEDS: dict[str, set[str]] = {name: _called(statement.split(" AS ", 1)[1]) - {name} for name, statement in ON_DEMAND_SQL.items()}
+
+
+def macro_statements(names: set[str]) -> list[str]:
+    """The statements that define these on-demand macros, each after those it calls."""
+    return [statement for name, statement in ON_DEMAND_SQL.items() if name in names]
+
+
+def define_macros(con: duckdb.DuckDBPyConnection, sql: str, defined: set[str]) -> list[str]:
+    """Define on ``con`` the on-demand macros ``sql`` calls, and those they call, that ``defined``
+    (the names this connection has) lacks; the statements run, in the order the macros were
+    written (each after those it calls)."""
+    wanted, todo = set(), list(_called(sql) - defined)
+    while todo:
+        name = todo.pop()
+        if name not in wanted and name not in defined:
+            wanted.add(name)
+            todo.extend(_NEEDS[name])
+    statements = macro_statements(wanted)
+    for statement in statements:
+        con.execute(statement)
+    defined.update(wanted)
+    return statements

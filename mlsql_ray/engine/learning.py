@@ -22,6 +22,7 @@ from ..lang import ast
 from ..ml import predictor as ml_predictor, registry, runner, sources, store
 from ..ml.algorithm import TOPICS
 from ..storage import delta
+from . import vectors
 from .result import PREVIEW_ROWS, Result
 
 
@@ -53,7 +54,7 @@ def train(session, s: ast.Train) -> Result:
     version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
     if extra is not None:
         _write_data(path / "data", extra)
-    result = runner.result_table(groups, s.path, version)
+    result = runner.result_table(groups, s.path, version, automl=s.format.lower() == registry.AUTOML.lower())
     output = s.output or "output"
     session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
     failed = sum(g.status == "fail" for g in groups)
@@ -92,6 +93,7 @@ def predict(session, s: ast.Train) -> Result:
             scored = scored.drop_columns([name])
         scored = scored.append_column(name, column)
     output = s.output or f"{s.table}_predictions"
+    scored = vectors.mark_predicted(session, scored, s.table)
     session.catalog.add_arrow(output, scored, f"predict {s.format}.`{s.path}`")
     return Result(s, f"{output}: {scored.num_rows} rows (model {s.path} version {version}, algIndex {group.index})",
                   table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)

@@ -22,12 +22,13 @@ from ..warm import WarmPool
 from ..lang import ast
 from . import learning
 from ..storage import delta, rows as file_rows
-from . import datasources, ets, partition_ids, spark_functions, udfs
+from . import datasources, ets, partition_ids, spark_functions, timezone, udfs, vectors
+from ..ml import vectors as ml_vectors
 from .datasources import jdbc
 from .catalog import Catalog
-from .connection import SETUP_SQL, new_connection
+from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
 from .branches import run_if
-from .commands import run_command
+from .commands import run_command, spark_describe
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
 from .jobs import Jobs
@@ -65,7 +66,10 @@ class Session:
         self.python_env: dict[str, str] = {}
         self.python_conf: dict[str, str] = {}
         self.con = new_connection()
-        self.connection_setup = SETUP_SQL  # what a worker's own connection needs to run our queries
+        # what a worker's own connection needs to run our queries: our functions, the session time zone,
+        # and the on-demand macros this connection defined (``_macros``, see ``_prepare``)
+        self.connection_setup = (*SETUP_SQL, timezone.set_statement(timezone.current(self.con)))
+        self._macros: set[str] = set()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
         # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
@@ -238,10 +242,11 @@ class Session:
         in-memory tables."""
         sql, tables, calls = self._prepare(s.sql, s.line, s.col)
         relation = self.con.sql(sql)  # DuckDB checks the query here
+        vector_columns = vectors.of_select(self, s.sql, tables)
         # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
         if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
                 or len(set(relation.columns)) != len(relation.columns)):
-            table = relation.to_arrow_table()
+            table = ml_vectors.marked(relation.to_arrow_table(), vector_columns)
             self.catalog.add_arrow(s.table, table, "select")
             head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
         else:
@@ -250,6 +255,7 @@ class Session:
             if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
                 num_rows = relation.count("*").fetchall()[0][0]
             self.catalog.add_view(s.table, sql, tables, "select")
+            self.catalog.mark_vectors(s.table, vector_columns)
         message = (f"{s.table}: {num_rows} rows" if num_rows is not None
                    else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
         return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
@@ -285,6 +291,8 @@ class Session:
         else:
             value = s.value
         if kind == "conf":
+            if s.key == timezone.SESSION_TIME_ZONE:
+                self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
             self.conf[s.key] = value
         else:
             if s.scope == "request":
@@ -421,13 +429,20 @@ class Session:
     # -- helpers -----------------------------------------------------------------------------
 
     def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
-        """Run Spark SQL on DuckDB over the catalog's tables."""
+        """Run Spark SQL on DuckDB over the catalog's tables (a ``DESCRIBE`` as Spark answers it)."""
+        described = spark_describe(self, spark_sql, line, col)
+        if described is not None:
+            return self.con.from_arrow(described)
         return self.con.sql(self._prepare(spark_sql, line, col)[0])
 
     def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB."""
+        spark_sql = vectors.printed(self, spark_sql, line, col)
         sql, tables, calls = translate(spark_sql, line, col)
+        defined = define_macros(self.con, sql, self._macros)
+        if defined:
+            self.connection_setup = (*self.connection_setup, *defined)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import duckdb
 
+from ..lang import spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+
+ON_DEMAND_MACROS: dict[str, str] = {
+    **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
+}
+"""The macros of Spark's function families (issue 23): many, and some costly to define (DuckDB binds
+a typed macro's body when it is created), so a connection defines those a query calls when it
+first prepares one (``connection.define_macros``) instead of all of them when it opens."""
+
 MACROS: dict[str, str] = {
-    # Spark's split(str, regex, limit): limit > 0 gives at most `limit` parts, the last holding the
-    # rest of the string (separators included); limit <= 0 splits everywhere. The rest is rebuilt
-    # from the parts and the separators that regexp_extract_all finds.
-    "spark_split": """(s, r, lim) AS CASE
-        WHEN lim <= 0 OR len(str_split_regex(s, r)) <= lim THEN str_split_regex(s, r)
-        ELSE list_concat(list_slice(str_split_regex(s, r), 1, lim - 1),
-                         [array_to_string(list_transform(list_slice(str_split_regex(s, r), lim, len(str_split_regex(s, r))),
-                                                         lambda p, i: p || coalesce(regexp_extract_all(s, r, 0)[lim - 1 + i], '')), '')])
-        END""",
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.
-    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_contains(b, x) AND list_position(a, x) = i)",
+    "byzer_array_intersect": "(a, b) AS list_filter(a, lambda x, i: list_position(b, x) IS NOT NULL AND list_position(a, x) = i)",
     # vec1.indexOf(word): 0-based, -1 when absent
     "byzer_array_index": "(a, e) AS CAST(coalesce(list_position(a, e), 0) - 1 AS INTEGER)",
     # vec1.slice(from, if (to == -1) length else to): 0-based, `to` exclusive, bounds clamped
@@ -44,6 +44,8 @@ MACROS: dict[str, str] = {
     "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
+    **spark_datetime.MACROS,
+    **spark_collections.MACROS,
 }
 
 

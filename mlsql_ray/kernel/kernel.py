@@ -42,6 +42,25 @@ from . import assist
 WORKER_OUTPUT_GRACE_S = 0.3
 
 
+def _text_progress_bars() -> None:
+    """Make ``tqdm.auto`` choose tqdm's text bar in this kernel.
+
+    tqdm.autonotebook takes any process that imported ipykernel for an IPython notebook kernel and
+    picks its ipywidgets bar, warning "IProgress not found" on stderr when ipywidgets is missing.
+    Ray imports ``tqdm.auto`` (ray.experimental.tqdm_ray) in the first cell that uses Ray, so that
+    warning showed under the user's cell. This kernel is no IPython shell: widgets cannot show here
+    (with ipywidgets installed tqdm would print their repr), its output is text. So the
+    autonotebook choice is made once, before anything imports it: the text bar, ``tqdm.std``."""
+    try:
+        import tqdm
+        import tqdm.std
+    except ImportError:  # not installed (it comes with papermill): Ray then shows no bars, and no warning
+        return
+    if "tqdm.autonotebook" not in sys.modules:
+        sys.modules["tqdm.autonotebook"] = tqdm.std
+        tqdm.autonotebook = tqdm.std
+
+
 class MLSQLKernel(Kernel):
     implementation = "mlsql_ray"
     implementation_version = __version__
@@ -52,8 +71,8 @@ class MLSQLKernel(Kernel):
         "version": __version__,
         "mimetype": "text/x-mlsql",
         "file_extension": ".mlsql",
-        "codemirror_mode": "sql",
-        "pygments_lexer": "sql",
+        "codemirror_mode": "mlsql",  # the JupyterLab mode of labextension/, shipped in the wheel
+        "pygments_lexer": "mlsql",  # mlsql_ray.lang.highlight, through Pygments' entry point
     }
     banner = (f"MLSQL (Ray) {__version__}: MLSQL statements on DuckDB and Delta Lake; "
               "a cell starting with --%python runs Python (on Ray when it asks for it)")
@@ -61,6 +80,7 @@ class MLSQLKernel(Kernel):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        _text_progress_bars()
         self._session = None
         self._warmed = False
         self._interrupted = False

@@ -15,6 +15,9 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
+from . import (spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json, spark_math,
+               spark_regex, spark_strings)
+
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
               "array_string_to_float", "array_string_to_int", "ngram")
 """Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
@@ -24,21 +27,31 @@ NOT_SPARK_FUNCTIONS = ("CONVERT", "TRY_CONVERT")
 """Names sqlglot parses as T-SQL's casts although Spark has no such function: in Spark SQL they can only
 be functions the script registered, e.g. a feature ET's model as ``convert`` (ml/feature/normalize.md)."""
 
+MISREAD_CALLS = ("FIRST_VALUE", "LAST_VALUE", "PERCENTILE")
+"""Spark functions whose arguments sqlglot's parser gets wrong, read as plain calls instead (the
+rewrites of ``spark_grouping`` give them Spark's meaning): ``first_value(x, true)`` fails to parse
+(one argument only), ``percentile(x, p, frequency)`` loses its frequency."""
+
+PLAIN_CALLS = frozenset(NOT_SPARK_FUNCTIONS + MISREAD_CALLS) | {name.upper() for name in spark_datetime.FUNCTIONS}
+"""Calls parsed as plain function calls: the T-SQL casts above, the misread calls, and the datetime
+functions that ``spark_datetime`` translates itself (sqlglot's Spark dialect rewrites their patterns
+while parsing)."""
+
 _PLACEHOLDER = "__mlsql_call_"
 
 
 def parse(spark_sql: str) -> list[exp.Expression | None]:
-    """``sqlglot.parse(spark_sql, read="spark")``, except that ``convert(...)``/``try_convert(...)`` are
-    ordinary calls. sqlglot bug: ``sqlglot.parse_one("select convert(x)", read="spark")`` fails with
+    """``sqlglot.parse(spark_sql, read="spark")``, except that ``PLAIN_CALLS`` (``convert(...)``,
+    ``try_convert(...)``, ``date_format(...)``...) are ordinary calls. sqlglot bug: ``sqlglot.parse_one("select convert(x)", read="spark")`` fails with
     "Required keyword: 'to' missing for TryCast". sqlglot's compiled parser cannot be subclassed, so the
     call's name token is renamed before parsing and the call gets its name back after."""
     spark = Dialect.get_or_raise("spark")
     tokens = spark.tokenize(spark_sql)
     written: dict[str, str] = {}  # placeholder → the name as the SQL writes it
     for token, following in itertools.pairwise(tokens):
-        if token.text.upper() in NOT_SPARK_FUNCTIONS and following.token_type == TokenType.L_PAREN:
+        if token.text.upper() in PLAIN_CALLS and following.token_type == TokenType.L_PAREN:
             placeholder = f"{_PLACEHOLDER}{len(written)}"
-            written[placeholder], token.text = token.text, placeholder
+            written[placeholder], token.text, token.token_type = token.text, placeholder, TokenType.VAR
     trees = spark.parser().parse(tokens, spark_sql)
     for tree in (t for t in trees if t is not None and written):
         for call in tree.find_all(exp.Anonymous):
@@ -57,33 +70,12 @@ def _cast(node: exp.Expression, to: str) -> exp.Cast:
 
 # -- the transforms -----------------------------------------------------------------------------------------
 
-def split_with_limit(tree: exp.Expression) -> None:
-    """Spark's ``split(str, regex, limit)``. sqlglot bug: it passes the limit as DuckDB's third
-    argument of STR_SPLIT_REGEX, which is the regex options, so DuckDB refuses the call:
-    ``sqlglot.transpile("select split('a,b,c', ',', 2)", read="spark", write="duckdb")`` →
-    ``SELECT STR_SPLIT_REGEX('a,b,c', ',', 2)`` (binder error). Spark: ``["a", "b,c"]``."""
-    for node in list(tree.find_all(exp.RegexpSplit)):
-        if node.args.get("limit") is not None:
-            node.replace(_call("spark_split", node.this, node.expression, node.args["limit"]))
-
-
-def date_add_is_a_date(tree: exp.Expression) -> None:
-    """Spark's ``date_add``/``date_sub(start, days)`` return a DATE. sqlglot bug: it writes
-    ``CAST(start AS DATE) + INTERVAL n DAY``, which DuckDB types TIMESTAMP:
-    ``sqlglot.transpile("select date_sub(cast('2020-01-02' as date), 1)", read="spark", write="duckdb")``.
-    DuckDB's ``DATE + INTEGER`` is a DATE."""
-    for node in list(tree.find_all(exp.TsOrDsAdd)):
-        unit = node.args.get("unit")
-        if (unit is None or unit.name.upper() == "DAY") and node.args.get("return_type") is None:
-            node.replace(exp.Paren(this=exp.Add(this=_cast(node.this, "DATE"), expression=_cast(node.expression, "INT"))))
-
-
-INT_RESULTS = (exp.ArraySize, exp.StrPosition, exp.Length, exp.DateDiff)
-"""Spark functions whose result is INT where DuckDB's is BIGINT (size, instr/locate, length, datediff)."""
+INT_RESULTS = (exp.ArraySize, exp.StrPosition, exp.Length)
+"""Spark functions whose result is INT where DuckDB's is BIGINT (size, instr/locate, length)."""
 
 
 def int_results(tree: exp.Expression) -> None:
-    """Spark's ``size``, ``instr``, ``locate``, ``length``, ``datediff`` and ``row_number()``
+    """Spark's ``size``, ``instr``, ``locate``, ``length`` and ``row_number()``
     return INT; their DuckDB counterparts BIGINT. Same values, and now the same type."""
     for node in list(tree.find_all(*INT_RESULTS)):
         if not isinstance(node.parent, exp.Cast):
@@ -94,14 +86,14 @@ def int_results(tree: exp.Expression) -> None:
 
 
 def bigint_results(tree: exp.Expression) -> None:
-    """Spark's ``ceil``/``floor`` of a number that is not a decimal, ``unix_timestamp`` and
-    ``a div b`` return BIGINT; DuckDB keeps DOUBLE (ceil, floor, epoch) or the operands' type (//).
+    """Spark's ``ceil``/``floor`` of a number that is not a decimal and ``a div b`` return BIGINT;
+    DuckDB keeps DOUBLE (ceil, floor) or the operands' type (//).
     A decimal argument (a literal such as 2.5, or a cast to decimal) keeps DuckDB's decimal result,
     as Spark does; a decimal *column* cannot be told apart here and becomes BIGINT too."""
     for node in list(tree.find_all(exp.Ceil, exp.Floor)):
         if node.args.get("decimals") is None and not _decimal(node.this) and not isinstance(node.parent, exp.Cast):
             node.replace(_cast(node.copy(), "BIGINT"))
-    for node in list(tree.find_all(exp.StrToUnix, exp.IntDiv)):
+    for node in list(tree.find_all(exp.IntDiv)):
         if not isinstance(node.parent, exp.Cast):
             node.replace(_cast(node.copy(), "BIGINT"))
 
@@ -179,13 +171,17 @@ def _odd_text(node: exp.Expression) -> bool:
 
 
 def json_path_wildcards_give_json_text(tree: exp.Expression) -> None:
-    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``);
-    DuckDB's ``->>`` with a wildcard returns a list. (Spark unwraps a single match; this does not.)"""
+    """Spark's ``get_json_object(json, '$[*].id')`` returns the matches as JSON text (``[1,2]``), a
+    single match unwrapped (``1``), NULL for none; DuckDB's ``->>`` with a wildcard returns a list."""
     for node in list(tree.find_all(exp.JSONExtractScalar)):
         path = node.expression
         if path.find(exp.JSONPathWildcard) or (_string_literal(path) and "*" in path.this):
-            extracted = exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])
-            node.replace(_cast(exp.Anonymous(this="to_json", expressions=[extracted]), "VARCHAR"))
+            matches = _cast(exp.Anonymous(this="to_json", expressions=[
+                exp.Anonymous(this="json_extract", expressions=[node.this.copy(), path.copy()])]), "VARCHAR")
+            count = exp.Anonymous(this="json_array_length", expressions=[matches.copy()])
+            single = exp.Anonymous(this="json_extract_string", expressions=[matches.copy(), exp.Literal.string("$[0]")])
+            node.replace(exp.Case(ifs=[exp.If(this=exp.EQ(this=count.copy(), expression=exp.Literal.number(1)), true=single),
+                                       exp.If(this=exp.GT(this=count, expression=exp.Literal.number(1)), true=matches)]))
 
 
 def struct_of_star_is_the_row(tree: exp.Expression) -> None:
@@ -224,14 +220,15 @@ def byzer_udfs(tree: exp.Expression) -> None:
 
 def higher_order_predicates(tree: exp.Expression) -> None:
     """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
-    element. sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
+    element, NULL when no element decides it and some ``p`` is NULL (Spark's three-valued logic).
+    sqlglot bug: ``sqlglot.transpile("select exists(a, x -> x > 1)", read="spark",
     write="duckdb")`` gives ``EXISTS(a)``, dropping the predicate; ``forall`` it leaves as an unknown
-    function. DuckDB: ``list_bool_or``/``list_bool_and`` over ``list_transform``."""
+    function. DuckDB: the ``spark_exists``/``spark_forall`` macros over ``list_transform``."""
     for node in list(tree.find_all(exp.Exists, exp.Anonymous)):
         if isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
-            array, predicate, reduce = node.this, node.args["expression"], "list_bool_or"
+            array, predicate, reduce = node.this, node.args["expression"], "spark_exists"
         elif isinstance(node, exp.Anonymous) and node.name.lower() == "forall" and len(node.expressions) == 2:
-            (array, predicate), reduce = node.expressions, "list_bool_and"
+            (array, predicate), reduce = node.expressions, "spark_forall"
         else:
             continue
         node.replace(_call(reduce, exp.Anonymous(this="list_transform", expressions=[array.copy(), predicate.copy()])))
@@ -254,7 +251,10 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    byzer_udfs, split_with_limit, date_add_is_a_date, int_results, bigint_results,
+    byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
     higher_order_predicates, null_tests, replace_without_replacement,
+    # the string, math, hash and format families first: the others write regexes and substrings of their own
+    *spark_regex.TRANSFORMS, *spark_strings.TRANSFORMS, *spark_math.TRANSFORMS, *spark_hashes.TRANSFORMS, *spark_format.TRANSFORMS,
+    *spark_json.TRANSFORMS, *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS, *spark_datetime.TRANSFORMS,
 )

@@ -74,6 +74,8 @@ def _translate(spark_sql: str) -> tuple[Translation, bool]:
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in trees[0].find_all(exp.Anonymous) if f.expressions)
         translation = trees[0].sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE), tables, calls
         return translation, isinstance(trees[0], (exp.Query, exp.Values))
+    except MLSQLError:  # a rewrite's own verdict on the query (an illegal datetime pattern, a misused grouping())
+        raise
     except UnsupportedError as exc:
         raise MLSQLError(f"this SQL cannot run on DuckDB: {exc}") from exc
     except RecursionError as exc:

@@ -13,7 +13,7 @@ from ..errors import MLSQLError
 from ..warm import WarmActor
 from . import metrics as evaluation, registry, serialize
 from .algorithm import CLASSIFIER, TOPICS
-from .store import StoredGroup
+from .store import StoredGroup, byzer_alg_index
 
 #: what a registered function returns, by its ``output`` option
 OUTPUT_TYPES = {"prediction": (pa.float64(), "DOUBLE"), "probability": (pa.list_(pa.float64()), "DOUBLE[]")}
@@ -58,7 +58,8 @@ class FittedModel:
 
 
 def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -> StoredGroup:
-    """The group ``register``/``predict`` use: ``algIndex="N"``, the best by
+    """The group ``register``/``predict`` use: ``algIndex="N"`` (or Byzer's AutoML form
+    ``"ALG.N"``, the N-th group of algorithm ALG), the best by
     ``autoSelectByMetric``, for AutoML the best by ``sortedBy`` (default accuracy, for regressors
     rmse), else the first that succeeded."""
     automl = alg_name.lower() == registry.AUTOML.lower()
@@ -71,9 +72,11 @@ def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -
     if not fine:
         raise MLSQLError(f"{what} holds no successfully trained model")
     if "algIndex" in options:
-        chosen = next((g for g in groups if str(g.index) == options["algIndex"].strip()), None)
+        wanted = options["algIndex"].strip()
+        chosen = next((g for g in groups if wanted.lower() in (str(g.index), byzer_alg_index(g, groups).lower())), None)
         if chosen is None:
-            raise MLSQLError(f"{what} has no algIndex {options['algIndex']!r} (it has {', '.join(str(g.index) for g in groups)})")
+            has = [str(g.index) if not automl else f"{g.index} ({byzer_alg_index(g, groups)})" for g in groups]
+            raise MLSQLError(f"{what} has no algIndex {options['algIndex']!r} (it has {', '.join(has)})")
         if chosen.status != "success":
             raise MLSQLError(f"group {chosen.index} of {what} failed in training: {chosen.metadata.get('reason', '')}")
         return chosen

@@ -25,7 +25,7 @@ from ..raycluster import local_cpus, remote_error_line, stop_actors
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)
-from .store import StoredGroup
+from .store import StoredGroup, byzer_alg_index
 
 _FIT_PARAM = re.compile(r"fitParam\.(\d+)\.(\w+)")
 AUTOML_OPTIONS = ("algos", "sortedBy")
@@ -353,8 +353,8 @@ def _report_end(group: StoredGroup, groups: int) -> StoredGroup:
     return group
 
 
-def result_table(groups: list[StoredGroup], target: str, version: int | None) -> pa.Table:
-    """Byzer's name/value rows, one block per group."""
+def result_table(groups: list[StoredGroup], target: str, version: int | None, automl: bool = False) -> pa.Table:
+    """Byzer's name/value rows, one block per group (AutoML's algIndex in Byzer's ``ALG.N`` form)."""
     names, values = [], []
     for g in groups:
         m = g.metadata
@@ -363,7 +363,7 @@ def result_table(groups: list[StoredGroup], target: str, version: int | None) ->
             given.setdefault(option, m[option])
         block = {
             "modelPath": f"{target}/_model_{version}/model/{g.index}",
-            "algIndex": str(g.index),
+            "algIndex": byzer_alg_index(g, groups) if automl else str(g.index),
             "alg": m.get("implementation", g.alg),
             "metrics": evaluation.text(g.metrics),
             "status": g.status,

@@ -42,6 +42,13 @@ class StoredGroup:
         self.metrics = self.metadata.get("metrics", {})
 
 
+def byzer_alg_index(group: StoredGroup, groups: list[StoredGroup]) -> str:
+    """The group's algIndex as Byzer's AutoML writes it, ``ALG.N``: its algorithm and its place
+    among that algorithm's groups (AutoML trains each algorithm as a train of its own)."""
+    same = [g.index for g in groups if g.alg == group.alg]
+    return f"{group.alg}.{same.index(group.index)}"
+
+
 def to_table(groups: list[StoredGroup]) -> pa.Table:
     parts = []
     for group in groups:

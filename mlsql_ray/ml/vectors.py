@@ -3,11 +3,49 @@
 A vector is a ``DOUBLE[]`` list: ``vec_dense`` is a cast, ``vec_sparse`` builds the dense list
 too (DuckDB has no sparse vectors), and the element-wise functions are list lambdas, so
 everything runs inside DuckDB, vectorised, with no Python call per row. Indices are 0-based as
-in Byzer."""
+in Byzer. A vector prints as Spark prints it (``vec_mk_string``, and the ``byzer_*_string`` macros
+that ``lang.spark_vectors`` puts where a vector is cast to a string), its numbers as Java's
+``Double.toString`` writes them (``byzer_java_double``: DuckDB's shortest digits, in Java's notation).
+
+Tables remember which of their columns are vectors in the Arrow field metadata ``VECTOR_KEY``
+(``dense`` or ``sparse``; engine/vectors.py)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
+from ..lang.spark_vectors import DENSE_STRING, SPARSE_CALL_STRING, SPARSE_STRING
+
+VECTOR_KEY = b"mlsql.vector"
+
+#: vectors as text, defined first: the vec_* macros below call them
+STRING_MACROS = {
+    # Java's Double.toString: plain from 1e-3 to 1e7, else d.dddE±n, from DuckDB's shortest digits
+    "byzer_scientific": ("sign, digits, e", "sign || left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') "
+                                            "|| 'E' || CAST(e AS VARCHAR)"),
+    "byzer_scientific_text": ("sign, t", """CASE
+        WHEN contains(t, 'e') THEN byzer_scientific(sign, rtrim(replace(split_part(t, 'e', 1), '.', ''), '0'),
+            CAST(split_part(t, 'e', 2) AS INTEGER) + length(split_part(split_part(t, 'e', 1), '.', 1)) - 1)
+        WHEN split_part(t, '.', 1) <> '0' THEN byzer_scientific(sign, rtrim(replace(t, '.', ''), '0'), length(split_part(t, '.', 1)) - 1)
+        ELSE byzer_scientific(sign, rtrim(ltrim(split_part(t, '.', 2), '0'), '0'),
+            length(ltrim(split_part(t, '.', 2), '0')) - length(split_part(t, '.', 2)) - 1) END"""),
+    "byzer_java_double": ("d", """CASE WHEN isnan(d) THEN 'NaN' WHEN isinf(d) THEN CASE WHEN d > 0 THEN 'Infinity' ELSE '-Infinity' END
+        WHEN d = 0 OR (abs(d) >= 1e-3 AND abs(d) < 1e7) THEN CAST(CAST(d AS DOUBLE) AS VARCHAR)
+        ELSE byzer_scientific_text(CASE WHEN d < 0 THEN '-' ELSE '' END, CAST(abs(CAST(d AS DOUBLE)) AS VARCHAR)) END"""),
+    # DenseVector.toString: [v0,v1,...]
+    DENSE_STRING: ("v", "'[' || array_to_string(list_transform(v, lambda e: byzer_java_double(e)), ',') || ']'"),
+    # SparseVector.toString: (size,[indices],[values]), of a dense list's non-zero entries
+    SPARSE_STRING: ("v", "'(' || CAST(len(v) AS VARCHAR) || ',[' || array_to_string(list_filter(range(len(v)), "
+                         "lambda i: v[i + 1] <> 0), ',') || '],[' || array_to_string(list_transform(list_filter(v, "
+                         "lambda e: e <> 0), lambda e: byzer_java_double(e)), ',') || '])'"),
+    # … and of vec_sparse(size, map) itself: every entry of the map, by index (Vectors.sparse sorts them)
+    SPARSE_CALL_STRING: ("size, m", "'(' || CAST(size AS VARCHAR) || ',[' || array_to_string(list_sort(map_keys(m)), ',') "
+                                    "|| '],[' || array_to_string(list_transform(list_sort(map_keys(m)), "
+                                    "lambda k: byzer_java_double(m[k])), ',') || '])'"),
+}
+
 MACROS = {
+    **STRING_MACROS,
     "vec_dense": ("a", "CAST(a AS DOUBLE[])"),
     "vec_array": ("v", "CAST(v AS DOUBLE[])"),
     "vec_sparse": ("size, m", "CAST(list_transform(range(size), lambda i: coalesce(m[i], 0)) AS DOUBLE[])"),
@@ -15,7 +53,7 @@ MACROS = {
     "vec_concat": ("vs", "CAST(flatten(vs) AS DOUBLE[])"),
     "vec_cosine": ("a, b", "list_cosine_similarity(CAST(a AS DOUBLE[]), CAST(b AS DOUBLE[]))"),
     "vec_slice": ("v, idx", "CAST(list_transform(idx, lambda i: v[i + 1]) AS DOUBLE[])"),
-    "vec_mk_string": ("sep, v", "array_to_string(v, sep)"),
+    "vec_mk_string": ("sep, v", "array_to_string(list_transform(v, lambda e: byzer_java_double(e)), sep)"),
     "vec_wise_mul": ("a, b", "CAST(list_transform(range(len(a)), lambda i: a[i + 1] * b[i + 1]) AS DOUBLE[])"),
     "vec_wise_add": ("a, b", "CAST(list_transform(range(len(a)), lambda i: a[i + 1] + b[i + 1]) AS DOUBLE[])"),
     "vec_wise_dif": ("a, b", "CAST(list_transform(range(len(a)), lambda i: a[i + 1] - b[i + 1]) AS DOUBLE[])"),
@@ -27,3 +65,18 @@ MACROS = {
     "vec_mean": ("v", "list_avg(CAST(v AS DOUBLE[]))"),
     "vec_stddev": ("v", "list_stddev_samp(CAST(v AS DOUBLE[]))"),
 }
+
+
+def marked(table: pa.Table, vectors: dict[str, str]) -> pa.Table:
+    """``table`` with its columns named in ``vectors`` (lower-case name → dense or sparse) marked
+    as vectors in their field metadata."""
+    if not vectors:
+        return table
+    fields = [f.with_metadata({**(f.metadata or {}), VECTOR_KEY: vectors[f.name.lower()].encode()})
+              if f.name.lower() in vectors else f for f in table.schema]
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
+
+
+def vector_fields(schema: pa.Schema) -> dict[str, str]:
+    """The columns ``marked`` marked: lower-case name → dense or sparse."""
+    return {f.name.lower(): f.metadata[VECTOR_KEY].decode() for f in schema if f.metadata and VECTOR_KEY in f.metadata}

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
-from .. import datasources, ets
+from .. import datasources, ets, learning
+from ...ml import sources as ml_sources
 from ..datasources import jdbc
 from ...storage import delta
 from ..result import Result
@@ -101,8 +102,20 @@ def _conf_list(session, name=None) -> pa.Table:
 
 
 def _et(session, name: str) -> pa.Table:
+    """One ET, or one algorithm of ``train`` (Byzer's ETs include them): name, algType, doc."""
+    if name.lower() not in ets.ETS and learning.is_algorithm(name):
+        algorithms = ml_sources.model_list()
+        return algorithms.filter(pc.equal(pc.utf8_lower(algorithms.column("name")), name.lower())).select(
+            ["name", "algType", "doc"])
     et = ets.find(name)
     return pa.table({"name": [et.name], "algType": [et.kind], "doc": [et.description]})
+
+
+def _et_params(session, name: str) -> pa.Table:
+    """An ET's options, or an algorithm's parameters (as ``load modelParams.`NAME``` lists both)."""
+    if name.lower() not in ets.ETS and learning.is_algorithm(name):
+        return ml_sources.model_params(name)
+    return ets.params(name)
 
 
 SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [
@@ -113,7 +126,7 @@ SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [
     (("datasources",), "the formats load and save know", lambda session, name=None: datasources.listing()),
     (("datasources", "params", "*"), "a data source's options", lambda session, name: datasources.params(name)),
     (("et",), "the ETs run ... as NAME.`` knows", lambda session, name=None: ets.listing()),
-    (("et", "params", "*"), "an ET's parameters", lambda session, name: ets.params(name)),
+    (("et", "params", "*"), "an ET's parameters", _et_params),
     (("et", "*"), "one ET", _et),
     (("functions",), "the SQL functions", _functions),
     (("function", "*"), "one SQL function: parameters, result type, description", _function),

@@ -1,19 +1,22 @@
 """``excel``: a sheet of an ``.xlsx`` workbook, read by fastexcel (Rust's calamine), written by
 xlsxwriter (one workbook file, as spark-excel writes it).
 
-Spark-excel's defaults: the first row holds the column names (``header="true"``), every value is
-a string unless ``inferSchema="true"``. ``sheetName`` picks the sheet; ``dataAddress`` is a sheet
-name, a range (``B6:C7``) or both (``'comment2'!B6:C7``).
+As Byzer's Excel source (its copy of spark-excel) reads them: ``header`` must be given ("true":
+the range's first row holds the column names), every value is a string unless
+``inferSchema="true"``. ``sheetName`` picks the sheet; ``dataAddress`` is a sheet name, a range
+(``B6:C7``) or both (``'comment2'!B6:C7``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import uuid
 from decimal import Decimal
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import MLSQLError
 from ..files import truthy
@@ -38,13 +41,42 @@ def _address(text: str) -> tuple[str | None, dict]:
     return match["sheet"], limits
 
 
+def _header(options: dict, what: str) -> bool:
+    """``header``, which Byzer's Excel source requires (spark-excel's ``checkParameter``) and
+    reads with Scala's ``toBoolean``: "true" or "false", in any case."""
+    value = options.get("header")
+    if value is None:
+        raise MLSQLError(f'{what} needs header="true" or header="false": Byzer\'s Excel source requires it '
+                         '(does the first row hold the column names?)')
+    if value.strip().lower() not in ("true", "false"):
+        raise MLSQLError(f'{what}: header must be "true" or "false", not {value!r}')
+    return value.strip().lower() == "true"
+
+
+def _columns(first_row: list[str | None], header: bool) -> list[tuple[int, str]]:
+    """(position, name) of the columns spark-excel makes from the range's first row: one per cell
+    the row has (an empty cell gives no column), named by its text with ``header``, a blank text
+    ``_cK`` and a repeated one the text followed by K, else ``_cK`` (K: the cell's place among the
+    row's cells)."""
+    cells = [(i, text) for i, text in enumerate(first_row) if text is not None]
+    if not header:
+        return [(i, f"_c{k}") for k, (i, _) in enumerate(cells)]
+    texts = [text for _, text in cells]
+    repeated = {text for text in texts if texts.count(text) > 1}
+    return [(i, f"_c{k}" if text == "" else f"{text}{k}" if text in repeated else text)
+            for k, (i, text) in enumerate(cells)]
+
+
 def _load(session, s) -> None:
+    """As spark-excel reads a sheet: the columns come from the range's first row (``_columns``),
+    the rows below it (``header="true"``) or from it on (``"false"``); a row with no cell in those
+    columns is no row (POI's row iterator skips rows that hold no cells)."""
     import fastexcel  # a Rust extension: loaded on first use
 
     path = session._path(s.path)
     if not path.is_file():
         raise MLSQLError(f"cannot load excel: no such file: {path}")
-    header = truthy(s.options.get("header"), True)
+    header = _header(s.options, "load excel")
     infer = truthy(s.options.get("inferSchema"), False)
     sheet, limits = _address(s.options.get("dataAddress", "A1"))
     sheet = s.options.get("sheetName") or sheet
@@ -54,19 +86,26 @@ def _load(session, s) -> None:
         raise MLSQLError(f"cannot read {path} as an Excel workbook: {exc}") from exc
     if sheet is not None and sheet not in reader.sheet_names:
         raise MLSQLError(f"{path} has no sheet {sheet!r} (sheets: {', '.join(reader.sheet_names)})")
+    sheet = sheet if sheet is not None else 0
     rows = limits.get("rows")
     skip = limits.get("skip_rows", 0)
+    columns = limits.get("use_columns")
+    first = reader.load_sheet(sheet, header_row=None, skip_rows=skip, n_rows=1, use_columns=columns,
+                              dtypes="string").to_arrow()
+    kept = _columns([c[0].as_py() if len(c) else None for c in first.columns], header)
     data = reader.load_sheet(
-        sheet if sheet is not None else 0,
+        sheet,
         header_row=skip if header else None,
-        skip_rows=None if header else (skip or None),
+        skip_rows=None if header else skip,
         n_rows=(rows - 1 if header else rows) if rows is not None else None,
-        use_columns=limits.get("use_columns"),
+        use_columns=columns,
         dtypes=None if infer else "string",
     ).to_arrow()
-    table = pa.Table.from_batches([data])
-    if not header:  # spark-excel names header-less columns _c0, _c1, ...
-        table = table.rename_columns([f"_c{i}" for i in range(table.num_columns)])
+    data = pa.Table.from_batches([data])
+    kept = [(i, name) for i, name in kept if i < data.num_columns]
+    table = pa.table([data.column(i) for i, _ in kept], names=[name for _, name in kept])
+    if table.num_columns:
+        table = table.filter(pc.invert(functools.reduce(pc.and_kleene, [pc.is_null(c) for c in table.columns])))
     session.catalog.add_arrow(s.table, table, f"excel.`{s.path}`")
 
 
@@ -87,7 +126,7 @@ def _save(session, s) -> Result:
         raise MLSQLError(f"{path} already exists; an Excel file can only be written whole (save overwrite)")
     if path.exists() and s.mode == "ignore":
         return Result(s, f"{s.path} exists; nothing written (mode ignore)")
-    header = truthy(s.options.get("header"), True)
+    header = _header(s.options, "save ... as excel")
     sheet, _ = _address(s.options.get("dataAddress", "A1"))
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.xlsx"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +155,7 @@ def _save(session, s) -> Result:
 SOURCE = DataSource(
     "excel", "a sheet of an .xlsx workbook", _load, _save,
     params=(
-        Param("header", "true", "the first row holds the column names (load and save)"),
+        Param("header", "", "required (as Byzer's): true if the first row holds the column names (load and save)"),
         Param("inferSchema", "false", "guess column types; otherwise every value is a string"),
         Param("sheetName", "", "the sheet to read (default: the first) or write (default: Sheet1)"),
         Param("dataAddress", "A1", "where the table starts: a sheet name, a cell range (B6:C7), or 'sheet'!B6:C7"),

@@ -1,5 +1,5 @@
 """``modelList``, ``modelParams``, ``modelExample`` and ``modelExplain``: what the built-in algorithms
-are, their parameters, an ET's example script, and what a trained model learned
+are, their (and the ETs') parameters, an ET's example script, and what a trained model learned
 (``load modelExplain.`db.rf` where alg="RandomForest"``)."""
 
 from __future__ import annotations
@@ -16,6 +16,21 @@ def _loader(kind: str):
         session.catalog.add_arrow(s.table, learning.LOADERS[kind](session, s), f"{s.format}.`{s.path}`")
 
     return load
+
+
+def _params(session, s) -> None:
+    """An algorithm's parameters (``learning``), or an ET's options as ``!show "et/params/ET"``
+    lists them (Byzer answers both from the ET's ``explainParams``)."""
+    from .. import ets
+
+    if learning.is_algorithm(s.path):
+        table = learning.LOADERS["modelparams"](session, s)
+    elif s.path.lower() in ets.ETS:
+        table = ets.params(s.path)
+    else:
+        raise MLSQLError(f"modelParams.`{s.path}`: no algorithm or ET of that name (algorithms: load modelList.`` as t; "
+                         f"ETs: {', '.join(e.name for e in ets.ETS.values())})")
+    session.catalog.add_arrow(s.table, table, f"{s.format}.`{s.path}`")
 
 
 def _example(session, s) -> None:
@@ -39,8 +54,8 @@ def _example(session, s) -> None:
 SOURCES = (
     DataSource("modelList", "the built-in algorithms of train/predict/register (load modelList.`` as t)",
                _loader("modellist")),
-    DataSource("modelParams", "an algorithm's parameters with their defaults and docs (load modelParams.`ALG` as t)",
-               _loader("modelparams")),
+    DataSource("modelParams", "an algorithm's parameters with their defaults and docs, or an ET's options "
+               "(load modelParams.`ALG` as t)", _params),
     DataSource("modelExample", "an ET's example script, name and doc as rows (name, value): load modelExample.`JsonExpandExt` as t",
                _example),
     DataSource("modelExplain", "what a trained model learned: feature importances or coefficients",

@@ -12,6 +12,7 @@ import pyarrow as pa
 from ...errors import MLSQLError
 from ..catalog import quoted
 from ..datasources.base import Param
+from ..spark_types import type_name as spark_type_name
 
 
 #: the id/parentId rows of Byzer's TableRepartition and TreeBuildExt pages
@@ -138,29 +139,6 @@ class Call:
 def column_sql(name: str) -> str:
     """A column name as DuckDB SQL (quoted)."""
     return quoted(name)
-
-
-_SPARK_NAMES: list[tuple[Callable[[pa.DataType], bool], str]] = [
-    (pa.types.is_int8, "byte"), (pa.types.is_int16, "short"), (pa.types.is_uint8, "short"),
-    (pa.types.is_int32, "integer"), (pa.types.is_uint16, "integer"),
-    (pa.types.is_int64, "long"), (pa.types.is_uint32, "long"),
-    (pa.types.is_float16, "float"), (pa.types.is_float32, "float"), (pa.types.is_float64, "double"),
-    (pa.types.is_string, "string"), (pa.types.is_large_string, "string"), (pa.types.is_boolean, "boolean"),
-    (pa.types.is_date, "date"), (pa.types.is_timestamp, "timestamp"), (pa.types.is_binary, "binary"),
-    (pa.types.is_large_binary, "binary"), (pa.types.is_null, "void"), (pa.types.is_struct, "struct"),
-    (pa.types.is_map, "map"), (pa.types.is_list, "array"), (pa.types.is_large_list, "array"),
-    (pa.types.is_fixed_size_list, "array"),
-]
-
-
-def spark_type_name(arrow_type: pa.DataType) -> str:
-    """Spark's ``DataType.typeName`` of the type Spark would give this column (``integer``,
-    ``long``, ``decimal(38,18)``, ``void`` ...), as Byzer's ETs print it."""
-    if pa.types.is_decimal(arrow_type):
-        return f"decimal({arrow_type.precision},{arrow_type.scale})"
-    if pa.types.is_uint64(arrow_type):
-        return "decimal(20,0)"
-    return next((name for test, name in _SPARK_NAMES if test(arrow_type)), str(arrow_type))
 
 
 NUMERIC_SPARK_TYPES = ("short", "integer", "long", "float", "double")

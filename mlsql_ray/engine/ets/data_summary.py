@@ -9,7 +9,8 @@ Definitions (Spark's): ``standardDeviation`` is the sample standard deviation (`
 to ``percentile_approx`` and ``approx_count_distinct``, whose answers the exact ones here are within
 the error bounds of). Values are left out as Byzer leaves them out: nulls, NaN, and blank strings.
 Every number is printed as Byzer prints it: BigDecimal HALF_UP rounding to ``roundAt`` places
-(two more for ratios), then Java's ``Double.toString``; counts as whole numbers.
+(two more for ratios), then Java's ``Double.toString`` (so never ``-0.0``); counts as whole
+numbers; ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``).
 """
 
 from __future__ import annotations

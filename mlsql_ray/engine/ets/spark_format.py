@@ -48,7 +48,8 @@ def rounded(value: str, places: int) -> str:
     as BigDecimal reads it; anything else (names, timestamps, "") unchanged."""
     if not _JAVA_BIG_DECIMAL.fullmatch(value):
         return value
-    return java_double(float(Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_WIDE)))
+    number = float(Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_WIDE))
+    return java_double(number + 0.0)  # BigDecimal has no negative zero: -0.001 rounds to 0.0
 
 
 def whole(value: str) -> str:

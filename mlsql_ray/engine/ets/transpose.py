@@ -6,6 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from .. import spark_types
 from ..datasources.base import Param
 from . import spark_format
 from .base import ET, Call, column_sql, input_sql
@@ -13,7 +14,7 @@ from .base import ET, Call, column_sql, input_sql
 
 def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
     """Spark's ``groupBy(indexCols).pivot(inputCol).sum(aggCol)``: one column per value of
-    inputCol (in value order), holding the sum of aggCol (a whole-number sum stays ``bigint``)."""
+    inputCol (in value order), holding the sum of aggCol (of Spark's type: ``_sum_as_spark``)."""
     index = call.columns("indexCols", names, "DataTranspose")
     source = call.columns("inputCol", names, "DataTranspose")
     value = call.columns("aggCol", names, "DataTranspose")
@@ -22,8 +23,7 @@ def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
     source_sql, value_sql = column_sql(source[0]), column_sql(value[0])
     keys = [row[0] for row in session.con.sql(
         f"SELECT DISTINCT {source_sql} FROM {table} ORDER BY 1 NULLS FIRST").fetchall()]
-    value_type = session.catalog.schema(call.table).field(value[0]).type
-    total = "CAST({} AS BIGINT)" if pa.types.is_integer(value_type) else "{}"
+    total = _sum_as_spark(session.catalog.schema(call.table).field(value[0]).type, value[0])
     params, columns = [], []
     for key in keys:
         label = "null" if key is None else spark_format.text(key)
@@ -32,6 +32,19 @@ def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
         params += [] if key is None else [key]
     group = ", ".join(column_sql(c) for c in index)
     return session.con.sql(f"SELECT {group}, {', '.join(columns)} FROM {table} GROUP BY {group} ORDER BY {group}", params=params).to_arrow_table()
+
+
+def _sum_as_spark(value_type: pa.DataType, name: str) -> str:
+    """The SQL around DuckDB's sum that gives Spark's type for it: bigint for whole numbers,
+    double for floats, decimal(p + 10, s) (at most 38) for decimal(p, s). Spark sums numbers only."""
+    if pa.types.is_integer(value_type):
+        return "CAST({} AS BIGINT)"
+    if pa.types.is_floating(value_type):
+        return "CAST({} AS DOUBLE)"
+    if pa.types.is_decimal(value_type):
+        return f"CAST({{}} AS DECIMAL({min(38, value_type.precision + 10)}, {value_type.scale}))"
+    raise MLSQLError(f"DataTranspose: aggCol {name!r} is not a numeric column ({spark_types.simple_string(value_type)}); "
+                     "pivot sums it, and sums only numbers")
 
 
 def _unpivot(session, call: Call, table: str, names: list[str]) -> pa.Table:

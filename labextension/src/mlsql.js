@@ -1,0 +1,236 @@
+// MLSQL for CodeMirror 6: a stream parser that knows only what is MLSQL's own (statement words,
+// !commands, --% annotations, format.`path`, '''…''' strings, ${} variables) and hands the Spark SQL of
+// select/insert/… to CodeMirror's Spark SQL mode and a --%python cell to its Python mode. It reads
+// cells as the parser does (mlsql_ray/lang/parser.py: split_cells, python_cell) and colours as the
+// Pygments lexer does (mlsql_ray/lang/highlight.py); the words are shared with it (words.json).
+import { LanguageSupport, StreamLanguage } from '@codemirror/language';
+import { python } from '@codemirror/legacy-modes/mode/python';
+import { sparkSQL } from '@codemirror/legacy-modes/mode/sql';
+import { EditorState, Prec } from '@codemirror/state';
+
+import words from './words.json';
+
+const SQL_STATEMENTS = new Set(words.sqlStatements);
+const KEYWORDS = new Set(words.mlsqlKeywords.map(word => word.toLowerCase()));
+const CELL_MARKER = /^[ \t]*--[ \t]*%%/; // a new cell of a script (`-- %%`)
+const ANNOTATION = /^[ \t]*--%[A-Za-z_][\w.]*/;
+const PYTHON_ANNOTATION = /^[ \t]*--%python(?![\w.])/;
+const VARIABLE = /^\$\{[^}]*\}/;
+
+function startState() {
+  // phase: 'start' (blank lines and annotations opening a cell), 'mlsql' or 'python' (its code)
+  return { phase: 'start', annotated: false, python: null, quote: null, comment: false, sql: null };
+}
+
+function copyState(state) {
+  const copy = { ...state };
+  if (state.python) {
+    copy.python = { ...state.python, scopes: state.python.scopes.map(scope => ({ ...scope })) };
+  }
+  if (state.sql) {
+    const copyContext = context => context && { ...context, prev: copyContext(context.prev) };
+    copy.sql = { ...state.sql, context: copyContext(state.sql.context) };
+  }
+  return copy;
+}
+
+/** The annotations are over: the cell's code starts (Python if one of them was --%python). */
+function endAnnotations(state) {
+  state.phase = state.python ? 'python' : 'mlsql';
+}
+
+function token(stream, state) {
+  if (stream.sol() && stream.match(CELL_MARKER, false)) {
+    stream.skipToEnd();
+    Object.assign(state, startState());
+    return 'comment';
+  }
+  if (state.phase === 'start') {
+    if (stream.sol() && stream.match(ANNOTATION, false)) {
+      if (stream.match(PYTHON_ANNOTATION, false)) {
+        state.python = python.startState();
+      }
+      state.annotated = true;
+      stream.skipToEnd();
+      return 'meta';
+    }
+    if (stream.match(/^\s+$/)) {
+      blankLine(state);
+      return null;
+    }
+    endAnnotations(state);
+  }
+  if (state.phase === 'python') {
+    return python.token(stream, state.python);
+  }
+  return mlsqlToken(stream, state);
+}
+
+function blankLine(state) {
+  if (state.phase === 'start' && state.annotated) {
+    endAnnotations(state); // a blank line ends the annotations, as in python_cell
+  }
+}
+
+function mlsqlToken(stream, state) {
+  if (state.comment) {
+    return blockComment(stream, state);
+  }
+  if (state.quote) {
+    return quoted(stream, state);
+  }
+  if (stream.eatSpace()) {
+    return null;
+  }
+  if (stream.match('--')) {
+    stream.skipToEnd();
+    return 'comment';
+  }
+  if (stream.match('/*')) {
+    state.comment = true;
+    return blockComment(stream, state);
+  }
+  if (stream.match(VARIABLE)) {
+    return 'variableName.special';
+  }
+  const quote = stream.match(/^('''|["'`])/);
+  if (quote) {
+    state.quote = quote[0];
+    return quoted(stream, state);
+  }
+  if (state.sql) {
+    return sqlToken(stream, state);
+  }
+  if (stream.match(/^![A-Za-z_]\w*/)) {
+    return 'keyword'; // !show, !delta, !if, a macro !name
+  }
+  if (stream.match(/^\w+(?=\.`)/)) {
+    return 'variableName.standard'; // the format of format.`path`
+  }
+  if (stream.match(/^\d+(?:\.\d+)?\b/)) {
+    return 'number';
+  }
+  const word = stream.match(/^[\p{L}\p{N}_]+/u);
+  if (word) {
+    const lower = word[0].toLowerCase();
+    if (SQL_STATEMENTS.has(lower)) {
+      state.sql = sparkSQL.startState();
+      return 'keyword';
+    }
+    return KEYWORDS.has(lower) ? 'keyword' : 'variableName';
+  }
+  if (stream.match(/^[=<>!+*/%&|^~-]/)) {
+    return 'operator';
+  }
+  if (stream.match(/^[;,.:]/)) {
+    return 'punctuation';
+  }
+  stream.next(); // brackets stay unstyled, so that matching pairs are tokens of one type
+  return null;
+}
+
+/** Spark SQL up to the ';': Velocity and branch variables here, the rest by the Spark SQL mode. */
+function sqlToken(stream, state) {
+  if (stream.eat(';')) {
+    state.sql = null;
+    return 'punctuation';
+  }
+  if (stream.match(/^#(?:set|foreach|if|elseif|else|end|break|stop)\b/)) {
+    return 'meta'; // Velocity templates
+  }
+  if (stream.match(/^\$!?\{?[A-Za-z_][\w.]*\}?/) || stream.match(/^:[A-Za-z_]\w*/)) {
+    return 'variableName.special'; // Velocity's $x, a branch condition's :v
+  }
+  return sparkSQL.token(stream, state.sql);
+}
+
+function blockComment(stream, state) {
+  if (stream.skipTo('*/')) {
+    stream.match('*/');
+    state.comment = false;
+  } else {
+    stream.skipToEnd();
+  }
+  return 'comment';
+}
+
+/** A string, '''…''' or a `quoted name` (maybe over lines), up to its end or to a ${variable} in it. */
+function quoted(stream, state) {
+  const quote = state.quote;
+  const style = quote === '`' ? 'string.special' : 'string';
+  if (stream.match(VARIABLE)) {
+    return 'variableName.special';
+  }
+  while (!stream.eol()) {
+    if (quote === '`' && stream.match('``')) {
+      continue;
+    }
+    if (stream.match(quote)) {
+      state.quote = null;
+      return style;
+    }
+    if (stream.match(VARIABLE, false)) {
+      return style;
+    }
+    if (stream.next() === '\\' && quote.length === 1 && quote !== '`') {
+      stream.next();
+    }
+  }
+  return style;
+}
+
+function indent(state, textAfter, context) {
+  return state.phase === 'python' ? python.indent(state.python, textAfter, context) : null;
+}
+
+export const mlsqlLanguage = StreamLanguage.define({
+  name: 'mlsql',
+  startState,
+  copyState,
+  token,
+  blankLine,
+  indent,
+  languageData: {
+    commentTokens: { line: '--', block: { open: '/*', close: '*/' } },
+    closeBrackets: { brackets: ['(', '[', '{', "'", '"', '`'] },
+    indentOnInput: /^\s*[\}\]\)]$/
+  }
+});
+
+/** Whether ``pos`` is in the code of a --%python cell (after its annotations, before a `-- %%`). */
+export function inPythonCode(doc, pos) {
+  const here = doc.lineAt(pos).number;
+  let first = here;
+  while (first > 1 && !CELL_MARKER.test(doc.line(first - 1).text)) {
+    first--;
+  }
+  let isPython = false;
+  let annotated = false;
+  for (let number = first; number <= here; number++) {
+    const text = doc.line(number).text;
+    if (CELL_MARKER.test(text)) {
+      return false;
+    }
+    if (ANNOTATION.test(text)) {
+      if (number === here) {
+        return false;
+      }
+      annotated = true;
+      isPython = isPython || PYTHON_ANNOTATION.test(text);
+    } else if (text.trim() || annotated) {
+      return isPython; // the cell's code starts at or before this line
+    }
+  }
+  return false;
+}
+
+// Inside a --%python cell, "toggle comment" writes Python's '#', not MLSQL's '--'
+const pythonCellComments = Prec.high(
+  EditorState.languageData.of((state, pos) =>
+    inPythonCode(state.doc, pos) ? [{ commentTokens: { line: '#' } }] : []
+  )
+);
+
+export function mlsql() {
+  return new LanguageSupport(mlsqlLanguage, [pythonCellComments]);
+}

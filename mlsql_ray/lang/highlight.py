@@ -1,0 +1,124 @@
+"""``MLSQLLexer``: MLSQL for Pygments (nbconvert's HTML and PDF, Sphinx, MkDocs, Markdown renderers).
+
+Registered through Pygments' ``pygments.lexers`` entry point as ``mlsql``, the name the kernel's
+``language_info`` gives. It only knows what is MLSQL's own — the statement words of the parser,
+``!commands``, ``--%`` annotations, ``format.`path```, ``'''…'''`` strings and ``${}`` variables — and
+hands the rest to Pygments' own lexers: the Spark SQL of ``select``/``insert``/... to ``SqlLexer``, and a
+cell whose leading annotations include ``--%python`` to ``PythonLexer``, up to the next ``-- %%``
+line (as ``parser.python_cell`` and ``split_cells`` read it). The JupyterLab mode in ``labextension/``
+colours the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pygments.lexer import RegexLexer, bygroups, default, include, using, words
+from pygments.lexers.python import PythonLexer
+from pygments.lexers.sql import SqlLexer
+from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
+
+from .parser import STATEMENT_PARSERS
+
+#: statements whose body is Spark SQL (``select ... as T;`` and byzer-lang's raw SQL statements)
+SQL_STATEMENTS = ("select", "insert", "create", "drop", "refresh")
+#: the other statement words of the parser, and the words inside MLSQL statements
+MLSQL_KEYWORDS = (*sorted(set(STATEMENT_PARSERS) - set(SQL_STATEMENTS)),
+                  "as", "where", "options", "and", "overwrite", "append", "errorIfExists", "ignore",
+                  "partitionBy", "named")
+
+_CELL_MARKER = r"^[ \t]*--[ \t]*%%.*\n?"  # parser._CELL_MARKER: a new cell of a script
+_ANNOTATION = r"[ \t]*--%[A-Za-z_][\w.]*.*\n?"  # parser._ANNOTATION, at the start of a cell
+_PYTHON_ANNOTATION = r"[ \t]*--%python(?![\w.]).*\n?"
+_VARIABLE = r"\$\{[^}\n]*\}"
+
+
+class MLSQLLexer(RegexLexer):
+    """MLSQL (Byzer) statements, their Spark SQL, and ``--%python`` cells."""
+
+    name = "MLSQL"
+    aliases = ["mlsql", "byzer"]
+    filenames = ["*.mlsql", "*.byzer"]
+    mimetypes = ["text/x-mlsql"]
+    url = "https://github.com/byzer-org/byzer-lang"
+    flags = re.IGNORECASE | re.MULTILINE
+
+    tokens = {
+        # the start of a cell: blank lines, then annotations; `--%python` among them makes the cell Python
+        "root": [
+            (_PYTHON_ANNOTATION, Comment.Preproc, "python"),
+            (_ANNOTATION, Comment.Preproc, "annotations"),
+            (r"\s+", Whitespace),
+            default("statements"),
+        ],
+        "annotations": [  # anything else, a blank line too, ends them (parser.python_cell)
+            (_PYTHON_ANNOTATION, Comment.Preproc, ("#pop", "python")),
+            (_ANNOTATION, Comment.Preproc),
+            default(("#pop", "statements")),
+        ],
+        "python": [
+            (_CELL_MARKER, Comment.Special, "#pop"),
+            (_ANNOTATION, Comment.Preproc),
+            (r"(?:.|\n)+?(?=^[ \t]*--[ \t]*%%|\Z)", using(PythonLexer)),
+        ],
+        "statements": [
+            (_CELL_MARKER, Comment.Special, "#pop"),
+            include("comments"),
+            (words(SQL_STATEMENTS, suffix=r"\b"), Keyword, "sql"),
+            (words(MLSQL_KEYWORDS, suffix=r"\b"), Keyword),
+            (r"![A-Za-z_]\w*", Keyword.Pseudo),  # !show, !delta, !if, a macro !name
+            (r"(\w+)(\.)(?=`)", bygroups(Name.Builtin, Punctuation)),  # the format of format.`path`
+            include("literals"),
+            (r"\d+(?:\.\d+)?\b", Number),
+            (r"\w+", Name),
+            (r"[=<>!+*/%&|^~-]", Operator),
+            (r"[;,.()\[\]{}:]", Punctuation),
+        ],
+        # Spark SQL up to the `;`: strings, quoted names and variables here, the rest by SqlLexer
+        "sql": [
+            (_CELL_MARKER, Comment.Special, "#pop:2"),
+            (r";", Punctuation, "#pop"),
+            include("comments"),
+            include("literals"),
+            (r"#(?:set|foreach|if|elseif|else|end|break|stop)\b", Comment.Preproc),  # Velocity templates
+            (r"\$!?\{?[A-Za-z_][\w.]*\}?", Name.Variable),  # Velocity's $x, $!x, ${x.y}
+            (r":[A-Za-z_]\w*", Name.Variable),  # a branch condition's :v
+            (r"[^;'\"`$#:/-]+", using(SqlLexer)),
+            (r"[$#:/-]", Operator),
+        ],
+        "comments": [
+            (r"\s+", Whitespace),
+            (r"--.*?$", Comment.Single),
+            (r"/\*(?:.|\n)*?\*/", Comment.Multiline),
+        ],
+        "literals": [
+            (_VARIABLE, String.Interpol),
+            (r"'''", String.Doc, "triple-quoted"),
+            (r'"', String.Double, "double-quoted"),
+            (r"'", String.Single, "single-quoted"),
+            (r"`", String.Backtick, "backquoted"),
+        ],
+        "triple-quoted": [
+            (r"'''", String.Doc, "#pop"),
+            (_VARIABLE, String.Interpol),
+            (r"[^'$]+|['$]", String.Doc),
+        ],
+        "double-quoted": [
+            (r'"', String.Double, "#pop"),
+            (r"\\.", String.Escape),
+            (_VARIABLE, String.Interpol),
+            (r'[^"\\$]+|\$', String.Double),
+        ],
+        "single-quoted": [
+            (r"'", String.Single, "#pop"),
+            (r"\\.", String.Escape),
+            (_VARIABLE, String.Interpol),
+            (r"[^'\\$]+|\$", String.Single),
+        ],
+        "backquoted": [
+            (r"``", String.Escape),
+            (r"`", String.Backtick, "#pop"),
+            (_VARIABLE, String.Interpol),
+            (r"[^`$]+|\$", String.Backtick),
+        ],
+    }
