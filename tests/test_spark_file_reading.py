@@ -167,3 +167,16 @@ def test_a_csv_str_error_names_the_variable(session: Session):
         session.execute("set data = '''" + RAGGED + "''';\nload csvStr.`data` where header=\"true\" and mode=\"FAILFAST\" as t;")
     assert info.value.message == ("CSV error in the variable data on line 3: malformed record (mode FAILFAST): "
                                   "2 fields where the first record has 3")
+
+
+def test_the_header_is_the_first_line_that_is_not_blank(session: Session, tmp_path: Path):
+    path = tmp_path / "blank_first.csv"
+    path.write_text("\n\n" + RAGGED)
+    assert load(session, path, 'header="true"').column("a").to_pylist() == ["1", "4", "6"]
+    table = load(session, path, 'header="true" and inferSchema="true"')
+    assert table.column_names == ["a", "b", "c"] and table.column("a").to_pylist() == [1, 4, 6]
+
+
+def test_a_corrupt_record_column_named_as_a_data_column_is_refused(session: Session, ragged: Path):
+    with pytest.raises(MLSQLError, match="columnNameOfCorruptRecord 'c' is a column of the file already"):
+        load(session, ragged, 'header="true" and columnNameOfCorruptRecord="c"')

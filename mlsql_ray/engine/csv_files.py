@@ -15,8 +15,9 @@ and the data read with them given, the dialect fixed and detection off.
 from __future__ import annotations
 
 import csv
+import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -41,11 +42,12 @@ class Dialect:
     quote: str
     escape: str
     header: bool
+    skip: int = 0  # lines before the header
 
     def duckdb(self) -> dict:
         """DuckDB's reader options for this dialect, with nothing left to detect that Spark fixes
         (no comment lines, no skipped lines)."""
-        return {"sep": self.sep, "quotechar": self.quote, "escapechar": self.escape, "comment": "", "skiprows": 0}
+        return {"sep": self.sep, "quotechar": self.quote, "escapechar": self.escape, "comment": "", "skiprows": self.skip}
 
 
 def dialect(options: dict[str, str]) -> Dialect:
@@ -70,7 +72,11 @@ def read_csv(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str
     if not fields:  # no record in any file: Spark's table has no columns, DuckDB's needs one
         return con.sql("SELECT NULL::VARCHAR AS _c0 LIMIT 0")
     names = safe_header(fields) if spelled.header else [f"_c{i}" for i in range(len(fields))]
+    if spelled.header:  # the header is the first line that is not blank (Spark); DuckDB's is the first line
+        spelled = replace(spelled, skip=_blank_lines_before_the_header(files[0]))
     types, formats = _sniffed_types(con, files[0], spelled, len(names)) if infer else (["VARCHAR"] * len(names), {})
+    if corrupt in names:
+        raise MLSQLError(f"columnNameOfCorruptRecord {corrupt!r} is a column of the file already (columns: {', '.join(names)})")
     if corrupt and mode == "PERMISSIVE":
         if hive:
             raise MLSQLError("columnNameOfCorruptRecord cannot read a folder of Hive partitions (k=v folders)")
@@ -124,12 +130,17 @@ def _first_record(con: duckdb.DuckDBPyConnection, files: list[str], spelled: Dia
     return []
 
 
+def _blank_lines_before_the_header(path: str) -> int:
+    with open(path, "rb") as file:
+        return sum(1 for _ in itertools.takewhile(lambda line: not line.strip(), file))
+
+
 def _sniffed_types(con: duckdb.DuckDBPyConnection, path: str, spelled: Dialect, width: int) -> tuple[list[str], dict]:
     """inferSchema: the types DuckDB's sniffer finds for the first ``width`` columns, and the date
     and timestamp formats it found, which the reader needs once detection is off."""
     arguments = ", ".join([
         exp.Literal.string(path).sql("duckdb"), f"header := {str(spelled.header).lower()}", "null_padding := true",
-        "strict_mode := false",
+        "strict_mode := false",  # no skip: given, the sniffer fails on ragged files; it finds leading blank lines itself
         *(f"{name} := {exp.Literal.string(value).sql('duckdb')}"
           for name, value in (("delim", spelled.sep), ("quote", spelled.quote), ("escape", spelled.escape))),
     ])

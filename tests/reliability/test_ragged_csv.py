@@ -1,7 +1,8 @@
 """Ragged CSV (issue 24, item 6), generated: every mode reads what Spark's reads.
 
 Hypothesis writes files whose records have random field counts (fewer, as many, more than the
-first record), empty fields, quoted fields holding the separator and doubled quotes, blank lines.
+first record), empty fields, quoted fields holding the separator and doubled quotes, blank lines
+(before the first record too).
 Each is loaded in PERMISSIVE, DROPMALFORMED and FAILFAST mode and with a corrupt-record column,
 with and without a header, and compared with Spark's rules applied here record by record
 (``UnivocityParser``: the first record sets the columns; a record of another length is malformed;
@@ -40,7 +41,7 @@ fields = st.one_of(
 @st.composite
 def ragged_files(draw: st.DrawFn) -> str:
     width = draw(st.integers(1, 5))
-    lines = [",".join(f"h{i}" for i in range(width))]
+    lines = [""] * draw(st.sampled_from([0, 0, 0, 1, 2])) + [",".join(f"h{i}" for i in range(width))]
     for _ in range(draw(st.integers(0, 12))):
         if draw(st.integers(0, 9)) == 0:
             lines.append("")  # a blank line: skipped
