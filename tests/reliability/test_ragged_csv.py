@@ -80,7 +80,7 @@ def csv_session(tmp_path_factory):
         yield session
 
 
-@settings(max_examples=examples(150), deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(100), deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(text=ragged_files(), header=st.booleans())
 def test_generated_ragged_files_read_as_spark_reads_them(csv_session: Session, tmp_path_factory, text: str, header: bool):
     path = tmp_path_factory.mktemp("ragged") / "data.csv"
@@ -117,4 +117,4 @@ def test_ragged_csv_counts(figures):
     """Runs after the generated files: malformed records were among them, and how many."""
     figures["ragged CSV files / records / malformed records (4 modes each)"] = (
         f"{COUNTS['files']} / {COUNTS['records']} / {COUNTS['malformed']}")
-    assert COUNTS["files"] >= examples(150) and COUNTS["malformed"] > 0, COUNTS
+    assert COUNTS["files"] >= examples(100) and COUNTS["malformed"] > 0, COUNTS
