@@ -194,7 +194,7 @@ def test_options_keep_their_order() -> None:
 def test_set_type_and_scope_default_to_text_and_request() -> None:
     plain = one("set a = b;")
     assert (plain.type, plain.scope) == ("text", "request")  # Byzer's default: the variable lasts one request
-    typed = one('set a = b where type="sql" and scope="request";')
+    typed = one('set a = "select 1" where type="sql" and scope="request";')
     assert (typed.type, typed.scope) == ("sql", "request")
 
 
@@ -560,7 +560,7 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ("'load' a.`x` as t;", 1, 1, "unknown statement string `load`"),
     ('set a = b where type="bad";', 1, 22, "set type must be text, sql, shell, conf or defaultParam, not 'bad'"),
     ('set a = b where type="Text";', 1, 22, "set type must be"),  # byzer's type names are case-sensitive
-    ('set a = b where type="sql" and scope="global";', 1, 38, "set scope must be session or request, not 'global'"),
+    ('set a = "select 1" where type="sql" and scope="global";', 1, 47, "set scope must be session or request, not 'global'"),
     ("set a;", 1, 6, "expected '='"),
     ("set a =;", 1, 8, "needs a value after '='"),
     ("set = b;", 1, 5, "expected a variable name"),

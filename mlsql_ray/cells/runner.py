@@ -26,7 +26,7 @@ from typing import Iterator
 from ..errors import MLSQLError
 from ..lang import ast
 from .context import CellContext, DataServer, RayContext, env_options
-from . import partitions
+from . import output, partitions
 from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
 
@@ -283,14 +283,26 @@ def cell_environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def execute_on_ray(cell: ast.PythonCell, context: CellContext) -> Iterator[output.Batch | CellContext]:
+    """The Ray generator task of an executor cell: what the code prints as it prints it
+    (``output.captured``), then the context with its result."""
+    context = yield from output.captured(lambda: execute_code(cell, context))
+    yield context
+
+
 def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
     """The cell as one Ray task, tried once: Ray's default would run it again, side effects and
     all, after a worker died (``max_retries``) or after the cell raised (``retry_exceptions``)."""
     import ray
 
-    task = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False, **env_options(context.env))(execute_code)
+    task = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False, **env_options(context.env))(execute_on_ray)
     try:
-        return ray.get(task.remote(cell, context))
+        for ref in task.remote(cell, context):
+            item = ray.get(ref)
+            if isinstance(item, CellContext):
+                return item
+            output.write_out(item)
+        raise AssertionError("an executor cell's task ended without its context")
     except ray.exceptions.RayTaskError as exc:
         cause = exc.cause
         if isinstance(cause, MLSQLError):

@@ -16,6 +16,7 @@ import duckdb
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from .sql import duckdb_message
 
 _LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes
 _EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
@@ -56,8 +57,42 @@ def read_parquet(con: duckdb.DuckDBPyConnection, files: list[str], options: dict
     return con.read_parquet(files, hive_partitioning=hive)
 
 
+def quoted(name: str) -> str:
+    """A column name as a DuckDB identifier."""
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
 def read_json(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
-    return con.read_json(files, format="newline_delimited", hive_partitioning=hive)
+    return json_as_spark(con.read_json(files, format="newline_delimited", hive_partitioning=hive))
+
+
+def json_as_spark(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """A field whose values differ in type across the records (``1`` here, ``"str"`` there) is
+    read by DuckDB as JSON, each value its JSON text (``"str"`` with its quotes); Spark makes it a
+    string column holding each value as text: ``str`` for a string, ``1`` for a number, an
+    object's or array's JSON. Such fields become that, in structs and lists too."""
+    columns = [(_json_as_text(quoted(name), kind), name) for name, kind in zip(relation.columns, relation.types)]
+    if all(text is None for text, _ in columns):
+        return relation
+    return relation.project(", ".join(f"{text or quoted(name)} AS {quoted(name)}" for text, name in columns))
+
+
+def _json_as_text(value: str, kind: duckdb.DuckDBPyType) -> str | None:
+    """SQL for ``value`` (of DuckDB type ``kind``) with its JSON parts as Spark's text; None when
+    it holds no JSON."""
+    if str(kind) == "JSON":
+        return f"json_extract_string({value}, '$')"
+    if kind.id == "list":
+        inner = _json_as_text("x", kind.children[0][1])
+        return None if inner is None else f"list_transform({value}, lambda x: {inner})"
+    if kind.id == "struct":
+        fields = [(name, f"{value}.{quoted(name)}", child) for name, child in kind.children]
+        texts = [_json_as_text(field, child) for _, field, child in fields]
+        if all(text is None for text in texts):
+            return None
+        packed = ", ".join(f"{quoted(name)} := {text or field}" for (name, field, _), text in zip(fields, texts))
+        return f"CASE WHEN {value} IS NULL THEN NULL ELSE struct_pack({packed}) END"
+    return None
 
 
 def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str], hive: bool) -> duckdb.DuckDBPyRelation:
@@ -68,19 +103,6 @@ def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[st
     return con.sql(f"SELECT filename AS file, unnest(CASE WHEN content = '' THEN []::VARCHAR[] ELSE "
                    f"regexp_split_to_array(regexp_replace(content, '{_LINE_END}$', ''), '{_LINE_END}') END) AS value "
                    f"FROM read_text([{listed}])")
-
-
-def read_csv(con: duckdb.DuckDBPyConnection, source, options: dict[str, str], hive: bool = False) -> duckdb.DuckDBPyRelation:
-    """CSV with Spark's options and defaults: ``header``/``inferSchema`` false, ``sep`` (or
-    ``delimiter``) ",", ``quote`` '"'. ``source``: file names, or a text stream (csvStr)."""
-    header = truthy(options.get("header"), False)
-    infer = truthy(options.get("inferSchema"), False)
-    extra = {"escape": options["escape"]} if "escape" in options else {}
-    rel = con.read_csv(source, header=header, sep=options.get("sep", options.get("delimiter", ",")),
-                       quotechar=options.get("quote", '"'), all_varchar=not infer, hive_partitioning=hive, **extra)
-    if not header:  # Spark names header-less columns _c0, _c1, ...
-        rel = rel.select(*[duckdb.ColumnExpression(c).alias(f"_c{i}") for i, c in enumerate(rel.columns)])
-    return rel
 
 
 def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode: str,
@@ -117,7 +139,7 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         rows = con.execute(sql).fetchone()[0]
         _publish(staging, path, append=mode == "append")
     except duckdb.Error as exc:
-        raise MLSQLError(f"cannot save as {fmt} to {path}: {exc}") from exc
+        raise MLSQLError(f"cannot save as {fmt} to {path}: {duckdb_message(exc, [])}") from exc
     except OSError as exc:  # moving the finished files into place: the user's folder, its permissions
         raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
     finally:

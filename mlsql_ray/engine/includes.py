@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .. import lang
 from ..errors import MLSQLError
+from ..storage.paths import within
 from ..lang import ast
 from .result import Result
 
@@ -56,11 +57,12 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
                          f"not {s.format}")
     path = resolve(session, s.path)
     root = project_root(session)
-    if not path.exists():
-        raise MLSQLError(f"cannot include {path}: no such file or folder")
-    if not path.resolve().is_relative_to(root) and s.options.get("allowOutside") != "true":
+    # whether a path outside exists is not told: only that it is outside
+    if not within(path, [root]) and s.options.get("allowOutside") != "true":
         raise MLSQLError(f"cannot include {path}: it is outside {root}, the project root; "
                          f"add where allowOutside=\"true\" to include it anyway")
+    if not path.exists():
+        raise MLSQLError(f"cannot include {path}: no such file or folder")
     files = _scripts(path)
     parsed = []
     for file in files:

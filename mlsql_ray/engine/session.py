@@ -283,6 +283,7 @@ class Session:
         if kind == "defaultParam" and s.key in self.variables:
             return Result(s, f"{s.key} keeps its value")
         if kind == "sql":
+            translate(s.value, s.line, s.col, query=True)  # a query, as in Byzer (checked at parse time unless ${} hid it)
             first = self._query(s.value, s.line, s.col).limit(1).fetchall()
             value = "" if not first or first[0][0] is None else str(first[0][0])
         elif kind == "shell":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ..lang.sql import translate
@@ -15,9 +16,14 @@ def to_duckdb(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | No
     return translate(spark_sql, line, col, schemas).sql
 
 
-def duckdb_message(exc: Exception, tables: list[str]) -> str:
-    """DuckDB's message, first line only, with a hint when a table name is unknown."""
+def duckdb_message(exc: BaseException, tables: list[str]) -> str:
+    """DuckDB's message in one line: its first line, with a hint when a table name is unknown; for
+    an error reading a CSV file, where and what (DuckDB puts the cause of those on a later line,
+    after the offending line itself, and ends with its own reader's options)."""
     text = str(exc).strip()
+    csv_error = _csv_error(text)
+    if csv_error is not None:
+        return csv_error
     first = text.splitlines()[0] if text else type(exc).__name__
     missing = re.search(r"Table with name (\S+) does not exist", first)
     if missing:
@@ -29,3 +35,48 @@ def duckdb_message(exc: Exception, tables: list[str]) -> str:
                 "is translated): write inline(map_entries(m)) for its key and value columns, or explode(map_keys(m))")
     # an exception raised inside a Python function (a model function) speaks for itself
     return re.sub(r"^Python exception occurred while executing the UDF: \w+: ", "", first)
+
+
+_CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")
+_CSV_FILE = re.compile(r"^\s*file = (.*)$", re.MULTILINE)
+# DuckDB's words for a reason that speaks of its own options, and ours (engine/csv_files.py
+# sets those options: the first comes with PERMISSIVE, the second only with FAILFAST)
+_CSV_REASONS = (
+    (re.compile(r"The parallel scanner does not support null_padding in conjunction with quoted new lines.*"),
+     'a quoted value spans lines: add where multiLine="true" to read records that do'),
+    (re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)"),
+     lambda m: f"malformed record (mode FAILFAST): {_fields(m[2])} where the first record has {m[1]}"),
+)
+
+
+def _fields(count: str) -> str:
+    return f"{count} field" if count == "1" else f"{count} fields"
+
+
+# how DuckDB's reasons start (csv_error.cpp); the offending record, printed before its reason, may
+# span lines and hold blank ones, so the reason is found by its words
+_CSV_REASON = re.compile(r"^\s*(Expected Number of Columns|Error when converting column|Maximum line size|"
+                         r"Invalid unicode|Value with unterminated quote|The parallel scanner)")
+
+
+def _csv_error(text: str) -> str | None:
+    """"CSV error in FILE on line N: REASON" from DuckDB's CSV error text: ``CSV Error on Line: N``,
+    ``Original Line: ...`` (the record), the reason, maybe ``Possible ...`` fixes, then
+    ``  file = ...`` and the rest of the reader's options. DuckDB's exceptions carry no fields:
+    the text is all there is. An unknown reason is taken to be the line after the record's first."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _CSV_LINE.search(line)), None)
+    if start is None:
+        return None
+    body = list(itertools.takewhile(lambda line: not _CSV_FILE.match(line), lines[start + 1:]))
+    known = [line.strip() for line in body if _CSV_REASON.match(line)]
+    if known:
+        reason = known[-1]
+    else:
+        rest = [line.strip() for line in body[1 if body and body[0].startswith("Original Line") else 0:] if line.strip()]
+        reason = rest[0] if rest else "malformed CSV"
+    for theirs, ours in _CSV_REASONS:
+        reason = theirs.sub(ours, reason)
+    where = _CSV_FILE.search(text)
+    place = f" in {where.group(1).strip()}" if where else ""
+    return f"CSV error{place} on line {_CSV_LINE.search(lines[start]).group(1)}: {reason}"

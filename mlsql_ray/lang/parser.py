@@ -213,14 +213,14 @@ class Parser:
         self._check_sql(sql, tokens[0].line, tokens[0].col)
         return ast.Select(sql=sql, table=tokens[-1].value)
 
-    def _check_sql(self, sql: str, line: int, col: int) -> None:
+    def _check_sql(self, sql: str, line: int, col: int, query: bool = False) -> None:
         """Translate Spark SQL now, so a script with a SQL syntax error runs nothing. SQL with
         ``${}`` is only known once its variables are set: it is checked when it runs. The
-        translation is cached, so the run does not pay for it twice."""
+        translation is cached, so the run does not pay for it twice. ``query``: it must be one."""
         if "${" in sql:
             return
         try:
-            translate(sql, line, col)
+            translate(sql, line, col, query=query)
         except MLSQLError as exc:
             raise self.tokenizer.error(exc.message, exc.line, exc.column) from exc
 
@@ -241,7 +241,7 @@ class Parser:
         if kind not in ("text", "sql", "shell", "conf", "defaultParam"):
             raise c.error_at(c.option_values["type"], f"set type must be text, sql, shell, conf or defaultParam, not '{kind}'")
         if kind == "sql":
-            self._check_sql(value, tok.line, tok.col + _OPENING_QUOTE.get(tok.type, 0))
+            self._check_sql(value, tok.line, tok.col + _OPENING_QUOTE.get(tok.type, 0), query=True)
         scope = options.get("scope", "request")
         if scope not in ("session", "request"):
             raise c.error_at(c.option_values["scope"], f"set scope must be session or request, not '{scope}'")

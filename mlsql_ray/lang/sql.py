@@ -25,23 +25,31 @@ class Translation(NamedTuple):
     tables: tuple[str, ...]  # names of the tables it reads
     calls: tuple[tuple[str, str], ...]  # calls of functions sqlglot does not know, as (name, first argument)
     bound_types: bool  # whether a result's Spark type is only known once DuckDB binds the SQL (engine.spark_functions)
+    is_query: bool  # a SELECT, a set operation or VALUES (not a command such as COPY ... TO)
 
 
 _TOO_DEEP = ("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of "
              "parentheses or subqueries)")
 
 
-def translate(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | None = None) -> Translation:
-    """Translate one Spark SQL query (see ``Translation``; the unknown functions it calls include
-    model functions).
+def translate(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | None = None,
+              query: bool = False) -> Translation:
+    """Translate one Spark SQL statement (see ``Translation``; the unknown functions it calls
+    include model functions).
 
     ``line``/``col``: where the SQL starts in the script, so an error points into the script,
     not into the query. ``schemas``: the columns and types of the tables it reads, from the
     catalog, so that the rewrites know Spark's type of each expression (``sql_types``); without
     them (the parser's check before anything runs) a rewrite that needs a type it cannot know
-    writes SQL that decides when DuckDB binds it."""
+    writes SQL that decides when DuckDB binds it. ``query``: refuse any statement but a query (a
+    SELECT, a set operation, VALUES): DuckDB would run a COPY ... TO, an ATTACH or an INSTALL as a
+    command."""
     try:
-        return _translate(spark_sql, schemas)
+        translation = _translate(spark_sql, schemas)
+        if query and not translation.is_query:
+            verb = spark_sql.split(maxsplit=1)[0].upper()
+            raise MLSQLError(f"expected a query (SELECT ...), not {verb}: anything but a query would run as a command")
+        return translation
     except MLSQLError as exc:  # positioned within the SQL text: move it to the script
         where_line = line + (exc.line or 1) - 1
         where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
@@ -81,8 +89,9 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in tree.find_all(exp.Anonymous) if f.expressions)
         # copy=False: the tree is not needed after this, and copying it costs as much as the rewrites
         bound_types = spark_casts.sums_left_untyped(tree)
+        is_query = isinstance(tree, (exp.Query, exp.Values))
         return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
-                           bound_types)
+                           bound_types, is_query)
     except MLSQLError:  # a rewrite's own verdict on the query (a cast Spark refuses, an illegal datetime pattern)
         raise
     except UnsupportedError as exc:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import InterruptedAfterCommit, MLSQLError
+from .paths import real_path, within
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
 # streams through a write, the process then grows with the data as if it held it all. Giving
@@ -42,7 +43,8 @@ _NAME_PART = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
     """Where ``delta.`db.table``` lives: ``<warehouse>/db/table``; a bare name is in ``default``.
 
-    Name parts are plain ASCII words so a name can never point outside the warehouse;
+    Name parts are plain ASCII words, and a symbolic link in the warehouse that leads out is
+    refused (as ``!fs`` refuses it), so a name can never point outside the warehouse;
     ``mode="path"`` is the explicit way to use any path.
     """
     if options.get("mode") == "path":
@@ -55,7 +57,11 @@ def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
             f"bad Delta table name {name!r}: use `db.table` or `table`, each part made of "
             "letters, digits and _ (for a path, add where mode=\"path\")"
         )
-    return warehouse.joinpath(*parts)
+    path = warehouse.joinpath(*parts)
+    if not within(path, [warehouse]):
+        raise MLSQLError(f"Delta table {name} would be at {real_path(path)}, outside the warehouse {warehouse}: "
+                         f"a symbolic link in the warehouse leads out (for a path elsewhere, add where mode=\"path\")")
+    return path
 
 
 def exists(path: Path) -> bool:
@@ -159,27 +165,47 @@ class _Cancelled(Exception):
     """Raised inside the data stream to make deltalake abandon a write before its commit."""
 
 
-def _cancellable_stream(reader: pa.RecordBatchReader, cancelled: threading.Event) -> pa.RecordBatchReader:
+class SourceFailed(Exception):
+    """Reading the data being saved failed (e.g. the query behind it raised at row 4.9 M):
+    ``__cause__`` is the exception the data stream raised. deltalake reads the data through
+    Arrow's C stream interface, which hands on only the text of an error, and wraps that text in
+    its own ("Generic DeltaTable error: Arrow error: C Data interface error: ... Traceback"); the
+    exception is caught where the stream raises it instead, so the caller reports the cause."""
+
+
+class _DataStream:
     """The data cast to Delta-compatible types, in slices of at most ~``SLICE_BYTES``, with a
     look at ``cancelled`` before each one: a set event ends the stream with an error, and
-    deltalake then gives up the write without committing anything."""
-    target = delta_compatible(reader.schema)
-    cast = not target.equals(reader.schema)
+    deltalake then gives up the write without committing anything. ``failure`` is the
+    exception the source raised, if it did (see ``SourceFailed``)."""
 
-    def batches():
-        for batch in reader:
+    def __init__(self, source: pa.RecordBatchReader, cancelled: threading.Event):
+        self.source = source
+        self.cancelled = cancelled
+        self.failure: Exception | None = None
+        self.target = delta_compatible(source.schema)
+        self.reader = pa.RecordBatchReader.from_batches(self.target, self._batches())
+
+    def _source_batches(self):
+        try:
+            yield from self.source
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    def _batches(self):
+        cast = not self.target.equals(self.source.schema)
+        for batch in self._source_batches():
             if cast:
-                batch = batch.cast(target)
+                batch = batch.cast(self.target)
             rows = batch.num_rows
             step = rows if not rows or batch.nbytes <= SLICE_BYTES else max(1, rows * SLICE_BYTES // batch.nbytes)
             for start in range(0, max(rows, 1), max(step, 1)):
-                if cancelled.is_set():
+                if self.cancelled.is_set():
                     raise _Cancelled("the write was interrupted")
                 yield batch.slice(start, step) if step < rows else batch
-        if cancelled.is_set():
+        if self.cancelled.is_set():
             raise _Cancelled("the write was interrupted")
-
-    return pa.RecordBatchReader.from_batches(target, batches())
 
 
 def _interruptible(work, cancelled: threading.Event, name: str):
@@ -263,7 +289,9 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             raise MLSQLError(f"partitionBy column {col!r} is not a column of {name} (columns: {', '.join(data.schema.names)})")
     id_cols = [c.strip() for c in options.get("idCols", "").split(",") if c.strip()]
     cancelled = threading.Event()
-    data = _cancellable_stream(data, cancelled)
+    stream = _DataStream(data, cancelled)
+    data = stream.reader
+
     def overwrite_or_append() -> WriteResult:
         # Written through a DeltaTable object when the table exists: afterwards it is at the
         # version this write committed, even when another writer has committed since.
@@ -285,12 +313,14 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
         else:
             path.mkdir(parents=True, exist_ok=True)
             written = _interruptible(overwrite_or_append, cancelled, name)
-    except (DeltaError, pa.ArrowException, OSError) as exc:  # OSError: a mode="path" folder that cannot be made
-        raise MLSQLError(_delta_message(name, exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - deltalake raises bare Exceptions too ("Cast error: Cannot cast string 'x' to Int64")
-        if type(exc) is not Exception:
-            raise
-        raise MLSQLError(_delta_message(name, exc)) from exc
+    except Exception as exc:
+        if stream.failure is not None:
+            raise SourceFailed(str(stream.failure)) from stream.failure
+        # OSError: a mode="path" folder that cannot be made; deltalake raises bare Exceptions
+        # too ("Cast error: Cannot cast string 'x' to Int64")
+        if isinstance(exc, (DeltaError, pa.ArrowException, OSError)) or type(exc) is Exception:
+            raise MLSQLError(_delta_message(name, exc)) from exc
+        raise
     written.leftovers_removed = len(remove_leftovers(path))
     return written
 
@@ -443,13 +473,16 @@ def info(path: Path, name: str) -> pa.Table:
 
 
 def list_tables(warehouse: Path) -> pa.Table:
-    """Every Delta table under the warehouse as (db, table, version, path)."""
+    """Every Delta table under the warehouse as (db, table, version, path); not those a symbolic
+    link leads out to (``table_path`` refuses them)."""
     from deltalake import DeltaTable
 
     rows = {"db": [], "table": [], "version": [], "path": []}
     if warehouse.is_dir():
         for log in sorted(warehouse.glob("*/*/_delta_log")):
             path = log.parent
+            if not within(path, [warehouse]):
+                continue
             rows["db"].append(path.parent.name)
             rows["table"].append(path.name)
             rows["version"].append(DeltaTable(str(path)).version())

@@ -22,6 +22,7 @@ from typing import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from ...storage.paths import within
 from ..result import Result
 from . import named_arguments
 
@@ -37,9 +38,8 @@ def allowed_path(session, text: str) -> Path:
     """The path ``text`` names (relative: to the running script's folder), if it is inside an
     allowed folder; otherwise an error naming the folders and how to allow another."""
     path = Path(os.path.abspath(session._path(text)))
-    real = path.resolve()
     roots = allowed_roots(session)
-    if not any(real == root or real.is_relative_to(root) for root in roots):
+    if not within(path, roots):
         raise MLSQLError(f"{text} is outside the folders file commands may touch ({', '.join(map(str, roots))}); "
                          f"allow its folder with --allow-path or Session(allowed_paths=[...])")
     return path

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ...errors import MLSQLError
 from ...storage import delta
 from ..result import Result
+from ..sql import duckdb_message
 from .base import DataSource, Param
 
 
@@ -19,6 +21,8 @@ def _save(session, s) -> Result:
     try:
         written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,
                               commit_metadata=session.catalog.metadata(s.table) or None)
+    except delta.SourceFailed as exc:  # the query being saved failed part way: DuckDB's error, as for a small one
+        raise MLSQLError(duckdb_message(exc.__cause__, session.catalog.names())) from exc.__cause__
     finally:
         reader.close()  # an unread stream keeps DuckDB busy: no other query could run
     if written.version is None:

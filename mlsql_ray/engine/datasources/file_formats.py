@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..files import located, read_csv, read_json, read_parquet, read_text, write
+from ..csv_files import read_csv
+from ..files import located, read_json, read_parquet, read_text, write
 from ..result import Result
 from .base import DataSource, Param
 
@@ -43,6 +44,10 @@ CSV_PARAMS = (
     Param("sep", ",", "the character between fields (also spelled delimiter; load and save)"),
     Param("quote", '"', "the character around values that hold the separator"),
     Param("escape", '"', "the character that escapes a quote inside a quoted value"),
+    Param("mode", "PERMISSIVE", "a record with fewer or more fields than the first: PERMISSIVE fills in NULLs and "
+                                "drops the extra, DROPMALFORMED drops it, FAILFAST stops at it"),
+    Param("columnNameOfCorruptRecord", "", "add a column of this name holding each malformed record's text"),
+    Param("multiLine", "false", "a quoted value may span lines"),
 )
 
 SOURCES = (

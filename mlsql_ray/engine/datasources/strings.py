@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import io
 import re
+import tempfile
+from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
-from ..files import read_csv
+from ...errors import MLSQLError
+from ..csv_files import read_csv
+from ..files import json_as_spark
+from ..sql import duckdb_message
 from .base import DataSource, variable_text
 from .file_formats import CSV_PARAMS
 
@@ -22,7 +28,7 @@ def _load_json(session, s) -> None:
     # Spark reads each line's first JSON value and ignores what follows it, so Byzer's docs can end
     # lines with a comma ({"a":1},); DuckDB wants bare lines
     text = _TRAILING_COMMA.sub("}", text)
-    table = session.con.read_json(io.StringIO(text), format="newline_delimited").to_arrow_table()
+    table = json_as_spark(session.con.read_json(io.StringIO(text), format="newline_delimited")).to_arrow_table()
     # Spark infers a JSON schema with its fields sorted by name
     table = table.select(sorted(table.column_names))
     session.catalog.add_arrow(s.table, table, f"jsonStr.`{s.path}`")
@@ -30,7 +36,15 @@ def _load_json(session, s) -> None:
 
 def _load_csv(session, s) -> None:
     text = variable_text(session, s.path, "csvStr")
-    table = read_csv(session.con, io.StringIO(text), s.options).to_arrow_table()
+    # read as a file: the CSV reader reads it more than once (its first record, its types, its rows)
+    with tempfile.TemporaryDirectory(prefix="mlsql-csvstr-") as folder:
+        path = Path(folder) / f"{s.path}.csv"
+        path.write_text(text, encoding="utf-8")
+        try:
+            table = read_csv(session.con, [str(path)], s.options).to_arrow_table()
+        except duckdb.Error as exc:  # an error in the text, said of the variable, not of the file it passed through
+            message = duckdb_message(exc, session.catalog.names()).replace(str(path), f"the variable {s.path}")
+            raise MLSQLError(message) from exc
     session.catalog.add_arrow(s.table, table, f"csvStr.`{s.path}`")
 
 
