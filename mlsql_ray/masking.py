@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 
 MASK = "***"
-_NAME = r"\b\w*(?:pass|pwd|secret|token|credential|key|auth)\w*"
+# ... but not a name for the kind of a secret (RAY_AUTH_MODE=token, auth_type=basic, key_id_file)
+_NAME = r"\b\w*(?:pass|pwd|secret|token|credential|key|auth)\w*(?<!mode)(?<!type)(?<!method)(?<!file)(?<!path)"
 SECRET_NAME = re.compile(_NAME, re.IGNORECASE)
-"""A name whose value is a secret (an option, a variable, a URL parameter)."""
+"""A name whose value is a secret (an option, a variable, a URL parameter): use ``fullmatch``."""
 
 _QUOTED = r"""'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`"""
 # (regex, group holding the secret)

@@ -30,6 +30,8 @@ def test_secrets_are_masked(text, expected):
     'load csv.`a.csv` where header="true" and delimiter="," as t;',
     "set user = bob; set pw = 1;",  # names that do not say secret
     "select 'password' as word, count(*) from t as counted;",
+    "it requires a Ray token we did not send: set RAY_AUTH_MODE=token",  # names a kind, not a secret
+    'connect jdbc where auth_type="basic" and key_file="/etc/k.pem" as db;',
 ])
 def test_ordinary_text_stays_as_it_is(text):
     assert mask(text) == text

@@ -158,14 +158,14 @@ def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None
 # -- a statement as a job's text --------------------------------------------------------------------
 
 def _options(options) -> str:
-    shown = [f'{k}="***"' if SECRET_NAME.search(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
+    shown = [f'{k}="***"' if SECRET_NAME.fullmatch(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
              for k, v in options.items()]
     return f" where {' and '.join(shown)}" if shown else ""
 
 
 def _argument(arg: str) -> str:
     key, sep, _ = arg.partition("=")
-    return f"{key}=***" if sep and SECRET_NAME.search(key) else arg
+    return f"{key}=***" if sep and SECRET_NAME.fullmatch(key) else arg
 
 
 _TEXTS: dict[type, Callable] = {
