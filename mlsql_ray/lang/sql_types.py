@@ -237,7 +237,27 @@ def wider_type(a: exp.DataType | None, b: exp.DataType | None) -> exp.DataType |
         return a if ka == "timestamp" else b
     if "string" in (ka, kb) and {ka, kb} - {"string"} <= {"integral", "fractional", "decimal", "date", "timestamp"}:
         return STRING
-    return None
+    return _wider_complex(a, b)
+
+
+def _wider_complex(a: exp.DataType, b: exp.DataType) -> exp.DataType | None:
+    """Spark's ``findWiderTypeForTwoComplex``: arrays and maps of wider elements, structs with the
+    same field names (the first's spelling) of wider fields; None otherwise."""
+    if a.this != b.this or a.this not in (T.ARRAY, T.MAP, T.STRUCT) or len(a.expressions) != len(b.expressions):
+        return None
+    if a.this == T.STRUCT:
+        if not all(isinstance(f, exp.ColumnDef) and isinstance(g, exp.ColumnDef) and f.name.lower() == g.name.lower()
+                   for f, g in zip(a.expressions, b.expressions)):
+            return None
+        fields = [wider_type(f.args.get("kind"), g.args.get("kind")) for f, g in zip(a.expressions, b.expressions)]
+        if any(t is None for t in fields):
+            return None
+        return exp.DataType(this=T.STRUCT, nested=True, expressions=[
+            exp.ColumnDef(this=f.this.copy(), kind=t) for f, t in zip(a.expressions, fields)])
+    inner = [wider_type(x, y) for x, y in zip(a.expressions, b.expressions)]
+    if any(t is None for t in inner):
+        return None
+    return exp.DataType(this=a.this, nested=True, expressions=inner)
 
 
 # -- typing a query ------------------------------------------------------------------------------------
