@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from .spark_calls import call, cast, hygienic, number
 from .spark_collections import gated
+from .sql_types import spark_type
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _U64 = "18446744073709551615"
@@ -140,7 +141,7 @@ def rounding(tree: exp.Expression) -> None:
     half even)."""
     for node in list(tree.find_all(exp.Round, exp.Rint, exp.Anonymous)):
         if isinstance(node, exp.Round):
-            node.replace(call("spark_round", node.this, node.args.get("decimals") or number(0), exp.false()))
+            node.replace(_round(node.this, node.args.get("decimals") or number(0), exp.false()))
             continue
         if isinstance(node, exp.Rint):
             node.replace(call("round_even", cast(node.this, "DOUBLE"), number(0)))
@@ -148,7 +149,23 @@ def rounding(tree: exp.Expression) -> None:
         name = node.name.lower()
         if name == "bround" and len(node.expressions) in (1, 2):
             scale = node.expressions[1] if len(node.expressions) == 2 else number(0)
-            node.replace(call("spark_round", node.expressions[0], scale, exp.true()))
+            node.replace(_round(node.expressions[0], scale, exp.true()))
+
+
+_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+                 exp.DataType.Type.BIGINT: 64}
+
+
+def _round(value: exp.Expression, scale: exp.Expression, even: exp.Boolean) -> exp.Expression:
+    """``spark_round``, or straight to its branch for the value's type when that is known here (the
+    macro picks by ``typeof`` at run time, which binds every branch)."""
+    t = spark_type(value)
+    if t is not None and t.this == exp.DataType.Type.DOUBLE:
+        return call("spark_round_double", value, scale, even)
+    if t is not None and t.this in _INTEGER_BITS:
+        rounded = call("spark_round_integral", value, scale, even, number(_INTEGER_BITS[t.this]))
+        return exp.Cast(this=rounded, to=t.copy())
+    return call("spark_round", value, scale, even)
 
 
 _SIMPLE = {  # Spark function (by sqlglot class or name) → our macro

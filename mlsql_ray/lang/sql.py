@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from . import spark_casts, spark_functions, sql_types, templates
+from . import macro_expansion, spark_casts, spark_functions, sql_types, templates
 from .sql_types import Schemas
 
 
@@ -90,6 +90,7 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         # copy=False: the tree is not needed after this, and copying it costs as much as the rewrites
         bound_types = spark_casts.sums_left_untyped(tree)
         is_query = isinstance(tree, (exp.Query, exp.Values))
+        macro_expansion.compute_arguments_once(tree)
         return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
                            bound_types, is_query)
     except MLSQLError:  # a rewrite's own verdict on the query (a cast Spark refuses, an illegal datetime pattern)
