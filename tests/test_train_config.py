@@ -5,14 +5,18 @@ every mistake is one clear error before any actor starts, and a worker class of 
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
+import ray.cloudpickle
 
 from mlsql_ray import progress, ray_internals, train
 from mlsql_ray.train.config import TrainConfig
 from mlsql_ray.train.worker import Worker
 from training_helpers import STRAGGLERS, tiny_model, tiny_partitions
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import test modules
 
 
 def refused(**options) -> str:
