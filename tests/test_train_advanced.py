@@ -15,8 +15,8 @@ import pytest
 from conftest import MNIST_ROUNDS, ROOT, SAMPLE_MNIST
 from mlsql_ray import train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
-from mlsql_ray.train.worker import stragglers
-from training_helpers import alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model, tiny_model, tiny_partitions
+from training_helpers import (STRAGGLERS, alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model,
+                              tiny_model, tiny_partitions)
 
 
 # Training actors cost a TensorFlow import apiece (seconds, more on a busy machine): of the tiny-model
@@ -154,9 +154,8 @@ def test_async_workers_push_their_changes_until_the_budget_is_spent(ray_runtime)
     """On a tiny model: every step is counted, the shards apply the pushes, and with a 3x
     straggler the fast worker takes more of the shared budget."""
     partitions = tiny_partitions()
-    with stragglers({1: 3.0}):
-        result = train.fit(tiny_model(), partitions, rounds=4, batch_size=8, mode="async", steps_per_push=2,
-                           max_staleness=8)
+    result = train.fit(tiny_model(), partitions, rounds=4, batch_size=8, mode="async", steps_per_push=2,
+                       max_staleness=8, worker_class=STRAGGLERS["async"])
     steps = result.history[-1]["worker_steps"]
     assert sum(steps) >= 4 * 10  # 4 epochs of 2 x 40 rows in batches of 8
     assert steps[0] > steps[1]

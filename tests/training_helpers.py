@@ -12,6 +12,8 @@ import ray.cloudpickle
 
 from mlsql_ray import ray_internals
 from mlsql_ray.cells.context import DataServer
+from mlsql_ray.train.async_ps import AsyncWorker
+from mlsql_ray.train.worker import Worker
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -124,3 +126,45 @@ def fated_model(build, fate: Fate, at: str = "build"):
         return network
 
     return create
+
+
+class Straggling:
+    """A training worker class mixin that makes worker 1 ``FACTOR`` times slower, to see what
+    stragglers do (``fit(..., worker_class=STRAGGLERS[mode])``): after each training call of its
+    model (``fit`` in a synchronous round, ``train_on_batch`` in an asynchronous step) it sleeps
+    (FACTOR - 1) times as long as the call took. The first call is not stretched: it includes
+    tracing and compiling, a one-off cost, not the speed being simulated."""
+
+    SLOW_WORKER, FACTOR = 1, 3.0
+
+    def setup(self, index, *args):
+        answer = super().setup(index, *args)
+        if index == self.SLOW_WORKER:
+            for name in ("fit", "train_on_batch"):
+                object.__setattr__(self.model, name, _stretched(getattr(self.model, name), self.FACTOR))
+        return answer
+
+
+def _stretched(method, factor: float):
+    calls = []
+
+    def slow(*args, **kwargs):
+        began = time.perf_counter()
+        answer = method(*args, **kwargs)
+        if calls:
+            time.sleep((factor - 1) * (time.perf_counter() - began))
+        calls.append(None)
+        return answer
+
+    return slow
+
+
+class StragglingWorker(Straggling, Worker):
+    """A synchronous worker whose worker 1 is a straggler."""
+
+
+class StragglingAsyncWorker(Straggling, AsyncWorker):
+    """An asynchronous worker whose worker 1 is a straggler."""
+
+
+STRAGGLERS = {"sync": StragglingWorker, "async": StragglingAsyncWorker}

@@ -33,20 +33,33 @@ class WorkersDied(Exception):
 
 
 class Crew:
-    """One actor per partition, started by ``start(index)``; replacements included, every actor
-    ever started is stopped on leaving the ``with`` block, but for those ``keep(workers)`` takes
-    when the block ends without an exception."""
+    """One actor per partition: worker ``index`` is the next of ``reused`` (warm actors taken from a
+    pool, in the last run's worker order, so each keeps the partition it read) while any are left,
+    else ``new()``, and is sent ``setup(*setup_args(index))`` at once (``ready`` waits for those
+    calls; a replacement renews its own). Replacements included, every actor ever started is
+    stopped on leaving the ``with`` block, but for those ``keep(workers)`` takes when the block
+    ends without an exception."""
 
-    def __init__(self, ray, start: Callable[[int], object], size: int, max_failures: int,
-                 keep: Callable[[list], None] | None = None):
+    def __init__(self, ray, new: Callable[[], object], setup_args: Callable[[int], tuple], size: int,
+                 max_failures: int, reused: list = (), keep: Callable[[list], None] | None = None):
         self.ray = ray
-        self._start = start
+        self._new, self._setup_args, self._reused = new, setup_args, list(reused)
         self._keep = keep
         self.max_failures = max_failures
         self.failures = 0
         self.when = "while starting"  # the step running now, for messages
-        self.workers = [start(index) for index in range(size)]
+        self.setups: dict[int, object] = {}  # index → its worker's setup call
+        self.workers = [self._start(index) for index in range(size)]
         self.started = list(self.workers)
+
+    def _start(self, index: int):
+        actor = self._reused.pop(0) if self._reused else self._new()
+        self.setups[index] = actor.setup.remote(*self._setup_args(index))
+        return actor
+
+    def ready(self) -> list:
+        """Every worker's answer to its setup call (a step to run inside ``retrying``)."""
+        return self.gather(dict(self.setups))
 
     def __enter__(self) -> Crew:
         return self
@@ -110,22 +123,6 @@ class Crew:
             kill_actor(self.ray, self.workers[index])  # one whose result was lost may live on, holding its CPU
             self.workers[index] = self._start(index)
             self.started.append(self.workers[index])
-
-
-def starter(reused: list, new: Callable[[], object], setup_args: Callable[[int], tuple]
-            ) -> tuple[Callable[[int], object], dict[int, object]]:
-    """A ``Crew``'s ``start`` and its setup calls. Worker ``index`` is the next warm actor from
-    ``reused`` (taken from a pool, in the last run's worker order, so each keeps the partition it
-    read) while any are left, else ``new()``; either is sent ``setup(*setup_args(index))`` at once,
-    and the run waits on those calls first (index → call; a replacement renews its own)."""
-    setups: dict[int, object] = {}
-
-    def start(index: int):
-        actor = reused.pop(0) if reused else new()
-        setups[index] = actor.setup.remote(*setup_args(index))
-        return actor
-
-    return start, setups
 
 
 def first_line(exc: BaseException) -> str:

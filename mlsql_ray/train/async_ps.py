@@ -25,16 +25,16 @@ from its own model's initial weights.
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 
 from .. import progress, warm
 from ..raycluster import stop_actors
-from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line, starter
+from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line
 from .result import TrainResult
-from .worker import Worker, straggler_factor
+from .strategy import Strategy
+from .worker import Worker
 
 
 class ParameterShard(warm.WarmActor):
@@ -108,30 +108,23 @@ class AsyncWorker(Worker):
                     variables[i].assign(value)
             start = [np.array(v) for v in variables]
             measured, sizes = [], []
-            with self.straggler.work():
-                for _ in range(steps_per_push):
-                    if cursor >= len(order):
-                        order, cursor = self.rng.permutation(len(self.x)), 0
-                    batch = order[cursor : cursor + batch_size]
-                    cursor += len(batch)
-                    measured.append(self.model.train_on_batch(self.x[batch], self.y[batch], return_dict=True))
-                    sizes.append(len(batch))
+            for _ in range(steps_per_push):
+                if cursor >= len(order):
+                    order, cursor = self.rng.permutation(len(self.x)), 0
+                batch = order[cursor : cursor + batch_size]
+                cursor += len(batch)
+                measured.append(self.model.train_on_batch(self.x[batch], self.y[batch], return_dict=True))
+                sizes.append(len(batch))
             metrics = (_weighted(measured, sizes), sum(sizes), self.index)
             for number, (shard, (version, _, _), indexes) in enumerate(zip(shards, pulled, layout)):
                 shard.push.remote([np.asarray(variables[i]) - start[i] for i in indexes], version, max_staleness,
                                   metrics if number == 0 else None)
 
     def model_file(self, weights: list[np.ndarray]) -> bytes:
-        import os
-        import tempfile
-
+        """The model with these trainable weights (what the shards hold) as a ``.keras`` file."""
         for variable, value in zip(self.model.trainable_variables, weights):
             variable.assign(value)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.keras")
-            self.model.save(path)
-            with open(path, "rb") as f:
-                return f.read()
+        return self.saved_model()
 
 
 def shard_layout(sizes: list[int], num_shards: int) -> list[list[int]]:
@@ -146,38 +139,36 @@ def shard_layout(sizes: list[int], num_shards: int) -> list[list[int]]:
     return [sorted(indexes) for indexes in layout]
 
 
-def fit_async(ray, model_fn, data, *, rounds: int, batch_size: int, prepare, threads: int, cpus_per_worker: float,
-              learning_rate: float | None, max_staleness: int, num_shards: int, steps_per_push: int,
-              max_failures: int, on_round) -> TrainResult:
-    """The asynchronous counterpart of ``trainer.fit`` (which checks arguments and resources)."""
-    worker_class = ray.remote(AsyncWorker).options(num_cpus=cpus_per_worker, max_restarts=0)
-    pool, shape = warm.current(), warm.Shape("train.AsyncWorker", cpus_per_worker)
-    reused = pool.take(shape, len(data)) if pool is not None else []
-    start, setups = starter(reused, lambda: worker_class.remote(threads), lambda index: (
-        index, model_fn, data[index], prepare, learning_rate, 1, None, straggler_factor(index)))
-    started = time.monotonic()
-    with warm.released_on_interrupt(pool), Crew(ray, start, len(data), max_failures,
-                                                  functools.partial(pool.keep, shape) if pool is not None else None) as crew, \
-            _Shards(ray, num_shards, pool) as shards:
-        (counts, initial), _ = crew.retrying("while starting", lambda: (
-            [setup["rows"] for setup in crew.gather(dict(setups))], crew.call_worker(0, "initial_state")))
-        shards.load(initial)
-        startup_seconds = time.monotonic() - started
-        pushes_per_round = sum(-(-c // batch_size) for c in counts) / steps_per_push
-        progress.report("train_start", total_rounds=rounds, workers=len(data), actors=list(crew.workers), first_round=1)
-        history = _History(rounds, pushes_per_round, started, on_round)
-        budget = int(np.ceil(rounds * pushes_per_round))
-        run_args = (shards.actors, shards.layout, budget, batch_size, steps_per_push, max_staleness)
-        _supervise(crew, shards, history, run_args)
-        final = shards.weights()
-        model_file, _ = crew.retrying("while saving the model", lambda: crew.call_worker(0, "model_file", final))
-        stats = shards.call(0, "stats", "while saving the model")
-        pushes = [sum(1 for *_, worker in history.received if worker == i) for i in range(len(data))]
-        history.entries[-1].update(worker_steps=[p * steps_per_push for p in pushes], applied_pushes=stats["version"],
-                                   dropped_pushes=stats["dropped"])
-        elapsed = time.monotonic() - started
-        progress.report("train_end", history=history.entries, elapsed=elapsed)
-        return TrainResult(history.entries, final, model_file, len(data), elapsed, startup_seconds=startup_seconds)
+class AsyncParameterServer(Strategy):
+    """The asynchronous strategy: parameter shards hold the weights, workers push to them at their
+    own pace. The learning rate is not scaled: every push is applied whole."""
+
+    worker_class = AsyncWorker
+
+    def run(self, crew: Crew, started: float) -> TrainResult:
+        config, ray = self.config, crew.ray
+        with _Shards(ray, config.num_shards, warm.current()) as shards:
+            (counts, initial), _ = crew.retrying("while starting", lambda: (
+                [setup["rows"] for setup in crew.ready()], crew.call_worker(0, "initial_state")))
+            shards.load(initial)
+            startup_seconds = time.monotonic() - started
+            pushes_per_round = sum(-(-c // config.batch_size) for c in counts) / config.steps_per_push
+            progress.report("train_start", total_rounds=config.rounds, workers=len(crew.workers),
+                            actors=list(crew.workers), first_round=1)
+            history = _History(config.rounds, pushes_per_round, started, config.on_round)
+            budget = int(np.ceil(config.rounds * pushes_per_round))
+            _supervise(crew, shards, history, (shards.actors, shards.layout, budget, config.batch_size,
+                                               config.steps_per_push, config.max_staleness))
+            final = shards.weights()
+            model_file, _ = crew.retrying("while saving the model", lambda: crew.call_worker(0, "model_file", final))
+            stats = shards.call(0, "stats", "while saving the model")
+            pushes = [sum(1 for *_, worker in history.received if worker == i) for i in range(len(crew.workers))]
+            history.entries[-1].update(worker_steps=[p * config.steps_per_push for p in pushes],
+                                       applied_pushes=stats["version"], dropped_pushes=stats["dropped"])
+            elapsed = time.monotonic() - started
+            progress.report("train_end", history=history.entries, elapsed=elapsed)
+            return TrainResult(history.entries, final, model_file, len(crew.workers), elapsed,
+                               startup_seconds=startup_seconds)
 
 
 def _supervise(crew: Crew, shards: _Shards, history: _History, run_args: tuple) -> None:

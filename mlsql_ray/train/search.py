@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import pyarrow as pa
 
 from .actors import TrainingError
+from .config import TrainConfig
 from .trainer import fit
 
 SEARCHABLE = ("learning_rate", "batch_size", "rounds", "workers", "steps_per_round")
@@ -50,11 +51,13 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
            metric: str = "val_accuracy", mode: str = "max", num_samples: int | None = None,
            grace_period: int = 1, cpus_per_worker: float = 1, **fit_options) -> SearchResult:
     """Try every combination in ``space`` (a grid; ``num_samples`` caps how many), each trial a
-    ``fit`` with ``rounds`` rounds reporting ``metric`` after each round to ASHA."""
+    ``fit`` with ``rounds`` rounds reporting ``metric`` after each round to ASHA. Other keywords are
+    ``fit``'s (``TrainConfig``'s fields), checked before any trial starts."""
     import ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
+    base = TrainConfig.build(None, {"rounds": rounds, "cpus_per_worker": cpus_per_worker, **fit_options})
     configs = _grid(space)[: num_samples or None]
     max_workers = max(min(int(c.get("workers", len(data))), len(data)) for c in configs)
     cluster_cpus = ray.cluster_resources().get("CPU", 0)
@@ -74,9 +77,8 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
         workers = int(settings.pop("workers", len(data)))
         partitions = trial_ray.get(data_ref)[:workers]
         trial_rounds = int(settings.pop("rounds", rounds))
-        result = fit(model_fn, partitions, rounds=trial_rounds, cpus_per_worker=cpus_per_worker,
-                     on_round=lambda e: None if e["round"] == trial_rounds else trial_tune.report(_numbers(e)),
-                     **settings, **fit_options)
+        result = fit(model_fn, partitions, config=base, rounds=trial_rounds,
+                     on_round=lambda e: None if e["round"] == trial_rounds else trial_tune.report(_numbers(e)), **settings)
         with tempfile.TemporaryDirectory() as tmp:
             Path(tmp, "model.keras").write_bytes(result.model_file)
             trial_tune.report(_numbers(result.history[-1]), checkpoint=trial_tune.Checkpoint.from_directory(tmp))

@@ -6,8 +6,6 @@ round when told to, and hands its weights over for averaging.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import time
 from typing import Callable
@@ -31,53 +29,18 @@ def configure_tensorflow(threads: int) -> None:
         pass  # this process already ran TensorFlow ops (a reused worker); keep its pools
 
 
-class Straggler:
-    """Makes a worker ``factor`` times slower, to see what stragglers do (benchmarks and tests):
-    after each piece of work it sleeps (factor - 1) times as long as the work took. The first
-    piece is not stretched: it includes tracing and compiling, a one-off cost, not the speed
-    being simulated."""
-
-    def __init__(self, factor: float):
-        self.factor = factor
-        self.warm = False
-
-    @contextlib.contextmanager
-    def work(self):
-        began = time.perf_counter()
-        yield
-        if self.factor > 1 and self.warm:
-            time.sleep((self.factor - 1) * (time.perf_counter() - began))
-        self.warm = True
-
-
-_straggler_factors: contextvars.ContextVar[dict[int, float] | None] = contextvars.ContextVar("stragglers", default=None)
-
-
-@contextlib.contextmanager
-def stragglers(factors: dict[int, float]):
-    """For tests and benchmarks, not users: in the runs started inside, worker ``i`` is
-    ``factors[i]`` times slower (a ``Straggler``), e.g. ``with stragglers({1: 3.0}): fit(...)``."""
-    token = _straggler_factors.set(dict(factors))
-    try:
-        yield
-    finally:
-        _straggler_factors.reset(token)
-
-
-def straggler_factor(index: int) -> float:
-    return (_straggler_factors.get() or {}).get(index, 1.0)
-
-
 class Worker(WarmActor):
     """Started once per process (TensorFlow configured and imported), then given one run's
-    partition and model by ``setup``; a warm pool hands it to the next run after ``forget``."""
+    partition and model by ``setup``; a warm pool hands it to the next run after ``forget``.
+    A subclass given as ``TrainConfig.worker_class`` can instrument a run, e.g. wrap the methods
+    of the ``self.model`` that ``setup`` builds (rounds train by its ``fit``)."""
 
     def __init__(self, threads: int):
         configure_tensorflow(threads)
         self.source_key = None  # what x, y were read from, when it can be told again (a data server)
 
     def setup(self, index: int, model_fn: Callable, source: Source, prepare, learning_rate: float | None,
-              learning_rate_scale: float, validation: Source | None = None, slowdown: float = 1.0) -> dict:
+              learning_rate_scale: float, validation: Source | None = None) -> dict:
         """This run's part: its partition (kept from the last run when it is the same data
         server read the same way), a fresh model from ``model_fn`` and fresh random state.
         Returns the rows it trains on and the seconds it took to read them into numpy."""
@@ -85,7 +48,6 @@ class Worker(WarmActor):
 
         self.model = None
         self.index = index
-        self.straggler = Straggler(slowdown)
         began = time.perf_counter()
         key = (source_key(source), prepare)
         if key[0] is None or key != self.source_key:
@@ -130,9 +92,7 @@ class Worker(WarmActor):
             index = self.rng.permutation(len(self.x))
         else:
             index = self._next_batches(steps * batch_size)
-        with self.straggler.work():
-            history = self.model.fit(self.x[index], self.y[index], batch_size=batch_size, epochs=1,
-                                     shuffle=False, verbose=0)
+        history = self.model.fit(self.x[index], self.y[index], batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
         metrics = {k: float(v[-1]) for k, v in history.history.items()}
         metrics["samples"] = int(len(index))
         return metrics
@@ -157,9 +117,13 @@ class Worker(WarmActor):
 
     def model_file(self, weights) -> bytes:
         """The model with ``weights`` as a Keras 3 ``.keras`` file."""
+        self.model.set_weights(weights)
+        return self.saved_model()
+
+    def saved_model(self) -> bytes:
+        """The model as it is, as a Keras 3 ``.keras`` file."""
         import tempfile
 
-        self.model.set_weights(weights)
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.keras")
             self.model.save(path)
