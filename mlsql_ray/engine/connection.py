@@ -1,7 +1,8 @@
-"""The SQL functions every query of ours may use (Spark's and the vec_* macros), as statements:
+"""The SQL functions every query of ours may use (Spark's, Byzer's and the vec_* macros), as statements:
 run on the session's DuckDB connection, and handed to the Ray workers that read a cell's input
-from files (``cells.partitions``), which may not import the engine. The macros of Spark's function
-families are defined on a connection when a query first calls them (``define_macros``)."""
+from files (``cells.partitions``), which may not import the engine. The macros are defined on a
+connection when a query first calls them (``define_macros``), so opening one costs DuckDB's own
+connect."""
 
 from __future__ import annotations
 
@@ -16,8 +17,6 @@ SETUP_SQL: tuple[str, ...] = (
     # DuckDB 2.0 prefetches every row group of a local parquet file it scans, so even a 20-row
     # preview of a load held a fifth of the file (123 MB of 600 MB); scans are no slower.
     "SET disable_parquet_prefetching = true",
-    *(f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()),
-    *(f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()),
 )
 
 
@@ -29,9 +28,12 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
-_MACRO_NAME = re.compile(r"\b(spark_\w+)\s*\(", re.IGNORECASE)
-ON_DEMAND_SQL: dict[str, str] = {name: f"CREATE OR REPLACE MACRO {name}{definition}"
-                                 for name, definition in spark_functions.ON_DEMAND_MACROS.items()}
+_MACRO_NAME = re.compile(r"\b((?:spark|byzer|vec)_\w+)\s*\(", re.IGNORECASE)
+# every Spark, Byzer and vector macro: defining all of them when a connection opened took 100-180 ms
+ON_DEMAND_SQL: dict[str, str] = {
+    **{name: f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()},
+    **{name: f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()},
+}
 
 
 def _called(sql: str) -> set[str]:

@@ -1,6 +1,6 @@
 """DuckDB's side of Spark SQL fidelity (the tree rewrites are ``lang.spark_functions``):
 
-- ``MACROS``: DuckDB macros installed on every session's connection, for Spark semantics too long
+- ``MACROS``: DuckDB macros defined on a connection when its queries call them, for Spark semantics too long
   to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
   their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
   they never shadow a DuckDB function.
@@ -13,13 +13,6 @@ from __future__ import annotations
 import duckdb
 
 from ..lang import spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
-
-ON_DEMAND_MACROS: dict[str, str] = {
-    **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
-}
-"""The macros of Spark's function families (issue 23): many, and some costly to define (DuckDB binds
-a typed macro's body when it is created), so a connection defines those a query calls when it
-first prepares one (``connection.define_macros``) instead of all of them when it opens."""
 
 MACROS: dict[str, str] = {
     **spark_casts.MACROS,
@@ -47,7 +40,11 @@ MACROS: dict[str, str] = {
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
     **spark_datetime.MACROS,
     **spark_collections.MACROS,
+    **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
 }
+"""Many, and some costly to define (DuckDB binds a typed macro's body when it is created): a connection
+defines those a query calls when it first prepares one (``connection.define_macros``), each after
+the macros it calls (this order)."""
 
 
 def spark_result_sql(con: duckdb.DuckDBPyConnection, sql: str) -> str:

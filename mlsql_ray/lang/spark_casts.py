@@ -6,8 +6,8 @@ is truncated; an integer that overflows wraps as Java's does; ``x / 0`` and ``x 
 a string meets a number, a date or a boolean by being cast to that type. DuckDB differs on each
 (it rounds, fails the query, or reads other forms of text), so ``spark_cast`` writes each
 conversion from the Spark type of its argument (``sql_types``) to its target as DuckDB SQL,
-calling the ``MACROS`` below where Spark's rules are too long to inline (they are installed on
-every connection with ``engine.spark_functions.MACROS``). A conversion Spark refuses is an
+calling the ``MACROS`` below where Spark's rules are too long to inline (a connection defines them
+as its queries call them: ``engine.spark_functions.MACROS``). A conversion Spark refuses is an
 ``MLSQLError`` naming both types. Where the argument's type cannot be known here, the SQL
 decides by ``typeof`` when DuckDB binds it (folded then: no per-row cost).
 """

@@ -2,7 +2,7 @@
 ``TRANSFORMS``, rewrites of the sqlglot tree applied by ``translate`` after parsing Spark and
 before writing DuckDB. Each is a function whose docstring names the Spark semantics it keeps and,
 where the difference is a sqlglot bug, the smallest reproducer. Some call DuckDB macros that the
-engine installs on every connection (``engine.spark_functions.MACROS``: ``spark_*``/``byzer_*``).
+engine defines on a connection as queries call them (``engine.spark_functions.MACROS``: ``spark_*``/``byzer_*``).
 """
 
 from __future__ import annotations
