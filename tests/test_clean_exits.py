@@ -1,5 +1,5 @@
-"""Processes that read Delta tables end with exit status 0: the README's snippets for readers that
-know nothing of mlsql-ray (run exactly as README.md has them), ``mlsql-ray run`` of a script that
+"""Processes that read Delta tables end with exit status 0: the snippets for readers that know
+nothing of mlsql-ray (run exactly as docs/models.md has them), ``mlsql-ray run`` of a script that
 saves and loads Delta, and a kernel that is shut down.
 
 Reading through pyarrow's dataset scanner (``DeltaTable.to_pyarrow_table()``) can abort a process
@@ -24,7 +24,7 @@ from kernel_helpers import Kernel, checkout_kernelspec
 from mlsql_ray.storage.rows import FILE_SCHEMA
 from mlsql_ray.models import rows_from_model_file
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+MODELS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "models.md"
 # A regression that aborts one run in k is caught by RUNS runs with probability 1 - (1 - 1/k)**RUNS:
 # 40 % at k = 20 and 12 % at k = 80 (the rates measured on the old code) with 10 runs, 23 % and 6 % with
 # 5. Already a net that catches the bug within a few CI runs, not in one: not cut to save time.
@@ -32,9 +32,9 @@ RUNS = 10
 MARKER = "<!-- tests/test_clean_exits.py runs this -->"
 
 
-def readme_snippets() -> list[str]:
-    """The ```python blocks that follow the marker in README.md."""
-    return re.findall(re.escape(MARKER) + r"\s*```python\n(.*?)```", README.read_text(), re.S)
+def reader_snippets() -> list[str]:
+    """The ```python blocks that follow the marker in docs/models.md."""
+    return re.findall(re.escape(MARKER) + r"\s*```python\n(.*?)```", MODELS_PAGE.read_text(), re.S)
 
 
 def _env() -> dict[str, str]:
@@ -43,7 +43,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def readers_folder(tmp_path_factory) -> Path:
-    """A folder whose ./warehouse holds the tables the README's snippets read: a model table
+    """A folder whose ./warehouse holds the tables the page's snippets read: a model table
     (ai_model.mnist_model) and an ordinary one (demo.digit_stats)."""
     import keras
 
@@ -62,14 +62,14 @@ def readers_folder(tmp_path_factory) -> Path:
     return folder
 
 
-def test_the_readme_documents_readers():
-    assert len(readme_snippets()) >= 1
+def test_the_models_page_documents_readers():
+    assert len(reader_snippets()) >= 1
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", range(len(readme_snippets())))
-def test_each_readme_reader_snippet_exits_cleanly(readers_folder, number):
-    snippet = readme_snippets()[number]
+@pytest.mark.parametrize("number", range(len(reader_snippets())))
+def test_each_reader_snippet_exits_cleanly(readers_folder, number):
+    snippet = reader_snippets()[number]
     _all_exit_cleanly(lambda _: subprocess.run([sys.executable, "-c", snippet], cwd=readers_folder,
                                              capture_output=True, text=True, timeout=300, env=_env()))
 

@@ -187,27 +187,27 @@ def test_cells_run_on_an_existing_cluster(ray_head, tmp_path: Path):
     assert not (tmp_path / "wh3" / "checks" / "where").exists()
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CLUSTER_PAGE = Path(__file__).resolve().parent.parent / "docs" / "cluster.md"
 
 
-def readme_ray_start() -> list[str]:
-    """The ``ray start`` line of README.md (the ```bash block after the marker), as its words."""
-    block = re.search(r"<!-- tests/test_cluster.py runs this -->\s*```bash\n(.*?)```", README.read_text(), re.S)
+def documented_ray_start() -> list[str]:
+    """The ``ray start`` line of docs/cluster.md (the ```bash block after the marker), as its words."""
+    block = re.search(r"<!-- tests/test_cluster.py runs this -->\s*```bash\n(.*?)```", CLUSTER_PAGE.read_text(), re.S)
     lines = [line for line in block.group(1).splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("ray start "), lines
     return shlex.split(lines[0])
 
 
 @pytest.mark.slow
-def test_the_readme_ray_start_line_gives_the_seeds_address(tmp_path: Path):
-    """The README's exact ``ray start`` (plus --block, a temp dir and pinned agent ports, so the
+def test_the_documented_ray_start_line_gives_the_seeds_address(tmp_path: Path):
+    """docs/cluster.md's exact ``ray start`` (plus --block, a temp dir and pinned agent ports, so the
     test can stop it by process group) starts, and a cell's ``RayContext.connect(globals(),
     "HOST:PORT")`` with that head's address runs its work there, as the seed's cell does."""
-    command = readme_ray_start()
+    command = documented_ray_start()
     host = next(w for w in command if w.startswith("--node-ip-address=")).partition("=")[2]
     with running_head(tmp_path, command) as (port, head):
         address = f"{host}:{port}"
-        assert f"`{address}`" in README.read_text()  # the address the README tells the seed to use
+        assert f"`{address}`" in CLUSTER_PAGE.read_text()  # the address the page tells the seed to use
         script = tmp_path / "seed.mlsql"
         script.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=address))
         env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}

@@ -158,7 +158,7 @@ def test_an_input_column_of_the_wrong_shape_names_the_column(model_session):
 # -- readers that know nothing of mlsql-ray ----------------------------------------------------
 
 def test_polars_rebuilds_the_keras_file(model_session, trained, mnist_test, warehouse):
-    """The README's snippet: polars + sort on start + untar + keras.models.load_model (and
+    """docs/models.md's snippet: polars + sort on start + untar + keras.models.load_model (and
     tests/test_clean_exits.py runs it as a process of its own)."""
     import tarfile
 

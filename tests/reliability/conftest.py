@@ -3,7 +3,7 @@
 Every test here carries the ``reliability`` marker (``pytest -m reliability`` runs them alone);
 they are also part of the default run. Each test records the figures it produced (inputs tried,
 faults injected, commits, memory) with the ``figures`` fixture; they are printed at the end of
-the run and written to ``test-output/reliability-figures.json`` (the README's Reliability section
+the run and written to ``test-output/reliability-figures.json`` (docs/reliability.md
 quotes them).
 """
 

@@ -10,7 +10,7 @@ an empty field is NULL; blank lines are skipped). FAILFAST must stop at the firs
 record's line, and nothing but an ``MLSQLError`` may come out.
 
 Two leniencies of DuckDB's reader, which the three modes read through, are part of the expected
-results (the README's Reliability section names them): extra fields that are all empty
+results (docs/reliability.md names them): extra fields that are all empty
 (``1,2,3,``) do not make a record malformed there, and in a file of one column a record whose
 first field is empty reads as a blank line does, so it is skipped. The corrupt-record column, read by
 Python's csv module, follows Spark in both.
