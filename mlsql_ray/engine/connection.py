@@ -7,6 +7,7 @@ connect."""
 from __future__ import annotations
 
 import re
+import sys
 
 import duckdb
 
@@ -24,8 +25,18 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     for statement in SETUP_SQL:
         con.execute(statement)
+    # DuckDB draws its progress bar on stdout for queries over 2 s: only a person at a terminal
+    # wants it (in a batch run's log or pipe, and in a notebook, it is noise)
+    con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")
     spark_text.register(con)
     return con
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # replaced or closed
+        return False
 
 
 _MACRO_NAME = re.compile(r"\b((?:spark|byzer|vec)_\w+)\s*\(", re.IGNORECASE)
