@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, cast_target
-from .sql_types import INTERVAL_FIELDS, build, interval_fields, kind
+from .sql_types import build, interval_fields, kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 
@@ -126,10 +126,24 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         + CASE WHEN abs(n) % abs(d) >= abs(d) - abs(n) % abs(d) THEN 1 ELSE 0 END) END""",
     # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
     "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
-    # IntervalUtils' ANSI style: the seconds of a day-time interval with a leading zero and the fraction
-    # without its trailing zeros (BigDecimal.stripTrailingZeros)
+    # an ANSI interval as Cast writes it (IntervalUtils' ANSI style): INTERVAL '-13-2' YEAR TO MONTH, INTERVAL '3' DAY,
+    # INTERVAL '1 02:03:04.5' DAY TO SECOND; the fields are its Spark type's, known while translating
+    "spark_interval_sign": "(n) AS CASE WHEN n < 0 THEN '-' ELSE '' END",
+    "spark_year_month_text": """(i, fields) AS list_transform([datepart('year', i) * 12 + datepart('month', i)], lambda n:
+        'INTERVAL ''' || spark_interval_sign(n) || CASE fields WHEN 'YEAR' THEN CAST(abs(n) // 12 AS VARCHAR)
+            WHEN 'MONTH' THEN CAST(abs(n) AS VARCHAR) ELSE CAST(abs(n) // 12 AS VARCHAR) || '-' || CAST(abs(n) % 12 AS VARCHAR) END
+        || ''' ' || fields)[1]""",
+    # the seconds with a leading zero and the fraction without its trailing zeros (BigDecimal.stripTrailingZeros)
     "spark_interval_seconds": """(us) AS CASE WHEN us < 10000000 THEN '0' ELSE '' END || CAST(us // 1000000 AS VARCHAR)
         || CASE WHEN us % 1000000 = 0 THEN '' ELSE '.' || rtrim(printf('%06d', us % 1000000), '0') END""",
+    "spark_day_time_text": """(i, first, last) AS list_transform([epoch_us(i)], lambda us: list_transform([abs(us)], lambda a:
+        'INTERVAL ''' || spark_interval_sign(us) || CASE first WHEN 'DAY' THEN CAST(a // 86400000000 AS VARCHAR)
+            WHEN 'HOUR' THEN printf('%02d', a // 3600000000) WHEN 'MINUTE' THEN printf('%02d', a // 60000000)
+            ELSE spark_interval_seconds(a) END
+        || CASE WHEN first = 'DAY' AND last <> 'DAY' THEN ' ' || printf('%02d', a % 86400000000 // 3600000000) ELSE '' END
+        || CASE WHEN first IN ('DAY', 'HOUR') AND last IN ('MINUTE', 'SECOND') THEN ':' || printf('%02d', a % 3600000000 // 60000000) ELSE '' END
+        || CASE WHEN first <> 'SECOND' AND last = 'SECOND' THEN ':' || spark_interval_seconds(a % 60000000) ELSE '' END
+        || ''' ' || CASE WHEN first = last THEN first ELSE first || ' TO ' || last END)[1])[1]""",
 }
 
 
@@ -308,35 +322,13 @@ def _nested_to_string(node: exp.Expression, source: exp.DataType) -> exp.Express
                 **{f"f{i}": f for i, f in enumerate(fields)}) if fields else exp.Literal.string("{}")
 
 
-_MICROS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000}
-
-
 def _interval_to_string(node: exp.Expression, start: str, end: str) -> exp.Expression:
-    """Spark's cast of an ANSI interval to a string (``IntervalUtils.toYearMonthIntervalString`` and
-    ``toDayTimeIntervalString``, ANSI style): ``INTERVAL '-13-2' YEAR TO MONTH``, ``INTERVAL '3' DAY``,
-    ``INTERVAL '1 02:03:04.5' DAY TO SECOND``; its fields are those of its Spark type."""
-    title = start if start == end else f"{start} TO {end}"
+    """Spark's cast of an ANSI interval to a string, by the fields of its type (``spark_year_month_text``,
+    ``spark_day_time_text``)."""
     if start in ("YEAR", "MONTH"):
-        amount = "(datepart('year', _x) * 12 + datepart('month', _x))"
-        text = {"YEAR": "CAST(abs(_n) // 12 AS VARCHAR)", "MONTH": "CAST(abs(_n) AS VARCHAR)"}[start]
-        if (start, end) == ("YEAR", "MONTH"):
-            text += " || '-' || CAST(abs(_n) % 12 AS VARCHAR)"
-    else:
-        amount = "epoch_us(_x)"
-        parts, rest = [], "abs(_n)"
-        for i, field in enumerate(INTERVAL_FIELDS[INTERVAL_FIELDS.index(start):INTERVAL_FIELDS.index(end) + 1]):
-            if field == "SECOND":
-                value = f"spark_interval_seconds({rest})"
-            else:
-                whole = f"{rest} // {_MICROS[field]}"
-                value = f"CAST({whole} AS VARCHAR)" if field == "DAY" else f"printf('%02d', {whole})"
-                rest = f"({rest} % {_MICROS[field]})"
-            parts.append(value if i == 0 else f"'{' ' if field == 'HOUR' else ':'}' || {value}")
-        text = " || ".join(parts)
-    quote = "''''"  # one quote, as a SQL string
-    template = (f"CASE WHEN _x IS NOT NULL THEN 'INTERVAL ' || {quote} || CASE WHEN _n < 0 THEN '-' ELSE '' END || {text} "
-                f"|| {quote} || ' {title}' END").replace("_n", amount)
-    return _sql(template, x=node)
+        fields = start if start == end else f"{start} TO {end}"
+        return _sql("spark_year_month_text(_x, _f)", x=node, f=exp.Literal.string(fields))
+    return _sql("spark_day_time_text(_x, _s, _e)", x=node, s=exp.Literal.string(start), e=exp.Literal.string(end))
 
 
 # a string as StringUtils.isTrueString/isFalseString; a number or timestamp: not zero; a date NULL
