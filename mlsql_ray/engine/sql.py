@@ -31,8 +31,9 @@ def duckdb_message(exc: BaseException, tables: list[str]) -> str:
         return f"table {missing.group(1)} is not defined (load it or select ... as it first; defined: {known})"
     first = re.sub(r"^[\w ]+ Error: ", "", first)
     if re.search(r"UNNEST\(\) can only be applied to lists, structs and NULL, not MAP", first):
-        return ("explode/posexplode of a map column is not supported yet (the column's type is not known when the SQL "
-                "is translated): write inline(map_entries(m)) for its key and value columns, or explode(map_keys(m))")
+        return ("explode/posexplode of this map is not supported (its type could not be known when the SQL was "
+                "translated, e.g. a subquery's column): write inline(map_entries(m)) for its key and value columns, "
+                "or explode(map_keys(m))")
     # an exception raised inside a Python function (a model function) speaks for itself
     return re.sub(r"^Python exception occurred while executing the UDF: \w+: ", "", first)
 

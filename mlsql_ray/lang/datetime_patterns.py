@@ -320,3 +320,28 @@ def _parse_piece(token: Token, count: int, function: str, pattern: str) -> str:
         raise _not_here(function, pattern, f"'{c * count}' for parsing")
     return code
 
+
+
+# -- one format for both ways -----------------------------------------------------------------------
+
+_BOTH_WAYS = {("y", 2): "%y", ("S", 3): "%g", ("S", 6): "%f", ("a", 1): "%p"}
+
+
+@lru_cache(maxsize=256)
+def strftime_format(pattern: str, function: str) -> str:
+    """One ``strptime``/``strftime`` format that reads and writes a pattern of the common fields
+    (``dd/MM/yyyy HH:mm:ss.SSS``; ``SSS`` as ``%g``, milliseconds): the ``timestampFormat`` and
+    ``dateFormat`` options of ``from_json``/``to_json``/``from_csv``/``to_csv``, which are read by
+    DuckDB and written by Python. Any other field, or an optional section, is refused, naming it."""
+    out = []
+    for token, count in tokenize(pattern, function, parsing=True):
+        if token.kind == "text":
+            out.append(token.text.replace("%", "%%"))
+            continue
+        code = None if token.kind != "letter" else \
+            _BOTH_WAYS.get((token.text, count)) or ("%Y" if token.text == "y" else _PARSE_CODES.get((token.text, count)))
+        if code is None or code == "%Z":
+            what = "an optional section" if token.kind != "letter" else f"'{token.text * count}'"
+            raise _not_here(function, pattern, f"{what} in an option")
+        out.append(code)
+    return "".join(out)

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, cast_target
-from .sql_types import kind
+from .sql_types import build, interval_fields, kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 
@@ -126,6 +126,24 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         + CASE WHEN abs(n) % abs(d) >= abs(d) - abs(n) % abs(d) THEN 1 ELSE 0 END) END""",
     # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
     "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
+    # an ANSI interval as Cast writes it (IntervalUtils' ANSI style): INTERVAL '-13-2' YEAR TO MONTH, INTERVAL '3' DAY,
+    # INTERVAL '1 02:03:04.5' DAY TO SECOND; the fields are its Spark type's, known while translating
+    "spark_interval_sign": "(n) AS CASE WHEN n < 0 THEN '-' ELSE '' END",
+    "spark_year_month_text": """(i, fields) AS list_transform([datepart('year', i) * 12 + datepart('month', i)], lambda n:
+        'INTERVAL ''' || spark_interval_sign(n) || CASE fields WHEN 'YEAR' THEN CAST(abs(n) // 12 AS VARCHAR)
+            WHEN 'MONTH' THEN CAST(abs(n) AS VARCHAR) ELSE CAST(abs(n) // 12 AS VARCHAR) || '-' || CAST(abs(n) % 12 AS VARCHAR) END
+        || ''' ' || fields)[1]""",
+    # the seconds with a leading zero and the fraction without its trailing zeros (BigDecimal.stripTrailingZeros)
+    "spark_interval_seconds": """(us) AS CASE WHEN us < 10000000 THEN '0' ELSE '' END || CAST(us // 1000000 AS VARCHAR)
+        || CASE WHEN us % 1000000 = 0 THEN '' ELSE '.' || rtrim(printf('%06d', us % 1000000), '0') END""",
+    "spark_day_time_text": """(i, first, last) AS list_transform([epoch_us(i)], lambda us: list_transform([abs(us)], lambda a:
+        'INTERVAL ''' || spark_interval_sign(us) || CASE first WHEN 'DAY' THEN CAST(a // 86400000000 AS VARCHAR)
+            WHEN 'HOUR' THEN printf('%02d', a // 3600000000) WHEN 'MINUTE' THEN printf('%02d', a // 60000000)
+            ELSE spark_interval_seconds(a) END
+        || CASE WHEN first = 'DAY' AND last <> 'DAY' THEN ' ' || printf('%02d', a % 86400000000 // 3600000000) ELSE '' END
+        || CASE WHEN first IN ('DAY', 'HOUR') AND last IN ('MINUTE', 'SECOND') THEN ':' || printf('%02d', a % 3600000000 // 60000000) ELSE '' END
+        || CASE WHEN first <> 'SECOND' AND last = 'SECOND' THEN ':' || spark_interval_seconds(a % 60000000) ELSE '' END
+        || ''' ' || CASE WHEN first = last THEN first ELSE first || ' TO ' || last END)[1])[1]""",
 }
 
 
@@ -179,6 +197,8 @@ def spark_cast(node: exp.Expression, target: exp.DataType, source: exp.DataType 
     to, of = kind(target), kind(source)
     if to == "string" and source is not None and source.this in (T.ARRAY, T.MAP, T.STRUCT):
         result = _nested_to_string(node, source)
+    elif to == "string" and interval_fields(source) is not None:
+        result = _interval_to_string(node, *interval_fields(source))
     elif to not in _CONVERTERS:  # arrays, maps, structs, intervals: DuckDB's TRY_CAST
         result = _try(node, target)
     elif of == "other":  # an interval, a time: the cast as written, for the datetime rewrites (spark_datetime)
@@ -302,6 +322,15 @@ def _nested_to_string(node: exp.Expression, source: exp.DataType) -> exp.Express
                 **{f"f{i}": f for i, f in enumerate(fields)}) if fields else exp.Literal.string("{}")
 
 
+def _interval_to_string(node: exp.Expression, start: str, end: str) -> exp.Expression:
+    """Spark's cast of an ANSI interval to a string, by the fields of its type (``spark_year_month_text``,
+    ``spark_day_time_text``)."""
+    if start in ("YEAR", "MONTH"):
+        fields = start if start == end else f"{start} TO {end}"
+        return _sql("spark_year_month_text(_x, _f)", x=node, f=exp.Literal.string(fields))
+    return _sql("spark_day_time_text(_x, _s, _e)", x=node, s=exp.Literal.string(start), e=exp.Literal.string(end))
+
+
 # a string as StringUtils.isTrueString/isFalseString; a number or timestamp: not zero; a date NULL
 _to_boolean = _by_template({"string": "spark_str_to_boolean(_x)", "timestamp": "epoch_us(_x) <> 0", "date": None}, "_x <> 0")
 
@@ -401,6 +430,21 @@ def casts_as_spark_does(tree: exp.Expression) -> None:
 
 
 # -- result types -------------------------------------------------------------------------------------
+
+_TEXT_OF = ("timestamp", "date", "fractional", "decimal", "boolean", "integral")
+
+
+def concatenation_casts_to_string(tree: exp.Expression) -> None:
+    """``concat``, ``||`` and ``concat_ws`` cast an argument of another simple type to a string as
+    Spark's CAST does (its ImplicitTypeCasts): a timestamp as ``2020-01-01 10:11:12.5`` in the session
+    time zone (DuckDB's own cast appends the offset), a double as Java writes it."""
+    for node in list(tree.find_all(exp.Concat, exp.DPipe, exp.ConcatWs)):
+        arguments = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+        for argument in arguments:
+            t = spark_type(argument)
+            if kind(t) in _TEXT_OF:
+                argument.replace(spark_cast(argument.copy(), STRING, t))
+
 
 def _call_of(aggregate: exp.Expression) -> exp.Expression:
     """The whole call of an aggregate: with its FILTER and OVER clauses, which come after it."""
@@ -612,6 +656,10 @@ def _arithmetic(node, left, right, lt, rt, result) -> exp.Expression:
 
     if isinstance(node, exp.Anonymous):  # pmod
         return sql("spark_pmod(_l, _r)") if kind(result) != "decimal" else _try(sql("spark_pmod(_l, _r)"), result, move=True)
+    if isinstance(node, exp.Sub) and kind(rt) == "date" and interval_fields(result) == ("DAY", "DAY"):
+        # Spark's SubtractDates: the days between, a string or NULL read as a date
+        since = left if kind(lt) == "date" else spark_cast(left, build("DATE"), lt)
+        return _sql("to_days(CAST(_l - _r AS INTEGER))", move=True, l=since, r=right)
     if result is None:  # types not known here: DuckDB's arithmetic, but NULL for a zero divisor
         if isinstance(node, (exp.Mod, exp.IntDiv)):
             node.set("expression", _sql("NULLIF(_r, 0)", move=True, r=right))
@@ -809,6 +857,6 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     literals_as_spark_reads_them, casts_as_spark_does, datetime_strings_as_spark_reads_them,
-    arithmetic_as_spark_does, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
+    arithmetic_as_spark_does, concatenation_casts_to_string, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
     in_lists_as_spark_does, unions_widen_as_spark_does,
 )

@@ -10,8 +10,8 @@ Spark's NULL rules (``exists`` is three-valued, ``array_contains(array(1, null),
 are kept by the macros.
 
 What the argument's type decides (``reverse``/``explode`` of an array or of a map, the element
-type of ``sequence``) is only known here for literals and function results; a *column* of a map
-type given to ``explode`` fails in DuckDB with a clear error rather than giving another answer.
+type of ``sequence``, ``element_at(array, 0)``) is read from its form (a literal, a function's
+result) or from Spark's type of it (``sql_types.spark_type``: a table's column).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from .sql_types import kind, spark_type, wider_integral
 
 MACROS: dict[str, str] = {
     # Spark's three-valued exists/forall: true/false when decided, NULL when a NULL left it open
@@ -360,7 +361,9 @@ ARRAY_RESULTS = (exp.Array, exp.ArrayConcat, exp.Split, exp.RegexpSplit, exp.Arr
 
 
 def _is_array(node: exp.Expression) -> bool:
-    """Whether ``node`` is syntactically an array (a literal, or a function that returns one)."""
+    """Whether ``node`` is an array: by its form (a literal, a function that returns one) or its type."""
+    if _typed(node, exp.DataType.Type.ARRAY):
+        return True
     if isinstance(node, exp.Cast):
         return node.to.is_type(exp.DataType.Type.ARRAY)
     if isinstance(node, exp.Anonymous):
@@ -369,9 +372,16 @@ def _is_array(node: exp.Expression) -> bool:
     return isinstance(node, ARRAY_RESULTS)
 
 
+def _typed(node: exp.Expression, t: exp.DataType.Type) -> bool:
+    """Whether Spark's type of ``node`` is known to be of the kind ``t`` (ARRAY, MAP)."""
+    known = spark_type(node)
+    return known is not None and known.this == t
+
+
 def _sequence(node: exp.Expression, args: list[exp.Expression]) -> None:
-    """Spark's ``sequence``: counts down when start > stop; INT elements for INT bounds (known
-    here for integer literals), DATE elements for dates (a date literal, ``to_date``, a cast)."""
+    """Spark's ``sequence``: counts down when start > stop; the bounds' integral type for the
+    elements (INT for integer literals; DuckDB's is BIGINT), DATE elements for dates (a date
+    literal, ``to_date``, a cast, a date column)."""
     dates = any(_is_date(a) for a in args[:2])
     if len(args) == 2:
         call = _call("spark_sequence_dates" if dates else "spark_sequence", args[0].copy(), args[1].copy())
@@ -383,6 +393,12 @@ def _sequence(node: exp.Expression, args: list[exp.Expression]) -> None:
         node.replace(exp.Cast(this=call, to=exp.DataType.build("DATE[]", dialect="duckdb")))
     elif all(_int_literal(a) for a in args):
         node.replace(exp.Cast(this=call, to=exp.DataType.build("INT[]", dialect="duckdb")))
+    elif all(kind(spark_type(a)) == "integral" for a in args):
+        element = spark_type(args[0])
+        for a in args[1:]:
+            element = wider_integral(element, spark_type(a))
+        node.replace(exp.Cast(this=call, to=exp.DataType(this=exp.DataType.Type.ARRAY, nested=True,
+                                                          expressions=[element.copy()])))
     else:
         node.replace(call)
 
@@ -393,6 +409,8 @@ def _int_literal(node: exp.Expression) -> bool:
 
 
 def _is_date(node: exp.Expression) -> bool:
+    if kind(spark_type(node)) == "date":
+        return True
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return node.to.is_type(exp.DataType.Type.DATE)
     return isinstance(node, (exp.TsOrDsToDate, exp.StrToDate, exp.DateFromParts, exp.CurrentDate)) or (
@@ -469,6 +487,8 @@ MAP_RESULTS = (exp.Map, exp.VarMap, exp.MapFromEntries, exp.StrToMap, exp.ToMap)
 
 
 def _is_map(node: exp.Expression) -> bool:
+    if _typed(node, exp.DataType.Type.MAP):
+        return True
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return node.to.is_type(exp.DataType.Type.MAP)
     if isinstance(node, exp.Anonymous):

@@ -26,23 +26,12 @@ from ..errors import MLSQLError
 from . import datetime_patterns as patterns
 
 MACROS: dict[str, str] = {
-    # Spark's cast of a string to DATE: trimmed 'yyyy', 'yyyy-[m]m', 'yyyy-[m]m-[d]d' and anything after
-    # a space or 'T'; anything else, or a day that does not exist, is NULL.
-    "spark_ymd_date": """(parts) AS try(make_date(CAST(parts[1] AS INT), CAST(coalesce(parts[2], '1') AS INT),
-                                                  CAST(coalesce(parts[3], '1') AS INT)))""",
-    "spark_string_date": r"""(s) AS CASE WHEN regexp_full_match(trim(s), '[+-]?\d{4,}(-\d{1,2}(-\d{1,2}([ T].*)?)?)?')
-        THEN spark_ymd_date(string_split(regexp_extract(trim(s), '^[+-]?\d{4,}(-\d{1,2}){0,2}'), '-')) END""",
-    "spark_date": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_string_date(CAST(x AS VARCHAR))
+    # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
+    "spark_date": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_str_to_date(CAST(x AS VARCHAR))
                                ELSE TRY_CAST(x AS DATE) END""",
-    # Spark's cast of a string to TIMESTAMP: 'yyyy' and 'yyyy-[m]m' too; a zone or offset after the time
-    # (with or without a space) names the instant, else the wall time is in the session time zone.
-    "spark_string_timestamp": r"""(s) AS TRY_CAST(CASE
-        WHEN regexp_full_match(trim(s), '\d{4}') THEN trim(s) || '-01-01'
-        WHEN regexp_full_match(trim(s), '\d{4}-\d{1,2}') THEN trim(s) || '-01'
-        ELSE regexp_replace(trim(s), '(\d)([A-Za-z]{2}[A-Za-z_/+:0-9-]*)$', '\1 \2') END AS TIMESTAMPTZ)""",
     # Spark's implicit cast to TIMESTAMP: a number is seconds since the epoch. (Untyped, with typeof
     # folded when DuckDB binds, because other macros call it with their own untyped parameters.)
-    "spark_timestamp": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_string_timestamp(CAST(x AS VARCHAR))
+    "spark_timestamp": """(x) AS CASE WHEN typeof(x) = 'VARCHAR' THEN spark_str_to_timestamp(CAST(x AS VARCHAR))
         WHEN typeof(x) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'HUGEINT', 'FLOAT', 'DOUBLE')
              OR typeof(x) LIKE 'DECIMAL%' THEN to_timestamp(TRY_CAST(x AS DOUBLE))
         ELSE TRY_CAST(x AS TIMESTAMPTZ) END""",
@@ -84,14 +73,12 @@ MACROS: dict[str, str] = {
     "spark_plus_time_interval": """(x DATE, i INTERVAL) AS CAST(x AS TIMESTAMPTZ) + i, (x TIMESTAMP, i INTERVAL) AS x + i,
                                    (x TIMESTAMPTZ, i INTERVAL) AS x + i, (x VARCHAR, i INTERVAL) AS spark_timestamp(x) + i""",
     # Spark's cast of a timestamp to a string: 'yyyy-MM-dd HH:mm:ss' in the session time zone and the
-    # fraction without its trailing zeros, no offset (DuckDB's cast appends one); an interval is refused
-    # (its text depends on its Spark type's fields, which DuckDB's one INTERVAL type does not keep);
-    # other types as DuckDB casts
-    "spark_timestamp_text": """(x) AS strftime(x, '%Y-%m-%d %H:%M:%S')
-        || CASE WHEN microsecond(x) % 1000000 = 0 THEN '' ELSE '.' || rtrim(strftime(x, '%f'), '0') END""",
-    "spark_cast_string": """(x TIMESTAMPTZ) AS spark_timestamp_text(x), (x TIMESTAMP) AS spark_timestamp_text(x),
-                            (x DATE) AS CAST(x AS VARCHAR), (x INTERVAL) AS CAST(error('an interval as a string is not '
-                            || 'supported here (Spark writes it by its type''s fields, e.g. INTERVAL ''1-2'' YEAR TO MONTH)')
+    # fraction without its trailing zeros, no offset (DuckDB's cast appends one); an interval whose Spark
+    # type is not known while translating is refused (its text depends on its type's fields, which DuckDB's
+    # one INTERVAL type does not keep: spark_casts writes the known ones); other types as DuckDB casts
+    "spark_cast_string": """(x TIMESTAMPTZ) AS spark_timestamp_to_string(x), (x TIMESTAMP) AS spark_timestamp_to_string(x),
+                            (x DATE) AS CAST(x AS VARCHAR), (x INTERVAL) AS CAST(error('an interval of unknown fields as a string is not '
+                            || 'supported (Spark writes it by its type''s fields, e.g. INTERVAL ''1-2'' YEAR TO MONTH)')
                             AS VARCHAR), (x) AS CAST(x AS VARCHAR)""",
     # from_utc_timestamp/to_utc_timestamp: the wall time read in one zone, shown in the other
     "spark_from_utc_timestamp": """(x, z) AS CAST(timezone(spark_zone(z), timezone('UTC', CAST(spark_timestamp(x) AS TIMESTAMP)))
@@ -498,7 +485,7 @@ def timestamp_literals(tree: exp.Expression) -> None:
     refuses)."""
     for node in list(tree.find_all(exp.Cast)):
         if node.to.is_type(exp.DataType.Type.TIMESTAMPTZ) and isinstance(node.this, exp.Literal) and node.this.is_string:
-            node.replace(_call("spark_string_timestamp", node.this.copy()))
+            node.replace(_call("spark_str_to_timestamp", node.this.copy()))
 
 
 def timestamps_as_text(tree: exp.Expression) -> None:

@@ -27,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
+from .datetime_patterns import strftime_format
 from .spark_collections import gated
 
 T = exp.DataType.Type
@@ -115,29 +116,10 @@ def _options(node: exp.Expression | None, function: str, known: tuple[str, ...])
 
 
 DATETIME_OPTIONS = ("timestampFormat", "dateFormat")
-_PATTERN = re.compile(r"'[^']*'|([A-Za-z])\1*|[^A-Za-z']+")
-_STRFTIME = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "M": "%m", "dd": "%d", "d": "%d", "HH": "%H", "H": "%H",
-             "mm": "%M", "m": "%M", "ss": "%S", "s": "%S", "SSS": "%g", "SSSSSS": "%f", "a": "%p"}
-
-
-def strftime_pattern(pattern: str, function: str) -> str:
-    """A Spark datetime pattern of the common fields (``dd/MM/yyyy HH:mm:ss.SSS``) as a
-    ``strftime``/``strptime`` format; any other field is an error naming it."""
-    out = []
-    for token in (m.group(0) for m in _PATTERN.finditer(pattern)):
-        if token.startswith("'"):
-            out.append(token[1:-1].replace("%", "%%") or "'")
-        elif token[0].isalpha():
-            if token not in _STRFTIME:
-                raise MLSQLError(f"{function}: the datetime pattern field '{token}' of '{pattern}' is not supported")
-            out.append(_STRFTIME[token])
-        else:
-            out.append(token.replace("%", "%%"))
-    return "".join(out)
 
 
 def _datetime_formats(options: dict[str, str], function: str) -> dict[str, str]:
-    return {k: strftime_pattern(v, function) for k, v in options.items() if k in DATETIME_OPTIONS}
+    return {k: strftime_format(v, function) for k, v in options.items() if k in DATETIME_OPTIONS}
 
 
 # -- from_json -------------------------------------------------------------------------------------

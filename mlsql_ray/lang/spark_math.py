@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, cast, hygienic, number
+from .spark_calls import call, cast, hygienic, integer_of, number
 from .spark_collections import gated
-from .sql_types import spark_type
+from .sql_types import MAX_PRECISION, decimal, kind, precision_scale, set_type, spark_type
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _U64 = "18446744073709551615"
@@ -152,6 +152,35 @@ def rounding(tree: exp.Expression) -> None:
             node.replace(_round(node.expressions[0], scale, exp.true()))
 
 
+def ceil_floor_with_scale(tree: exp.Expression) -> None:
+    """``ceil(x, scale)``/``floor(x, scale)`` of a decimal or an integer: a decimal rounded up (down)
+    at 10^-scale, typed as Spark's ``RoundCeil``/``RoundFloor``: DECIMAL(max(p - s + 1, 1 - scale), 0)
+    for a negative scale, else DECIMAL(p - s + 1 + min(s, scale), min(s, scale)). DuckDB has no such
+    function: the value is scaled by an exact decimal power of ten, so no digit goes through a double."""
+    for node in list(tree.find_all(exp.Ceil, exp.Floor)):
+        scale, t = integer_of(node.args.get("decimals")), spark_type(node.this)
+        if scale is None or kind(t) not in ("decimal", "integral"):
+            continue
+        p, s = precision_scale(t)
+        kept = min(s, scale)
+        result = decimal(min(max(p - s + 1, 1 - scale), MAX_PRECISION), 0) if scale < 0 else \
+            decimal(min(p - s + 1 + kept, MAX_PRECISION), kept)
+        if kept >= s:  # nothing to round away
+            node.replace(set_type(exp.Cast(this=node.this, to=result), result))
+            continue
+        power, inverse = f"1{'0' * abs(kept)}", f"0.{'0' * (abs(kept) - 1)}1" if kept else "1"
+        up, down = (power, inverse) if kept >= 0 else (inverse, power)
+        scaled = exp.Mul(this=exp.Paren(this=exp.Cast(this=node.this, to=decimal(p, s))), expression=_decimal_literal(up))
+        rounded = call("ceil" if isinstance(node, exp.Ceil) else "floor", scaled)
+        value = exp.Mul(this=rounded, expression=_decimal_literal(down))
+        node.replace(set_type(exp.Cast(this=value, to=result), result))
+
+
+def _decimal_literal(text: str) -> exp.Expression:
+    """An exact DuckDB decimal (``0.001``; a whole power of ten as DECIMAL(n, 0))."""
+    return exp.Cast(this=exp.Literal.number(text), to=decimal(max(len(text.replace(".", "")), 1), len(text.partition(".")[2])))
+
+
 _INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
                  exp.DataType.Type.BIGINT: 64}
 
@@ -213,6 +242,7 @@ def _math_function(node: exp.Expression) -> exp.Expression | None:
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (logarithms, (exp.Ln, exp.Log), frozenset({"log1p", "expm1"})),
     (rounding, (exp.Round, exp.Rint), frozenset({"bround"})),
+    (ceil_floor_with_scale, (exp.Ceil, exp.Floor), frozenset()),
     (math_functions, (*(k for k in _SIMPLE if isinstance(k, type)), exp.Negative, exp.Sec, exp.Csc),
      frozenset(k for k in _SIMPLE if isinstance(k, str)) | {"e", "positive", "hypot"}),
 ),)

@@ -148,13 +148,55 @@ def wider_integral(a: exp.DataType, b: exp.DataType) -> exp.DataType:
 
 ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv)
 
+INTERVAL_FIELDS = ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND")
+_UNIT_FIELDS = {"WEEK": "DAY", "MILLISECOND": "SECOND", "MICROSECOND": "SECOND"}
+
+
+def interval_type(start: str, end: str) -> exp.DataType:
+    """Spark's ANSI interval type ``INTERVAL start [TO end]`` (``INTERVAL DAY``, ``INTERVAL YEAR TO MONTH``)."""
+    unit = exp.var(start) if start == end else exp.IntervalSpan(this=exp.var(start), expression=exp.var(end))
+    return exp.DataType(this=exp.Interval(unit=unit))
+
+
+def interval_fields(t: exp.DataType | None) -> tuple[str, str] | None:
+    """The (start, end) fields of an ANSI interval type, None for any other type."""
+    unit = t.this.args.get("unit") if t is not None and isinstance(t.this, exp.Interval) else None
+    if isinstance(unit, exp.IntervalSpan):
+        return unit.this.name.upper(), unit.expression.name.upper()
+    return (unit.name.upper(),) * 2 if unit is not None else None
+
+
+def _interval_literal_type(node: exp.Interval) -> exp.DataType | None:
+    """Spark 3.3's type of an interval literal with its unit(s) written after it (``INTERVAL '2' DAY``,
+    ``INTERVAL '1-2' YEAR TO MONTH``); None for one whose units are inside the string."""
+    unit = node.args.get("unit")
+    names = [unit.this, unit.expression] if isinstance(unit, exp.IntervalSpan) else [unit] if unit is not None else []
+    fields = [_UNIT_FIELDS.get(n.name.upper().rstrip("S"), n.name.upper().rstrip("S")) for n in names]
+    if not fields or any(f not in INTERVAL_FIELDS for f in fields):
+        return None
+    return interval_type(fields[0], fields[-1])
+
+
+def _interval_sum_type(left: exp.DataType | None, right: exp.DataType | None) -> exp.DataType | None:
+    """Two ANSI intervals of one family (year-month, day-time) add up to the span of both."""
+    a, b = interval_fields(left), interval_fields(right)
+    if a is None or b is None or (a[0] in ("YEAR", "MONTH")) != (b[0] in ("YEAR", "MONTH")):
+        return None
+    order = [INTERVAL_FIELDS.index(f) for f in (*a, *b)]
+    return interval_type(INTERVAL_FIELDS[min(order)], INTERVAL_FIELDS[max(order)])
+
 
 def arithmetic_type(node: exp.Expression, left: exp.DataType | None, right: exp.DataType | None) -> exp.DataType | None:
     """Spark's type of ``left op right`` (non-ANSI): a string operand counts as a DOUBLE; integers
     stay integers (the wider); a FLOAT with integers stays FLOAT, else DOUBLE; decimals follow
     ``DecimalPrecision``; ``/`` of non-decimals is DOUBLE, ``div`` is BIGINT. None for datetime and
-    interval arithmetic (not this module's) and unknown operands."""
+    most interval arithmetic (not this module's) and unknown operands; a date minus a date is an
+    INTERVAL DAY, an ANSI interval plus or minus one of its family the span of both."""
     kinds = [kind(left), kind(right)]
+    if isinstance(node, exp.Sub) and kinds[1] == "date" and kinds[0] in ("date", "string", "null"):
+        return interval_type("DAY", "DAY")  # Spark's SubtractDates: whole days
+    if isinstance(node, (exp.Add, exp.Sub)) and "other" in kinds:
+        return _interval_sum_type(left, right)
     if None in kinds or any(k not in ("integral", "fractional", "decimal", "string", "null") for k in kinds):
         return None
     left, right = (DOUBLE if k == "string" else t for k, t in zip(kinds, (left, right)))
@@ -397,6 +439,8 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         return exp.DataType(this=T.NULL)
     if isinstance(node, exp.HexString):
         return build("BINARY")
+    if isinstance(node, exp.Interval):
+        return _interval_literal_type(node)
     if isinstance(node, exp.Typeof) or (isinstance(node, exp.Anonymous) and node.name.lower() == "typeof"):
         return STRING
     if isinstance(node, (exp.Paren, exp.Alias, exp.Neg)):

@@ -5,7 +5,7 @@ too (DuckDB has no sparse vectors), and the element-wise functions are list lamb
 everything runs inside DuckDB, vectorised, with no Python call per row. Indices are 0-based as
 in Byzer. A vector prints as Spark prints it (``vec_mk_string``, and the ``byzer_*_string`` macros
 that ``lang.spark_vectors`` puts where a vector is cast to a string), its numbers as Java's
-``Double.toString`` writes them (``byzer_java_double``: DuckDB's shortest digits, in Java's notation).
+``Double.toString`` writes them (``byzer_java_double``: Spark's cast of a double to a string).
 
 Tables remember which of their columns are vectors in the Arrow field metadata ``VECTOR_KEY``
 (``dense`` or ``sparse``; engine/vectors.py)."""
@@ -20,18 +20,8 @@ VECTOR_KEY = b"mlsql.vector"
 
 #: vectors as text, defined first: the vec_* macros below call them
 STRING_MACROS = {
-    # Java's Double.toString: plain from 1e-3 to 1e7, else d.dddE±n, from DuckDB's shortest digits
-    "byzer_scientific": ("sign, digits, e", "sign || left(digits, 1) || '.' || coalesce(nullif(substr(digits, 2), ''), '0') "
-                                            "|| 'E' || CAST(e AS VARCHAR)"),
-    "byzer_scientific_text": ("sign, t", """CASE
-        WHEN contains(t, 'e') THEN byzer_scientific(sign, rtrim(replace(split_part(t, 'e', 1), '.', ''), '0'),
-            CAST(split_part(t, 'e', 2) AS INTEGER) + length(split_part(split_part(t, 'e', 1), '.', 1)) - 1)
-        WHEN split_part(t, '.', 1) <> '0' THEN byzer_scientific(sign, rtrim(replace(t, '.', ''), '0'), length(split_part(t, '.', 1)) - 1)
-        ELSE byzer_scientific(sign, rtrim(ltrim(split_part(t, '.', 2), '0'), '0'),
-            length(ltrim(split_part(t, '.', 2), '0')) - length(split_part(t, '.', 2)) - 1) END"""),
-    "byzer_java_double": ("d", """CASE WHEN isnan(d) THEN 'NaN' WHEN isinf(d) THEN CASE WHEN d > 0 THEN 'Infinity' ELSE '-Infinity' END
-        WHEN d = 0 OR (abs(d) >= 1e-3 AND abs(d) < 1e7) THEN CAST(CAST(d AS DOUBLE) AS VARCHAR)
-        ELSE byzer_scientific_text(CASE WHEN d < 0 THEN '-' ELSE '' END, CAST(abs(CAST(d AS DOUBLE)) AS VARCHAR)) END"""),
+    # Java's Double.toString: Spark's cast of a double to a string (lang.spark_casts' spark_real_to_string)
+    "byzer_java_double": ("d", "spark_real_to_string(CAST(d AS DOUBLE), CAST(CAST(d AS DOUBLE) AS VARCHAR))"),
     # DenseVector.toString: [v0,v1,...]
     DENSE_STRING: ("v", "'[' || array_to_string(list_transform(v, lambda e: byzer_java_double(e)), ',') || ']'"),
     # SparseVector.toString: (size,[indices],[values]), of a dense list's non-zero entries
