@@ -1,6 +1,6 @@
 """The documentation holds together: every relative link of README.md, docs/*.md and bench/README.md
 leads to a file of the checkout (and, with a #fragment, to a heading of that page), and every MLSQL
-example (a ```sql block) parses, its Python cells included. The examples that need a running engine
+example (an ```mlsql block) parses, its Python cells included. The examples that need a running engine
 are run elsewhere: docs/models.md's readers by tests/test_clean_exits.py, docs/cluster.md's
 ``ray start`` by tests/test_cluster.py."""
 
@@ -84,6 +84,14 @@ def test_every_mlsql_example_parses(page: Path, number: int, body: str):
 
 def test_the_tour_has_a_load_a_select_a_python_cell_and_a_save():
     readme = (ROOT / "README.md").read_text()
-    tour = re.search(r"<!-- tests/test_docs.py parses this -->\s*```sql\n(.*?)```", readme, re.S).group(1)
+    tour = re.search(r"<!-- tests/test_docs.py parses this -->\s*```mlsql\n(.*?)```", readme, re.S).group(1)
     kinds = {type(s).__name__ for s in parse(tour)}
     assert {"Load", "Select", "PythonCell", "Save"} <= kinds
+
+
+def test_mlsql_examples_are_fenced_as_mlsql():
+    """Renderers that colour with Pygments (GitHub-style Markdown, MkDocs, Sphinx) pick the lexer by
+    the fence's language: MLSQL examples say ``mlsql`` (issue 28)."""
+    fenced_as_sql = [(page.name, n) for page in PAGES for n, (lang, body) in enumerate(FENCE.findall(page.read_text()))
+                     if lang == "sql"]
+    assert fenced_as_sql == []
