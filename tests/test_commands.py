@@ -262,6 +262,7 @@ def test_kill_stops_a_python_cell_on_the_driver(session: Session):
         time.sleep(0.02)
     job = session.jobs.running()[0]
     session.execute(f"!kill {job.id};")
+    sent.touch()
     worker.join(60)
     assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"
     assert session.execute("select 1 as a as after;")[0].table.to_pylist() == [{"a": 1}]
@@ -400,14 +401,16 @@ def test_kill_lands_even_when_the_first_one_is_lost_in_a_gc_callback(session: Se
     "ignored" and dropped by Python; the killed cell must stop all the same (it ran on, in CI)."""
     import time
 
-    marker = tmp_path / "in-callback"
+    marker, sent = tmp_path / "in-callback", tmp_path / "kill-sent"
     code = f"""--%python
 import gc, pathlib, time
 
 def slow_once(phase, info):
     if phase == "start" and not pathlib.Path({str(marker)!r}).exists():
         pathlib.Path({str(marker)!r}).touch()
-        time.sleep(1)  # the kill arrives here
+        deadline = time.monotonic() + 120
+        while not pathlib.Path({str(sent)!r}).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the kill arrives here: !kill raised it before {sent.name} was written
 
 gc.callbacks.append(slow_once)
 try:
@@ -423,5 +426,6 @@ finally:
         time.sleep(0.02)
     job = session.jobs.running()[0]
     session.execute(f"!kill {job.id};")
+    sent.touch()
     worker.join(60)
     assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"
