@@ -16,7 +16,7 @@ finish without error; where the doc shows the result, the result is checked. Aro
   (``FILES``: files no MLSQL statement can make, such as a workbook of several sheets);
 - ``DOC_TABLES``: blocks whose result is compared with the table the doc prints after them (a
   markdown table or Spark's ``show()`` text, read from the page; ``THEN``: blocks run after the
-  block to make that table);
+  block to make that table); ``PRINTS``: what the doc says a block prints;
 - ``EXPECT`` / ``EXPECT_ERROR``: the result table (named, or "" for the table of the block's last
   statement, e.g. a ``!profiler sql``) the doc shows in other ways (prose, a picture), or the error; ``TRAINED`` / ``CHECK_ROWS``: what
   is certain of a train's result or a prediction, as scikit-learn's figures differ from Spark's;
@@ -512,6 +512,9 @@ DOC_TABLES: dict[str, tuple[str, str, str]] = {
     "extension/et/TreeBuildExt.md#3": ("result", "", "any order"),
 }
 
+# what the doc says the block prints ("该语句输出为 `====1`"): one of its statements' messages
+PRINTS: dict[str, str] = {"grammar/branch_statement.md#9": "====1"}
+
 # blocks to run after the block, in the same session, before its result is compared
 THEN: dict[str, list[str]] = {"extension/et/TableRepartition.md#5": ["#4"]}
 
@@ -617,6 +620,8 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
             assert session.table(table).to_pylist() in (rows_of(started), rows_of(dt.date.today()))
         if key in DOC_TABLES:
             _check_printed(session, key, results[-1])
+        if key in PRINTS:
+            assert PRINTS[key] in [result.message for result in results], [result.message for result in results]
         if key in EXPECT:
             table, expected = EXPECT[key]
             assert (session.table(table) if table else results[-1].table).to_pylist() == expected
@@ -630,7 +635,7 @@ def test_doc_example(key, tmp_path, monkeypatch, request):
 
 def test_the_lists_name_real_blocks_and_agree():
     """Every key names a block of the pages, and no block is both skipped and expected to run."""
-    for listing in (AFTER, GIVEN, EXPECT, DATED, DOC_TABLES, THEN, EXPECT_ERROR, SKIP, UNSUPPORTED, NOT_YET, NEEDS_RAY, ONE_REQUEST, TRAINED, CHECK_ROWS,
+    for listing in (AFTER, GIVEN, EXPECT, DATED, DOC_TABLES, THEN, PRINTS, EXPECT_ERROR, SKIP, UNSUPPORTED, NOT_YET, NEEDS_RAY, ONE_REQUEST, TRAINED, CHECK_ROWS,
                     ALG_INDICES, FILES):
         assert set(listing) <= set(BLOCKS), set(listing) - set(BLOCKS)
     assert not set(SKIP) & set(NOT_YET)
