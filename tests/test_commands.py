@@ -262,7 +262,6 @@ def test_kill_stops_a_python_cell_on_the_driver(session: Session):
         time.sleep(0.02)
     job = session.jobs.running()[0]
     session.execute(f"!kill {job.id};")
-    sent.touch()
     worker.join(60)
     assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"
     assert session.execute("select 1 as a as after;")[0].table.to_pylist() == [{"a": 1}]
