@@ -23,7 +23,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # tests that cost under a second keep their fixed budgets.
 settings.register_profile("ci", max_examples=100)
 settings.register_profile("dev", max_examples=10)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() in ("1", "true") else "dev"))
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
 
 
 def examples(full: int) -> int:
@@ -37,7 +38,8 @@ SLOW_FIXTURES = {"mnist_servers", "mnist_trained"}
 
 # Tests that need a Debian package (scripts/system-packages.sh installs both when ./test.sh runs
 # as root): (what they are, how to tell them, how to get and run them). A run where they skipped
-# ends by saying so, after pytest's own last line, so nobody takes the green bar for all of it.
+# ends by saying so, after pytest's own last line, so nobody takes the green bar for all of it;
+# with CI=true (.ci/run, which installs both) such a skip is a failure: CI must run them.
 NEEDS_PACKAGE = {
     "browser": ("the browser test", lambda item: item.path.name == "test_browser.py",
                 "apt-get install chromium && ./test.sh tests/test_browser.py"),
@@ -56,6 +58,18 @@ def pytest_collection_modifyitems(config, items):
         for key, (_, needs, _) in NEEDS_PACKAGE.items():
             if needs(item):
                 _needs[item.nodeid] = key
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With CI=true, a test of ``NEEDS_PACKAGE`` that skipped (no PostgreSQL, no Chromium) fails."""
+    outcome = yield
+    report = outcome.get_result()
+    if IN_CI and report.skipped and not hasattr(report, "wasxfail") and item.nodeid in _needs:
+        what, _, command = NEEDS_PACKAGE[_needs[item.nodeid]]
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"CI=true, but {what} skipped ({reason}): CI must run them ({command})"
 
 
 def pytest_unconfigure(config):

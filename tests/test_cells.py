@@ -677,7 +677,7 @@ def test_python_syntax_error_has_the_cell_line(ray_session: Session):
 
 
 def test_session_goes_on_after_a_failing_cell(mnist: Session):
-    with pytest.raises(MLSQLError):
+    with pytest.raises(MLSQLError, match=r"RuntimeError: boom"):
         mnist.execute(cell("raise RuntimeError('boom')", input="mnist", output="mnist2"))
     assert "mnist2" not in mnist.catalog
     run_cell(mnist, """

@@ -187,7 +187,7 @@ def test_profiler_sql_explain_conf(session: Session):
 def test_show_jobs_lists_recent_statements_without_secrets(session: Session):
     """jobContent is the statement as written: variables unresolved, secret options and set values as ***."""
     session.execute('set pwd = "hunter2" where scope="session";')
-    with pytest.raises(MLSQLError):  # nothing listens there: the statement fails, the job is listed as failed
+    with pytest.raises(MLSQLError, match=r"cannot connect to jdbc:postgresql://127\.0\.0\.1:1/x: .*Connection refused"):  # nothing listens there: the statement fails, the job is listed as failed
         session.execute('connect jdbc where url="jdbc:postgresql://127.0.0.1:1/x" and user="u" and password="${pwd}" as db;\n'
                         'load jdbc.`db.t` where password="hunter2" as t;')
     session.execute('select 1 as a as one;\n!python env "API_TOKEN=hunter2";')
@@ -400,14 +400,16 @@ def test_kill_lands_even_when_the_first_one_is_lost_in_a_gc_callback(session: Se
     "ignored" and dropped by Python; the killed cell must stop all the same (it ran on, in CI)."""
     import time
 
-    marker = tmp_path / "in-callback"
+    marker, sent = tmp_path / "in-callback", tmp_path / "kill-sent"
     code = f"""--%python
 import gc, pathlib, time
 
 def slow_once(phase, info):
     if phase == "start" and not pathlib.Path({str(marker)!r}).exists():
         pathlib.Path({str(marker)!r}).touch()
-        time.sleep(1)  # the kill arrives here
+        deadline = time.monotonic() + 120
+        while not pathlib.Path({str(sent)!r}).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the kill arrives here: !kill raised it before {sent.name} was written
 
 gc.callbacks.append(slow_once)
 try:
@@ -423,5 +425,6 @@ finally:
         time.sleep(0.02)
     job = session.jobs.running()[0]
     session.execute(f"!kill {job.id};")
+    sent.touch()
     worker.join(60)
     assert not worker.is_alive() and outcome["error"].message == f"job {job.id} was killed (!kill {job.id})"

@@ -111,7 +111,7 @@ def test_unregister_removes_the_function_and_its_actors(model_session):
 # -- bad input: one clear error, nothing half-registered --------------------------------------
 
 def _no_function(session, name: str) -> None:
-    with pytest.raises(MLSQLError):
+    with pytest.raises(MLSQLError, match=rf"Scalar Function with name {name} does not exist"):  # DuckDB's words
         session.execute(f"select {name}(image) as p from mnist_test as x;")
     assert eventually(lambda: alive_actors("Predictor") == [])
 
