@@ -345,8 +345,14 @@ def array_functions(tree: exp.Expression) -> None:
             node.replace(_arrays_zip(args))
     for node in list(tree.find_all(exp.Bracket)):  # element_at(array, 0)
         index = node.expressions[0] if len(node.expressions) == 1 else None
-        if node.args.get("offset") == 1 and isinstance(index, exp.Literal) and index.this == "0" and _is_array(node.this):
-            raise MLSQLError("element_at: SQL array indices start at 1")
+        if node.args.get("offset") != 1 or index is None or not _is_array(node.this):
+            continue
+        if isinstance(index, exp.Literal):
+            if index.this == "0":
+                raise MLSQLError("element_at: SQL array indices start at 1")
+        elif not isinstance(index, exp.Neg):  # an index known only per row: 0 fails the query, as in Spark
+            failed = exp.Anonymous(this="error", expressions=[exp.Literal.string("element_at: SQL array indices start at 1")])
+            node.replace(exp.Case().when(exp.EQ(this=index.copy(), expression=exp.Literal.number(0)), failed).else_(node.copy()))
 
 
 def _args(node: exp.Expression) -> list[exp.Expression]:
