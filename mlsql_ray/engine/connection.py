@@ -6,6 +6,7 @@ connect."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -27,15 +28,23 @@ def new_connection() -> duckdb.DuckDBPyConnection:
         con.execute(statement)
     # DuckDB draws its progress bar on stdout for queries over 2 s: only a person at a terminal
     # wants it (in a batch run's log or pipe, and in a notebook, it is noise)
-    con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")
+    try:
+        con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")
+    except duckdb.InvalidInputException:
+        pass  # inside Jupyter DuckDB refuses any change of it without ipywidgets; its default there is no bar
     spark_text.register(con)
     return con
 
 
 def _on_a_terminal() -> bool:
+    """Whether this process writes to a person's terminal: its real stdout is one, and it is not a
+    Jupyter kernel (whose stdout may be the server's terminal; DuckDB would draw its bar there
+    with ipywidgets, and fails without them)."""
+    if "ipykernel" in sys.modules:
+        return False
     try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):  # replaced or closed
+        return os.isatty(sys.__stdout__.fileno())
+    except (AttributeError, ValueError, OSError):  # no real stdout, or closed
         return False
 
 
