@@ -84,8 +84,10 @@ def shape(name: str) -> Shape | None:
 
 def _measure(node: exp.Expression, params: list[str]) -> tuple[int, dict[str, int]]:
     """The expansion's size of ``node`` and how many copies of each of ``params`` it holds."""
-    if isinstance(node, exp.Column) and not node.table and node.name in params:
-        return 1, {node.name: 1}
+    if isinstance(node, exp.Column):
+        named = node.table or node.name  # p.field reads parameter p too
+        if named in params:
+            return 1, {named: 1}
     inner = shape(node.name.lower()) if isinstance(node, exp.Anonymous) else None
     if inner is not None:
         size, copies = inner.size, {}

@@ -68,7 +68,10 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         WHEN p.sign = '-' THEN TRY_CAST(lpad(CAST(CAST(p.y AS INTEGER) + 1 AS VARCHAR), 4, '0') || '-'
             || coalesce(nullif(p.m, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1') || ' (BC)' AS DATE)
         ELSE TRY_CAST(p.y || '-' || coalesce(nullif(p.m, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1') AS DATE) END""",
-    "spark_str_to_date": f"""(s) AS spark_date_of(regexp_extract(spark_trim_all(s), '{DATE_TEXT}', ['sign', 'y', 'm', 'd']))""",
+    # (the text's parts computed once, through a one-element list: a macro's argument is copied
+    # wherever its body names it, and the parts are named 10-22 times)
+    "spark_str_to_date": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{DATE_TEXT}', ['sign', 'y', 'm', 'd'])],
+        lambda p: spark_date_of(p))[1]""",
     # DateTimeUtils.stringToTimestamp (TIMESTAMP_TEXT's parts), in the session time zone unless the text has one
     "spark_timestamp_of": """(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
         WHEN p.z <> '' AND p.s = '' AND p.ts = '' THEN NULL
@@ -79,8 +82,8 @@ MACROS: dict[str, str] = {  # each after the macros it calls
             || ':' || lpad(coalesce(nullif(p.s || p.ts, ''), '0'), 2, '0')
             || '.' || rpad(left(p.f || p.tf, 6), 6, '0')
             || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' OR left(p.z, 1) IN ('+', '-') THEN p.z ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
-    "spark_str_to_timestamp": f"""(s) AS spark_timestamp_of(regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
-        ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z']))""",
+    "spark_str_to_timestamp": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
+        ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z'])], lambda p: spark_timestamp_of(p))[1]""",
     # Java's narrowing of integers: the low bits, as two's complement (the remainder first, so that
     # nothing on the way overflows the argument's own type)
     "spark_wrap_tinyint": "(x) AS CAST((x % 256 + 384) % 256 - 128 AS TINYINT)",
