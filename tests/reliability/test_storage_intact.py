@@ -29,7 +29,7 @@ from mlsql_ray import MLSQLError, Session
 
 BIG_ROWS = 3_000_000
 ROW_BYTES = 200
-STREAMING_S = 0.3  # into the write; streaming 600 MB into deltalake takes a few seconds
+STREAMING_S = 0.1  # into the write; streaming 600 MB into deltalake takes a few seconds
 SCHEMA = pa.schema([("id", pa.int64()), ("payload", pa.binary())])
 
 
@@ -121,6 +121,14 @@ def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, b
     path, run = start_big_save(tmp_path, big_parquet)
     try:
         before = snapshot(path)
+        # the write has begun once deltalake opens its first file in the table's folder (the source
+        # being open and deltalake's runtime running can both come before it: an interrupt there
+        # raced the write's start, and twice in full runs the run then ended "saved", exit 0)
+        deadline = time.monotonic() + 120
+        while not set(os.listdir(path)) - before["files"]:
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline, "the save never began writing"
+            time.sleep(0.002)
         time.sleep(STREAMING_S)
         assert reading(run.pid, big_parquet) and run.poll() is None, "the save ended before the interrupt"
         inside_save = time.monotonic()
