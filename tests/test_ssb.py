@@ -4,33 +4,26 @@ the same parquet files by itself."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from mlsql_ray import Session, parse
-from mlsql_ray.lang import ast
+from mlsql_ray import Session
 
-SSB = Path(__file__).resolve().parent / "fixtures" / "ssb"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from bench_ssb import SSB, duckdb_views, script  # noqa: E402 - the benchmark's reading of a script, checked here
+
 SCRIPTS = sorted((SSB / "scripts").glob("*.byzer"))
-
-
-def script_text(path: Path) -> str:
-    """The script with its home-folder paths (``/ssb/...``) made absolute."""
-    return path.read_text().replace("`/ssb/", f"`{SSB / 'data'}/")
 
 
 def by_duckdb(text: str) -> tuple[str, list[tuple]]:
     """The script's last table, computed by DuckDB alone from the same files and SQL."""
+    views, last = duckdb_views(text)
     con = duckdb.connect()
-    last = None
-    for statement in parse(text):
-        if isinstance(statement, ast.Load):
-            con.execute(f"CREATE VIEW {statement.table} AS SELECT * FROM read_parquet('{statement.path}')")
-        elif isinstance(statement, ast.Select):
-            con.execute(f"CREATE VIEW {statement.table} AS {statement.sql}")
-            last = statement.table
+    for statement in views:
+        con.execute(statement)
     return last, con.sql(f"SELECT * FROM {last}").fetchall()
 
 
@@ -41,7 +34,7 @@ def test_there_are_13_scripts_three_with_byzers_results():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
 def test_an_ssb_script_gives_byzers_and_duckdbs_answer(path: Path, tmp_path: Path):
-    text = script_text(path)
+    text = script(path)
     table, expected = by_duckdb(text)
     with Session(warehouse=tmp_path) as session:
         session.execute(text, str(path))  # an !assert that fails raises
