@@ -25,7 +25,7 @@ from traitlets import Unicode
 
 from . import lang, progress
 from .errors import MLSQLError
-from .kernel.kernel import _Interrupts
+from .interrupts import Interrupts
 from .lang import ast
 from .present import ProgressPresenter, present_error, present_result
 
@@ -66,7 +66,6 @@ class MLSQLMagic(Magics):
         super().__init__(shell=shell, **kwargs)
         self._session = None
         self._session_settings = None
-        self._interrupted = False  # set by _Interrupts, as in the mlsql kernel
         self._failed: tuple[BaseException, str] | None = None  # the error and the code it is in
 
     def session(self, warehouse: str | None, ray_address: str | None):
@@ -123,8 +122,9 @@ class MLSQLMagic(Magics):
                 handle[view.key].update(view.bundle(), raw=True)
 
         self._failed = None
+        interrupts = Interrupts()
         try:
-            with _Interrupts(self) as interrupts, progress.reporting_to(show_progress):
+            with interrupts, progress.reporting_to(show_progress):
                 interrupts.connection = session.con
                 for result in session.run(lang.parse(code)):
                     last = result
@@ -132,7 +132,7 @@ class MLSQLMagic(Magics):
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            if self._interrupted:  # a DuckDB query cancelled by the interrupt ends as an error
+            if interrupts.interrupted:  # a DuckDB query cancelled by the interrupt ends as an error
                 raise KeyboardInterrupt from exc
             self._failed = (exc, code)
             raise

@@ -2,7 +2,7 @@
 jupyter_client (execute/reply/iopub sequences, errors, interrupts, completion, inspection),
 jupyter_kernel_test's protocol checks, and every notebook in notebooks/ run by nbclient.
 
-The kernelspec used is this checkout's (``kernel/kernel.json`` written for this venv's Python into a
+The kernelspec used is this checkout's (``mlsql_ray/kernel/spec/kernel.json`` written for this venv's Python into a
 temporary JUPYTER_PATH), so the tests run the code under test whatever else is installed.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from mlsql_ray.kernel import assist
-from mlsql_ray.kernel.install import KERNEL_JSON
+from mlsql_ray.kernel.install import SPEC_DIR, shipped_spec
 
 from kernel_helpers import INTERRUPTIBLE, TRAIN_CELL, Kernel, checkout_kernelspec, notebooks, prints, shown
 
@@ -94,16 +94,15 @@ def test_importing_ray_writes_nothing_to_stderr(kernelspec, tmp_path):
 
 
 def test_kernelspec_files_agree():
-    """kernel/kernel.json (what pip ships) is the installer's spec, and names what SPEC.md says."""
-    shipped = json.loads((ROOT / "kernel" / "kernel.json").read_text())
-    assert shipped == KERNEL_JSON
+    """The one kernelspec source is what pip ships as wheel data and names what SPEC.md says."""
+    shipped = shipped_spec()
     assert shipped["display_name"] == "MLSQL (Ray)"
     assert shipped["argv"] == ["python", "-m", "mlsql_ray.kernel", "-f", "{connection_file}"]
     assert shipped["interrupt_mode"] == "signal"
     data_files = (ROOT / "pyproject.toml").read_text()
     assert '"share/jupyter/kernels/mlsql"' in data_files
     for name in ("kernel.json", "logo-32x32.png", "logo-64x64.png"):
-        assert (ROOT / "kernel" / name).is_file() and f'"kernel/{name}"' in data_files
+        assert (SPEC_DIR / name).is_file() and f'"mlsql_ray/kernel/spec/{name}"' in data_files
 
 
 def test_install_command(tmp_path):
@@ -112,7 +111,7 @@ def test_install_command(tmp_path):
     assert done.returncode == 0, done.stderr
     spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "mlsql"
     spec = json.loads((spec_dir / "kernel.json").read_text())
-    assert spec["argv"][0] == sys.executable and spec["argv"][1:] == KERNEL_JSON["argv"][1:]
+    assert spec["argv"][0] == sys.executable and spec["argv"][1:] == shipped_spec()["argv"][1:]
     assert spec["display_name"] == "MLSQL (Ray)"
     assert (spec_dir / "logo-64x64.png").is_file()
     assert "Installed" in done.stdout
@@ -121,7 +120,8 @@ def test_install_command(tmp_path):
 @pytest.mark.slow  # pip builds the whole project's wheel (seconds); the fast tier checks the kernelspec
 # files themselves (test_kernelspec_files_agree) and their installation (test_install_command)
 def test_wheel_ships_the_kernelspec(tmp_path):
-    """``pip install`` puts kernel/ into share/jupyter/kernels/mlsql/ (wheel data), the MLSQL mode into
+    """``pip install`` puts the kernelspec into share/jupyter/kernels/mlsql/ (wheel data) and into the
+    package (where ``python -m mlsql_ray.kernel install`` reads it), the MLSQL mode into
     share/jupyter/labextensions/mlsql-ray-lang/, and declares the Pygments lexer (tests/test_highlight.py)."""
     pytest.importorskip("setuptools")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -135,6 +135,7 @@ def test_wheel_ships_the_kernelspec(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     data = [n for n in names if ".data/data/share/jupyter/kernels/mlsql/" in n]
     assert {Path(n).name for n in data} >= {"kernel.json", "logo-32x32.png", "logo-64x64.png"}
+    assert {"mlsql_ray/kernel/spec/kernel.json", "mlsql_ray/kernel/spec/logo-64x64.png"} <= set(names)
     labextension = {n.split(".data/data/share/jupyter/labextensions/mlsql-ray-lang/")[1] for n in names
                     if ".data/data/share/jupyter/labextensions/mlsql-ray-lang/" in n}
     bundle = ROOT / "labextension" / "mlsql-ray-lang"

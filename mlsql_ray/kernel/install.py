@@ -1,8 +1,8 @@
 """``python -m mlsql_ray.kernel install [--user | --sys-prefix | --prefix DIR]``: register the
 ``mlsql`` kernelspec with Jupyter (``pip install`` already does, as wheel data).
 
-The spec written here is ``kernel/kernel.json`` (the file pip ships) with this Python as argv[0],
-plus the logos found beside it.
+The spec has one source, ``spec/`` beside this module: pip ships those files as wheel data, and
+the spec written here is the same ``kernel.json`` with this Python as argv[0], plus the logos.
 """
 
 from __future__ import annotations
@@ -16,38 +16,23 @@ import tempfile
 from pathlib import Path
 
 KERNEL_NAME = "mlsql"
-KERNEL_JSON = {
-    "argv": ["python", "-m", "mlsql_ray.kernel", "-f", "{connection_file}"],
-    "display_name": "MLSQL (Ray)",
-    "language": "mlsql",
-    "interrupt_mode": "signal",
-    "env": {"TF_CPP_MIN_LOG_LEVEL": "2"},
-    "metadata": {"debugger": False},
-}
+SPEC_DIR = Path(__file__).resolve().parent / "spec"
 LOGOS = ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg")
 
 
-def _logo_dir() -> Path | None:
-    """Where the logos are: the source tree's kernel/ or an installed kernelspec's folder."""
-    here = Path(__file__).resolve()
-    candidates = [here.parents[2] / "kernel", Path(sys.prefix) / "share" / "jupyter" / "kernels" / KERNEL_NAME]
-    for folder in candidates:
-        if (folder / LOGOS[0]).is_file():
-            return folder
-    return None
+def shipped_spec() -> dict:
+    """The kernelspec as pip ships it (argv[0] is ``python``)."""
+    return json.loads((SPEC_DIR / "kernel.json").read_text())
 
 
 def write_spec(folder: Path, python: str = sys.executable) -> Path:
     """Write kernel.json (argv[0] = ``python``) and the logos into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    spec = json.loads(json.dumps(KERNEL_JSON))
+    spec = shipped_spec()
     spec["argv"][0] = python
     (folder / "kernel.json").write_text(json.dumps(spec, indent=2) + "\n")
-    logos = _logo_dir()
-    if logos is not None:
-        for name in LOGOS:
-            if (logos / name).is_file():
-                shutil.copy(logos / name, folder / name)
+    for name in LOGOS:
+        shutil.copy(SPEC_DIR / name, folder / name)
     return folder
 
 
@@ -75,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         write_spec(Path(tmp) / KERNEL_NAME)
         dest = KernelSpecManager().install_kernel_spec(str(Path(tmp) / KERNEL_NAME), KERNEL_NAME,
                                                        user=user, prefix=prefix)
-    print(f"Installed the {KERNEL_JSON['display_name']} kernelspec '{KERNEL_NAME}' in {dest}")
+    print(f"Installed the {shipped_spec()['display_name']} kernelspec '{KERNEL_NAME}' in {dest}")
     return 0
 
 

@@ -26,8 +26,6 @@ answered its first ``kernel_info_request``, and Ray and TensorFlow only when a c
 
 from __future__ import annotations
 
-import signal
-import socket
 import sys
 import threading
 import time
@@ -37,6 +35,7 @@ from ipykernel.kernelbase import Kernel
 
 from .. import __version__, lang
 from ..errors import InterruptedAfterCommit
+from ..interrupts import Interrupts
 from ..lang import ast
 from . import assist
 
@@ -147,8 +146,9 @@ class MLSQLKernel(Kernel):
     def _execute(self, code: str, silent: bool, parent) -> dict:
         lines: list[int] = []
         running = 0
+        interrupts = Interrupts()
         try:
-            with _Interrupts(self) as interrupts:
+            with interrupts:
                 from .. import progress
                 from ..present import ProgressPresenter
 
@@ -168,9 +168,11 @@ class MLSQLKernel(Kernel):
         except KeyboardInterrupt as exc:
             return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running), exc)
         except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
-            if self._interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
+            if interrupts.interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
                 return self._interrupted_reply(parent, getattr(exc, "line", None) or _line_at(lines, running))
             return self._error_reply(parent, exc, code)
+        finally:
+            self._interrupted = interrupts.interrupted
         return self._ok()
 
     def _interrupted_reply(self, parent, line: int | None, exc: BaseException | None = None) -> dict:
@@ -263,62 +265,6 @@ class MLSQLKernel(Kernel):
                 pass
             self._session = None
         return {"status": "ok", "restart": restart}
-
-
-# -- interrupts -------------------------------------------------------------------------------------
-
-class _Interrupts:
-    """While a cell runs: SIGINT raises KeyboardInterrupt in the cell's Python code (as anywhere),
-    and a watcher thread cancels the running DuckDB query, which holds the main thread in C code
-    where no Python signal handler can run until it returns."""
-
-    def __init__(self, kernel: MLSQLKernel):
-        self.kernel = kernel
-        self.connection = None
-        self._reader, self._writer = socket.socketpair()
-        self._reader.setblocking(True)
-        self._writer.setblocking(False)
-        self._done = False
-
-    def __enter__(self) -> "_Interrupts":
-        self.kernel._interrupted = False
-        self._old_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        self._old_wakeup = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
-        self._thread = threading.Thread(target=self._watch, name="mlsql-interrupt-watch", daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        signal.set_wakeup_fd(self._old_wakeup)
-        signal.signal(signal.SIGINT, self._old_handler)
-        self._done = True
-        try:
-            self._writer.send(b"\0")  # wake the watcher so it ends
-        except OSError:
-            pass
-        self._thread.join(timeout=1)
-        self._reader.close()
-        self._writer.close()
-
-    def _on_sigint(self, signum, frame):
-        self.kernel._interrupted = True
-        raise KeyboardInterrupt
-
-    def _watch(self) -> None:
-        while True:
-            try:
-                data = self._reader.recv(64)
-            except OSError:
-                return
-            if self._done or not data:
-                return
-            if signal.SIGINT in data:
-                self.kernel._interrupted = True
-                if self.connection is not None:
-                    try:
-                        self.connection.interrupt()
-                    except Exception:  # noqa: BLE001 - nothing running, or already closed
-                        pass
 
 
 #: statements that run work on Ray workers: a Python cell, run ... as Ray.``, predict, register
