@@ -149,43 +149,55 @@ def kill_before_round(ray, target_round: int, worker: int):
     return sink
 
 
+def fate(tmp_path: Path, name: str, kill_at: set[int]) -> Fate:
+    """A ``Fate`` counting in a folder of its own: one per run of a test."""
+    (tmp_path / name).mkdir()
+    return Fate(tmp_path / name, kill_at)
+
+
+# Each supervision test below runs its two cases in one warm pool: the second case (past
+# max_failures) takes the first one's two live workers (a TensorFlow start spared apiece), and a
+# warm worker builds its model, trains and dies exactly as a fresh one does (the model is built
+# by every run's setup). Replacements are always fresh actors.
+
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [1, 0])
-def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
-    """The first model built kills its process (inside the actor's constructor): within
-    max_failures a replacement takes its place and training finishes; past it, a TrainingError."""
+def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path):
+    """The first model built kills its process (in the worker's setup, as the run starts): within
+    max_failures=1 a replacement takes its place and training finishes; past it (max_failures=0),
+    a TrainingError."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {1}))
-    if max_failures:
-        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {1}))
+        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=1)
         assert [h["round"] for h in result.history] == [1, 2]
-        assert all_dead(before) == 3  # two, and one replacement
-    else:
+        assert len(workers_started_since(before)) == 3 and len(pool.idle_actors()) == 2  # two, and one replacement
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {1}))
         with pytest.raises(train.TrainingError) as caught:
-            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=0)
         assert re.search(r"training worker [01] died while starting \(ActorDiedError: The actor is dead because its "
                          r"worker process has died\.\); 1 failures is more than max_failures=0", caught.value.message), caught.value.message
-        assert all_dead(before) == 2
+        assert pool.idle_actors() == []
+    assert all_dead(before) == 3  # the second run started none
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [2, 1])
-def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path, max_failures):
+def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path):
     """Worker 1 is killed before round 2, and its replacement (the third model built) dies in its
-    constructor: two deaths in one round. max_failures=2 retries the round twice and finishes;
+    setup: two deaths in one round. max_failures=2 retries the round twice and finishes;
     max_failures=1 stops with the worker named."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {3}))
-    with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)):
-        if max_failures == 2:
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {3}))
+        with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)):
             result = train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=2)
-            assert [h["retries"] for h in result.history] == [0, 2, 0]
-            assert all_dead(before) == 4
-        else:
-            with pytest.raises(train.TrainingError, match=r"training worker 1 died in round 2 \(ActorDiedError: .*\); "
-                                                          r"2 failures is more than max_failures=1"):
-                train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=1)
-            assert all_dead(before) == 3
+        assert [h["retries"] for h in result.history] == [0, 2, 0]
+        assert len(workers_started_since(before)) == 4 and len(pool.idle_actors()) == 2
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {3}))
+        with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)), \
+                pytest.raises(train.TrainingError, match=r"training worker 1 died in round 2 \(ActorDiedError: .*\); "
+                                                         r"2 failures is more than max_failures=1"):
+            train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=1)
+    assert all_dead(before) == 5  # the second run's one replacement
 
 
 @pytest.mark.slow
@@ -209,25 +221,25 @@ def test_worker_zeros_own_calls_are_supervised_too(ray_runtime, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [1, 0])
-def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
-    """The fifth local step of the run kills its worker's process: within max_failures a
-    replacement joins in and every push is still counted; past it, a TrainingError."""
+def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path):
+    """The fifth local step of the run kills its worker's process: within max_failures=1 a
+    replacement joins in and every push is still counted; past it (max_failures=0), a TrainingError."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {5}), at="train_on_batch")
-    options = dict(rounds=4, batch_size=8, mode="async", steps_per_push=2, max_failures=max_failures)
-    if max_failures:
-        result = train.fit(model, tiny_partitions(), **options)
+    options = dict(rounds=4, batch_size=8, mode="async", steps_per_push=2)
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {5}), at="train_on_batch")
+        result = train.fit(model, tiny_partitions(), max_failures=1, **options)
         assert [h["round"] for h in result.history] == [1, 2, 3, 4]
         assert sum(h["retries"] for h in result.history) == 1
         last = result.history[-1]
         assert last["applied_pushes"] + last["dropped_pushes"] == sum(last["worker_steps"]) // 2 >= 20
-        assert all_dead(before) == 3
-    else:
+        assert len(workers_started_since(before)) == 3
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {5}), at="train_on_batch")
         with pytest.raises(train.TrainingError, match=r"training worker [01] died in round \d \(ActorDiedError: The "
                                                       r"actor is dead because its worker process has died\.\); 1 failures"):
-            train.fit(model, tiny_partitions(), **options)
-        assert all_dead(before) == 2
+            train.fit(model, tiny_partitions(), max_failures=0, **options)
+        assert pool.idle_actors() == []
+    assert all_dead(before) == 3  # the second run started none
     assert alive_actors("ParameterShard") == []
 
 
