@@ -133,6 +133,25 @@ def ray_address(ray_runtime) -> str:
     return ray_runtime.get_runtime_context().gcs_address
 
 
+@pytest.fixture(scope="module")
+def module_pool(ray_runtime):
+    """A warm pool (mlsql_ray.warm) for one test module's runs, released when the module ends."""
+    from mlsql_ray.warm import WarmPool
+
+    with WarmPool() as pool:
+        yield pool
+
+
+@pytest.fixture
+def warm_workers(module_pool):
+    """Runs of this test take and leave actors in the module's warm pool, as a session's runs do:
+    a training worker imports TensorFlow when it starts (seconds), so tests of what a run does,
+    not of how its actors start or end, share them. Idle actors hold their CPUs, so a test that
+    counts live actors counts those started since it began, not all."""
+    with module_pool.active():
+        yield module_pool
+
+
 @pytest.fixture(scope="session")
 def mnist_servers(ray_runtime):
     """The sample MNIST train set as two data servers, in the session's Ray."""

@@ -12,9 +12,9 @@ import pytest
 
 from mlsql_ray import MLSQLError, progress, train
 
-from conftest import SAMPLE_MNIST
+from conftest import MNIST_ROUNDS, SAMPLE_MNIST
 
-from training_helpers import Fate, alive_actors, eventually, fated_model, held_out_accuracy, mnist_model, tiny_model, tiny_partitions
+from training_helpers import Fate, alive_actors, eventually, fated_model, held_out_accuracy, tiny_model, tiny_partitions
 
 
 def alive_workers(ray) -> list[dict]:
@@ -93,9 +93,10 @@ def test_workers_start_from_worker_zeros_weights(ray_runtime, tmp_path: Path):
 
 @pytest.mark.slow
 def test_learning_rate_is_scaled_by_worker_count(ray_runtime):
-    seen = []
+    seen, history = [], []
     with progress.reporting_to(lambda kind, event: seen.append((kind, event))):
-        train.fit(tiny_model(0.01), tiny_partitions(), rounds=2, batch_size=8)
+        result = train.fit(tiny_model(0.01), tiny_partitions(), rounds=2, batch_size=8, on_round=history.append)
+    assert history == result.history and [h["round"] for h in history] == [1, 2]
     kinds = [k for k, _ in seen]
     assert kinds == ["train_start", "train_round", "train_round", "train_end"]
     rounds = [e for k, e in seen if k == "train_round"]
@@ -103,13 +104,14 @@ def test_learning_rate_is_scaled_by_worker_count(ray_runtime):
     assert all(len(r["workers"]) == 2 and r["workers"][0]["samples"] == 40 for r in rounds)
 
 
-def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_servers, mnist_test):
-    history = []
-    result = train.fit(mnist_model, mnist_servers, rounds=7, batch_size=128, scale=1 / 255, one_hot=10,
-                       on_round=history.append)
-    accuracy = held_out_accuracy(result, mnist_test)
+def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_trained, mnist_test):
+    """The test run's shared MNIST run (conftest's ``mnist_trained``: the seed's model, two workers,
+    5 rounds), not a run of its own: an MNIST fit is the suite's dearest step. Its workers are gone
+    (alone, this test runs it in its setup)."""
+    accuracy = held_out_accuracy(mnist_trained, mnist_test)
     assert accuracy >= 0.85, f"test accuracy {accuracy:.3f}"
-    assert [h["round"] for h in history] == list(range(1, 8))
+    history = mnist_trained.history
+    assert [h["round"] for h in history] == list(range(1, MNIST_ROUNDS + 1))
     assert history[-1]["loss"] < history[0]["loss"]
     assert alive_workers(ray_runtime) == []
 
@@ -147,80 +149,97 @@ def kill_before_round(ray, target_round: int, worker: int):
     return sink
 
 
+def fate(tmp_path: Path, name: str, kill_at: set[int]) -> Fate:
+    """A ``Fate`` counting in a folder of its own: one per run of a test."""
+    (tmp_path / name).mkdir()
+    return Fate(tmp_path / name, kill_at)
+
+
+# Each supervision test below runs its two cases in one warm pool: the second case (past
+# max_failures) takes the first one's two live workers (a TensorFlow start spared apiece), and a
+# warm worker builds its model, trains and dies exactly as a fresh one does (the model is built
+# by every run's setup). Replacements are always fresh actors.
+
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [1, 0])
-def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
-    """The first model built kills its process (inside the actor's constructor): within
-    max_failures a replacement takes its place and training finishes; past it, a TrainingError."""
+def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path):
+    """The first model built kills its process (in the worker's setup, as the run starts): within
+    max_failures=1 a replacement takes its place and training finishes; past it (max_failures=0),
+    a TrainingError."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {1}))
-    if max_failures:
-        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {1}))
+        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=1)
         assert [h["round"] for h in result.history] == [1, 2]
-        assert all_dead(before) == 3  # two, and one replacement
-    else:
+        assert len(workers_started_since(before)) == 3 and len(pool.idle_actors()) == 2  # two, and one replacement
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {1}))
         with pytest.raises(train.TrainingError) as caught:
-            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=max_failures)
+            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=0)
         assert re.search(r"training worker [01] died while starting \(ActorDiedError: The actor is dead because its "
                          r"worker process has died\.\); 1 failures is more than max_failures=0", caught.value.message), caught.value.message
-        assert all_dead(before) == 2
+        assert pool.idle_actors() == []
+    assert all_dead(before) == 3  # the second run started none
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [2, 1])
-def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path, max_failures):
+def test_a_second_death_during_the_retry_is_counted(ray_runtime, tmp_path):
     """Worker 1 is killed before round 2, and its replacement (the third model built) dies in its
-    constructor: two deaths in one round. max_failures=2 retries the round twice and finishes;
+    setup: two deaths in one round. max_failures=2 retries the round twice and finishes;
     max_failures=1 stops with the worker named."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {3}))
-    with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)):
-        if max_failures == 2:
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {3}))
+        with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)):
             result = train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=2)
-            assert [h["retries"] for h in result.history] == [0, 2, 0]
-            assert all_dead(before) == 4
-        else:
-            with pytest.raises(train.TrainingError, match=r"training worker 1 died in round 2 \(ActorDiedError: .*\); "
-                                                          r"2 failures is more than max_failures=1"):
-                train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=1)
-            assert all_dead(before) == 3
+        assert [h["retries"] for h in result.history] == [0, 2, 0]
+        assert len(workers_started_since(before)) == 4 and len(pool.idle_actors()) == 2
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {3}))
+        with progress.reporting_to(kill_before_round(ray_runtime, 2, worker=1)), \
+                pytest.raises(train.TrainingError, match=r"training worker 1 died in round 2 \(ActorDiedError: .*\); "
+                                                         r"2 failures is more than max_failures=1"):
+            train.fit(model, tiny_partitions(), rounds=3, batch_size=8, max_failures=1)
+    assert all_dead(before) == 5  # the second run's one replacement
 
 
 @pytest.mark.slow
 def test_worker_zeros_own_calls_are_supervised_too(ray_runtime, tmp_path):
     """Worker 0 alone evaluates: killed in its first evaluation, it is replaced and the evaluation
-    retried; a failing evaluation (features of the wrong width) is a TrainingError naming it."""
+    retried; a failing evaluation (features of the wrong width) is a TrainingError naming it. The
+    second run takes the first one's two live workers from a warm pool (each a TensorFlow import
+    spared) and, failing, stops them: three workers started in all, every one dead at the end."""
     before = set(workers_started_since(set()))
     x, y = tiny_partitions()[0]
     model = fated_model(tiny_model(), Fate(tmp_path, {1}), at="evaluate")
-    result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, validation=(x, y), max_failures=1)
-    assert all("val_loss" in h for h in result.history)
+    with train.WarmPool() as pool, pool.active():
+        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, validation=(x, y), max_failures=1)
+        assert all("val_loss" in h for h in result.history)
+        assert len(workers_started_since(before)) == 3 and len(pool.idle_actors()) == 2  # two, one replacement
+        with pytest.raises(train.TrainingError, match=r"training worker 0 failed while evaluating round 1: ValueError"):
+            train.fit(tiny_model(), tiny_partitions(), rounds=2, batch_size=8, validation=(np.ones((8, 5), np.float32), y[:8]))
+        assert pool.idle_actors() == []
     assert all_dead(before) == 3
-    with pytest.raises(train.TrainingError, match=r"training worker 0 failed while evaluating round 1: ValueError"):
-        train.fit(tiny_model(), tiny_partitions(), rounds=2, batch_size=8, validation=(np.ones((8, 5), np.float32), y[:8]))
     assert alive_workers(ray_runtime) == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("max_failures", [1, 0])
-def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path, max_failures):
-    """The fifth local step of the run kills its worker's process: within max_failures a
-    replacement joins in and every push is still counted; past it, a TrainingError."""
+def test_an_async_worker_killed_mid_run_is_replaced_or_named(ray_runtime, tmp_path):
+    """The fifth local step of the run kills its worker's process: within max_failures=1 a
+    replacement joins in and every push is still counted; past it (max_failures=0), a TrainingError."""
     before = set(workers_started_since(set()))
-    model = fated_model(tiny_model(), Fate(tmp_path, {5}), at="train_on_batch")
-    options = dict(rounds=4, batch_size=8, mode="async", steps_per_push=2, max_failures=max_failures)
-    if max_failures:
-        result = train.fit(model, tiny_partitions(), **options)
+    options = dict(rounds=4, batch_size=8, mode="async", steps_per_push=2)
+    with train.WarmPool() as pool, pool.active():
+        model = fated_model(tiny_model(), fate(tmp_path, "within", {5}), at="train_on_batch")
+        result = train.fit(model, tiny_partitions(), max_failures=1, **options)
         assert [h["round"] for h in result.history] == [1, 2, 3, 4]
         assert sum(h["retries"] for h in result.history) == 1
         last = result.history[-1]
         assert last["applied_pushes"] + last["dropped_pushes"] == sum(last["worker_steps"]) // 2 >= 20
-        assert all_dead(before) == 3
-    else:
+        assert len(workers_started_since(before)) == 3
+        model = fated_model(tiny_model(), fate(tmp_path, "past", {5}), at="train_on_batch")
         with pytest.raises(train.TrainingError, match=r"training worker [01] died in round \d \(ActorDiedError: The "
                                                       r"actor is dead because its worker process has died\.\); 1 failures"):
-            train.fit(model, tiny_partitions(), **options)
-        assert all_dead(before) == 2
+            train.fit(model, tiny_partitions(), max_failures=0, **options)
+        assert pool.idle_actors() == []
+    assert all_dead(before) == 3  # the second run started none
     assert alive_actors("ParameterShard") == []
 
 
@@ -282,19 +301,17 @@ rc.build_result(train.fit(mnist_model, rc.data_servers(), rounds=3, batch_size=1
     assert alive_workers(ray) == []
 
 
-def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_servers, mnist_test, warehouse):
-    from mlsql_ray.models import load_model
-
-    result = train.fit(mnist_model, mnist_servers, rounds=1, batch_size=128, scale=1 / 255, one_hot=10)
+def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_trained, mnist_test, warehouse):
     import pyarrow as pa
 
+    from mlsql_ray.models import load_model
     from mlsql_ray.storage.rows import FILE_SCHEMA
 
-    ray_session.catalog.add_arrow("m", pa.Table.from_pylist(result.model_rows(), schema=FILE_SCHEMA), "test")
+    ray_session.catalog.add_arrow("m", pa.Table.from_pylist(mnist_trained.model_rows(), schema=FILE_SCHEMA), "test")
     ray_session.execute("save overwrite m as delta.`ai_model.roundtrip`;")
     loaded = load_model("ai_model.roundtrip", warehouse=warehouse)
     x, _ = mnist_test
-    np.testing.assert_allclose(loaded.predict(x[:200], verbose=0), result.model.predict(x[:200], verbose=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded.predict(x[:200], verbose=0), mnist_trained.model.predict(x[:200], verbose=0), rtol=1e-5, atol=1e-6)
 
 
 def test_too_many_workers_for_the_cluster_is_refused_not_a_hang(ray_runtime):

@@ -74,20 +74,25 @@ def seeded_tiny_model():
 
 @pytest.mark.slow
 def test_a_whole_config_is_the_same_run_as_its_keywords_and_brings_its_worker_class(ray_runtime):
-    """The same seeded run, once by keywords and once as a ``TrainConfig`` naming a test's worker
-    class (worker 1 slowed, the numbers untouched): the same weights, and the second run's actors
-    are of that class."""
-    by_keywords = train.fit(seeded_tiny_model, tiny_partitions(), rounds=3, batch_size=8)
-    classes: list[str] = []
+    """The same seeded run, once by keywords and once as a ``TrainConfig``, both naming a test's
+    worker class (worker 1 slowed, the numbers untouched): the same weights, and the second run
+    is on that class's actors: the first run's, taken from a warm pool (a pool hands out only
+    actors of the class a run asks for; two TensorFlow starts spared)."""
+    with train.WarmPool() as pool, pool.active():
+        by_keywords = train.fit(seeded_tiny_model, tiny_partitions(), rounds=3, batch_size=8,
+                                worker_class=STRAGGLERS["sync"])
+        idle = {ray_internals.actor_id(a) for a in pool.idle_actors()}
+        started: list[str] = []
 
-    def sink(kind, event):
-        if kind == "train_start":
-            classes.extend(ray_internals.actor_states(ray_internals.actor_id(a))["ActorClassName"] for a in event["actors"])
+        def sink(kind, event):
+            if kind == "train_start":
+                started.extend(ray_internals.actor_id(a) for a in event["actors"])
 
-    config = TrainConfig(rounds=3, batch_size=8, worker_class=STRAGGLERS["sync"])
-    with progress.reporting_to(sink):
-        by_config = train.fit(seeded_tiny_model, tiny_partitions(), config=config)
-    assert classes == ["StragglingWorker", "StragglingWorker"]
+        config = TrainConfig(rounds=3, batch_size=8, worker_class=STRAGGLERS["sync"])
+        with progress.reporting_to(sink):
+            by_config = train.fit(seeded_tiny_model, tiny_partitions(), config=config)
+    assert set(started) == idle and len(idle) == 2
+    assert [ray_internals.actor_states(i)["ActorClassName"] for i in started] == ["StragglingWorker", "StragglingWorker"]
     assert [h["round"] for h in by_config.history] == [1, 2, 3]
     for got, expected in zip(by_config.weights, by_keywords.weights, strict=True):
         np.testing.assert_array_equal(got, expected)

@@ -12,7 +12,7 @@ from conftest import SAMPLE_MNIST
 
 
 @pytest.mark.slow
-def test_cli_prints_each_groups_start_and_end(run_cli, tmp_path):
+def test_cli_prints_each_groups_start_and_end(run_cli, ray_address, tmp_path):
     script = tmp_path / "groups.mlsql"
     script.write_text(f"""
 load parquet.`{SAMPLE_MNIST}/train.parquet` as raw;
@@ -21,7 +21,7 @@ train digits as RandomForest.`db.rf` where featuresCol="image" and evaluateTable
   and `fitParam.0.maxDepth`="3" and `fitParam.1.maxDepth`="-1" as res;
 select concat('f1=', regexp_extract(value, 'f1: ([0-9.eE-]+)', 1)) as f1 from res where name="metrics" and value != "" as m;
 """)
-    done = run_cli("run", str(script), "--warehouse", str(tmp_path / "wh"), timeout=600)
+    done = run_cli("run", str(script), "--warehouse", str(tmp_path / "wh"), ray_address=ray_address, timeout=600)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("RandomForest group")]
     assert sorted(lines[:2]) == ["RandomForest group 0 (2 in all): training…", "RandomForest group 1 (2 in all): training…"]

@@ -97,17 +97,16 @@ def small_mnist_model():
 
 
 def test_the_same_seed_gives_the_same_weights_on_warm_and_cold_actors(ray_runtime):
-    """Nothing of a run survives in a reused actor: a cold run and two runs in a pool (the second
-    on the first one's actors) train from the same initial weights to the same weights."""
-    cold, _ = fit_recording_actors()
+    """Nothing of a run survives in a reused actor: two runs in a pool, the first on fresh actors
+    (the pool starts empty: a cold run) and the second on the first one's, train from the same
+    initial weights to the same weights."""
     with train.WarmPool() as pool, pool.active():
-        fresh, fresh_actors = fit_recording_actors()
+        cold, cold_actors = fit_recording_actors()
         warm, warm_actors = fit_recording_actors()
-    assert set(warm_actors) == set(fresh_actors)
-    for run in (fresh, warm):
-        assert len(run.weights) == len(cold.weights)
-        for got, expected in zip(run.weights, cold.weights):
-            np.testing.assert_array_equal(got, expected)
+    assert set(warm_actors) == set(cold_actors)
+    assert len(warm.weights) == len(cold.weights)
+    for got, expected in zip(warm.weights, cold.weights):
+        np.testing.assert_array_equal(got, expected)
     assert not np.array_equal(cold.weights[0], seeded_tiny_model().get_weights()[0]), "training moved nothing"
 
 
@@ -152,26 +151,12 @@ def test_an_interrupted_fit_takes_its_actors_and_the_idle_ones_with_it(ray_runti
 
 
 def test_another_job_gets_the_cpus_idle_actors_hold(ray_runtime, run_cli, ray_address, tmp_path):
-    """The pool's two idle 1-CPU workers hold all of the test Ray's CPUs. A Ray task of ours that
-    needs them, a fit of another shape, and another process's job all run: none waits on them."""
+    """Idle workers hold CPUs of the test Ray (2 in all). Another process's job, a fit of another
+    shape, and a Ray task of ours that need them all run: none waits on them. Three fits for the
+    three cases: each fit's actors are idle when the next case needs CPUs they hold."""
     ray = ray_runtime
-    with train.WarmPool() as pool, pool.active():
-        _, actors = fit_recording_actors()
-        assert ids(pool.idle_actors()) == set(actors) and ray.available_resources().get("CPU", 0) < 1
-
-        @ray.remote(num_cpus=2)
-        def both_cpus():
-            return "ran"
-
-        assert ray.get(both_cpus.remote(), timeout=120) == "ran"  # the watcher saw it waiting
-        assert pool.idle_actors() == [] and eventually(lambda: dead(actors))
-
-        _, actors = fit_recording_actors()
-        other, _ = fit_recording_actors(cpus_per_worker=0.5)  # another shape: released before asking
-        assert other.history and eventually(lambda: dead(actors))
-
-        script = tmp_path / "job.mlsql"
-        script.write_text("""--%python
+    script = tmp_path / "job.mlsql"
+    script.write_text("""--%python
 import ray
 from pyjava.api.mlsql import RayContext
 RayContext.connect(globals(), None)
@@ -182,11 +167,25 @@ def one():
 
 assert sum(ray.get([one.remote() for _ in range(2)])) == 2
 """)
-        _, actors = fit_recording_actors(cpus_per_worker=1)
-        assert ray.available_resources().get("CPU", 0) < 1
+    with train.WarmPool() as pool, pool.active():
+        _, actors = fit_recording_actors()  # two idle 1-CPU workers: every CPU
+        assert ids(pool.idle_actors()) == set(actors) and ray.available_resources().get("CPU", 0) < 1
         done = run_cli("run", str(script), "--warehouse", str(tmp_path / "wh"), ray_address=ray_address, timeout=240)
         assert done.returncode == 0, done.stderr[-3000:]
         assert dead(actors)
+
+        _, actors = fit_recording_actors()
+        other, halves = fit_recording_actors(cpus_per_worker=0.5)  # another shape: released before asking
+        assert other.history and eventually(lambda: dead(actors))
+
+        @ray.remote(num_cpus=2)
+        def both_cpus():
+            return "ran"
+
+        # the other shape's two idle 0.5-CPU workers hold one CPU: the task needs both
+        assert ids(pool.idle_actors()) == set(halves) and ray.available_resources().get("CPU", 0) < 2
+        assert ray.get(both_cpus.remote(), timeout=120) == "ran"  # the watcher saw it waiting
+        assert pool.idle_actors() == [] and eventually(lambda: dead(halves))
 
 
 def test_a_pooled_actor_that_died_is_replaced_not_reused(ray_runtime):
@@ -280,16 +279,16 @@ def test_a_predictor_pinned_to_a_node_that_died_starts_on_a_live_one(ray_runtime
 
 def test_a_second_async_fit_runs_on_the_first_ones_workers_and_shards(ray_runtime):
     """Asynchronous training keeps its workers and parameter shards too; the second run starts
-    from its own model's initial weights, as a cold one does (one worker: no race between pushes)."""
+    from its own model's initial weights, as the first, cold one (the pool starts empty) did (one
+    worker: no race between pushes)."""
     options = dict(mode="async", steps_per_push=2, num_shards=1)
     one_partition = tiny_partitions()[:1]
-    cold = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
     with train.WarmPool() as pool, pool.active():
-        first = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
+        cold = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
         kept = ids(pool.idle_actors())
-        second = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
+        warm = train.fit(seeded_tiny_model, one_partition, rounds=2, batch_size=8, **options)
         assert ids(pool.idle_actors()) == kept and len(kept) == 2  # the worker and the shard, reused
     assert eventually(lambda: dead(kept))
-    for run in (first, second):
-        for got, expected in zip(run.weights, cold.weights):
-            np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert len(warm.weights) == len(cold.weights)
+    for got, expected in zip(warm.weights, cold.weights):
+        np.testing.assert_allclose(got, expected, rtol=1e-6)

@@ -1,7 +1,8 @@
 """Worker death during training (issue 7, item 2), on the test run's real Ray.
 
 The seed's MNIST model trains 5 rounds on two actors three times with the same settings and the
-same seeded initial weights: undisturbed, with one actor killed by ``ray.kill`` in round 3, and
+same seeded initial weights: undisturbed (the test run's shared ``mnist_trained`` run, the suite's
+biggest single cost, so it happens once), with one actor killed by ``ray.kill`` in round 3, and
 with one actor's process killed by ``SIGKILL`` (its pid from the actor's own ``pid()`` method)
 in round 3. The disturbed runs must retry that round, finish all 5 rounds, and end within 1
 point of test accuracy of the undisturbed run (2 000 test images: 1 point is 20 images); every
@@ -28,28 +29,16 @@ from deltalake import DeltaTable
 from mlsql_ray import MLSQLError, progress, ray_internals, train
 from mlsql_ray.models import load_model
 
-from conftest import SAMPLE_MNIST
-from training_helpers import eventually, held_out_accuracy, mnist_model
+from conftest import MNIST_ROUNDS, SAMPLE_MNIST
+from training_helpers import eventually, held_out_accuracy, seeded_mnist_model
 
 # Ray workers cannot import this module: its functions travel by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-ROUNDS = 5
+ROUNDS = MNIST_ROUNDS  # mnist_trained's
 KILL_ROUND = 3
 KILL_DELAY_S = 0.3  # after round KILL_ROUND - 1 ends: inside round KILL_ROUND's local training
 TOLERANCE = 0.01  # one point of accuracy, as the issue asks
-SEED = 20
-
-
-def seeded_mnist_model():
-    """The seed's 784-512-10 model with seeded initial weights, so that the three runs start
-    from the same point and differ only by the fault (worker 0's weights are everyone's start)."""
-    import keras
-
-    keras.utils.set_random_seed(SEED)
-    return mnist_model()
-
-
 def worker_actors() -> dict[str, dict]:
     return {actor_id: info for actor_id, info in ray_internals.actor_states().items() if "Worker" in info.get("ActorClassName", "")}
 
@@ -61,15 +50,12 @@ def running(pid: int) -> bool:
         return False
 
 
-def fit_watched(ray, mnist_servers, sink=None):
-    """Train; then check that every Worker actor this run started is dead and its process gone.
-    Returns (result, the pids of all actors it started)."""
+def fit_watched(ray, mnist_servers, sink):
+    """Train, ``sink`` seeing the progress; then check that every Worker actor this run started is
+    dead and its process gone. Returns (result, the pids of all actors it started)."""
     before = set(worker_actors())
-    if sink is None:
+    with progress.reporting_to(sink):
         result = train.fit(seeded_mnist_model, mnist_servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
-    else:
-        with progress.reporting_to(sink):
-            result = train.fit(seeded_mnist_model, mnist_servers, rounds=ROUNDS, batch_size=128, scale=1 / 255, one_hot=10)
     started = {i: a for i, a in worker_actors().items() if i not in before}
     assert started and all(a["State"] == "DEAD" for a in started.values()), {i: a["State"] for i, a in started.items()}
     pids = {a["Pid"] for a in started.values() if a.get("Pid")}
@@ -78,10 +64,11 @@ def fit_watched(ray, mnist_servers, sink=None):
 
 
 @pytest.fixture(scope="module")
-def undisturbed(ray_runtime, mnist_servers, mnist_test):
-    result, pids, actors = fit_watched(ray_runtime, mnist_servers)
-    assert [h["retries"] for h in result.history] == [0] * ROUNDS
-    return held_out_accuracy(result, mnist_test), result
+def undisturbed(mnist_trained, mnist_test):
+    """The run the disturbed ones are compared with: conftest's ``mnist_trained``, the same model,
+    seeded initial weights (``seeded_mnist_model``), data, rounds and batch size as theirs."""
+    assert [h["retries"] for h in mnist_trained.history] == [0] * ROUNDS
+    return held_out_accuracy(mnist_trained, mnist_test), mnist_trained
 
 
 class Killer:
