@@ -14,8 +14,9 @@ from typing import Callable, Iterable, Iterator, Mapping
 import duckdb
 import pyarrow as pa
 
-from .. import lang
+from .. import lang, objectstore
 from ..config import resolve as resolve_config
+from ..objectstore import ObjectPath
 from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..warm import WarmPool
@@ -56,7 +57,7 @@ class Session:
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
                  project_root: str | os.PathLike | None = None, workers: WarmPool | None = None):
         config = resolve_config(warehouse, ray_address)
-        self.warehouse = config.warehouse
+        self._warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
         self.project_root = Path(project_root).expanduser().resolve() if project_root is not None else None
@@ -455,8 +456,17 @@ class Session:
             sql = spark_functions.spark_result_sql(self.con, sql)
         return sql, tables, calls
 
-    def _path(self, path: str) -> Path:
-        """A file path; relative ones are relative to the running script's folder, if any."""
+    @property
+    def warehouse(self) -> Path | ObjectPath:
+        """The root of the Delta tables; on an object store, with the options the environment and
+        the session's ``fs.s3a.*`` settings give it now."""
+        return objectstore.with_conf(self._warehouse, self.conf)
+
+    def _path(self, path: str) -> Path | ObjectPath:
+        """A file path or an object store URI (with the session's options); relative paths are
+        relative to the running script's folder, if any."""
+        if objectstore.is_uri(path):
+            return objectstore.resolve(path, self.conf)
         p = Path(path).expanduser()
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
