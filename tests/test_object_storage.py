@@ -38,3 +38,31 @@ def test_warehouse_on_s3_saves_and_loads_delta_tables(s3_session, s3_server):
     assert rows(s3_session, "load delta.`db.people` where version=\"0\" as p0; select count(*) as n from p0 as out;") == [{"n": 2}]
     listing = s3_session.execute("!delta show tables;")[-1].table.to_pylist()
     assert [(r["db"], r["table"], r["version"]) for r in listing] == [("db", "people", 1)]
+
+
+@pytest.mark.slow  # four CLI processes: ~30 s on two busy cores
+def test_concurrent_appends_to_one_s3_table_all_commit(s3_session, s3_server, tmp_path):
+    """4 processes x 5 ``save append`` at once to one S3 Delta table: deltalake commits with a
+    put-if-absent of the next log entry (the server honours ``If-None-Match``), so each of the 20
+    appends gets its own version and no row is lost."""
+    import os
+    import subprocess
+    import sys
+
+    s3_session.execute("select 0 as writer, 0 as i as t0; save overwrite t0 as delta.`db.shared`;")
+    script = tmp_path / "append.mlsql"
+    script.write_text("".join(f"select cast(${{writer}} as int) as writer, {i} as i as t{i};\n"
+                              f"save append t{i} as delta.`db.shared`;\n" for i in range(1, 6)))
+    warehouse = f"s3://{BUCKET}/{s3_session.prefix}"
+    writers = [subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", warehouse,
+                                 "--set", f"writer={w}"], env=os.environ.copy(), cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in range(1, 5)]
+    outputs = [(w.communicate(timeout=240)[0], w.returncode) for w in writers]
+    assert [code for _, code in outputs] == [0] * 4, outputs
+    got = rows(s3_session, "load delta.`db.shared` as s; "
+                           "select writer, sort_array(collect_list(i)) as i from s group by writer order by writer as out;")
+    assert got == [{"writer": 0, "i": [0]}] + [{"writer": w, "i": [1, 2, 3, 4, 5]} for w in range(1, 5)]
+    history = s3_session.execute("!delta history db.shared;")[-1].table.to_pylist()
+    assert sorted(h["version"] for h in history) == list(range(1, 21))  # the newest 20 (a result shows 20 rows)
+    logs = [k for k in s3_server.keys(f"{s3_session.prefix}/db/shared/_delta_log/") if k.endswith(".json")]
+    assert len(logs) == 21
