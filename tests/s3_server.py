@@ -41,8 +41,9 @@ class Server:
                             aws_secret_access_key=SECRET_KEY, region_name=REGION)
 
     def keys(self, prefix: str) -> list[str]:
+        """The objects under ``prefix``, but not the empty ``folder/`` markers pyarrow leaves."""
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
-        return sorted(item["Key"] for page in pages for item in page.get("Contents", []))
+        return sorted(item["Key"] for page in pages for item in page.get("Contents", []) if not item["Key"].endswith("/"))
 
     def stop(self) -> None:
         if self.process.poll() is None:

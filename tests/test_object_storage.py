@@ -66,3 +66,39 @@ def test_concurrent_appends_to_one_s3_table_all_commit(s3_session, s3_server, tm
     assert sorted(h["version"] for h in history) == list(range(1, 21))  # the newest 20 (a result shows 20 rows)
     logs = [k for k in s3_server.keys(f"{s3_session.prefix}/db/shared/_delta_log/") if k.endswith(".json")]
     assert len(logs) == 21
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_files_save_and_load_on_s3(s3_session, s3_server, fmt):
+    options = ' where header="true"' if fmt == "csv" else ""
+    uri = f"s3://{BUCKET}/{s3_session.prefix}/out.{fmt}"
+    s3_session.execute(f"select 1 as id, 'a' as name union all select 2, 'b' as t; save overwrite t as {fmt}.`{uri}`{options};")
+    first = s3_server.keys(f"{s3_session.prefix}/out.{fmt}/")
+    assert len(first) == 1 and first[0].endswith(f".{fmt}")
+    s3_session.execute(f"select 3 as id, 'c' as name as u; save append u as {fmt}.`{uri}`{options};")
+    assert len(s3_server.keys(f"{s3_session.prefix}/out.{fmt}/")) == 2
+    got = rows(s3_session, f"load {fmt}.`{uri}`{options} as back; select cast(id as int) as id, name from back order by id as out;")
+    assert got == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]
+    s3_session.execute(f"select 9 as id, 'z' as name as v; save overwrite v as {fmt}.`{uri}`{options};")
+    assert len(s3_server.keys(f"{s3_session.prefix}/out.{fmt}/")) == 1
+    assert rows(s3_session, f"load {fmt}.`{uri}`{options} as again; select cast(id as int) as id from again as out;") == [{"id": 9}]
+    with pytest.raises(MLSQLError, match="already exists"):
+        s3_session.execute(f"save errorifexists v as {fmt}.`{uri}`;")
+
+
+def test_partitioned_parquet_and_text_on_s3(s3_session, s3_server):
+    uri = f"s3://{BUCKET}/{s3_session.prefix}/parts"
+    s3_session.execute(f"select 1 as id, 'x' as k union all select 2, 'y' as t; save overwrite t as parquet.`{uri}` partitionBy k;")
+    assert any("/k=x/" in key for key in s3_server.keys(f"{s3_session.prefix}/parts/"))
+    assert rows(s3_session, f"load parquet.`{uri}` as p; select id, k from p order by id as out;") == [
+        {"id": 1, "k": "x"}, {"id": 2, "k": "y"}]
+    s3_server.client().put_object(Bucket=BUCKET, Key=f"{s3_session.prefix}/notes.txt", Body=b"one\ntwo\n")
+    got = rows(s3_session, f"load text.`s3://{BUCKET}/{s3_session.prefix}/notes.txt` as t; select value from t as out;")
+    assert got == [{"value": "one"}, {"value": "two"}]
+
+
+def test_missing_object_is_a_clear_error(s3_session):
+    with pytest.raises(MLSQLError, match=r"no such file.*s3://mlsql-test/nowhere"):
+        s3_session.execute(f"load parquet.`s3://{BUCKET}/nowhere` as t;")
+    with pytest.raises(MLSQLError, match="Delta table db.none does not exist"):
+        s3_session.execute("load delta.`db.none` as t;")

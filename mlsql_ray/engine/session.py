@@ -7,6 +7,7 @@ whole text first, then runs statement by statement and yields one ``Result`` per
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
@@ -80,6 +81,7 @@ class Session:
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
+        self._staging: tempfile.TemporaryDirectory | None = None  # see staging()
         self._sources: list[Path] = []  # the include stack: the file being run is last
         self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
@@ -155,6 +157,8 @@ class Session:
             self.workers.release()
         self.ray_link.shutdown()
         self.con.close()
+        if self._staging is not None:
+            self._staging.cleanup()
 
     def __enter__(self) -> "Session":
         return self
@@ -462,11 +466,26 @@ class Session:
         the session's ``fs.s3a.*`` settings give it now."""
         return objectstore.with_conf(self._warehouse, self.conf)
 
-    def _path(self, path: str) -> Path | ObjectPath:
-        """A file path or an object store URI (with the session's options); relative paths are
-        relative to the running script's folder, if any."""
+    def _location(self, path: str) -> Path | ObjectPath:
+        """A file path (as ``_path``) or an object store URI, with the options of the environment
+        and the session's ``fs.s3a.*`` settings."""
+        return objectstore.resolve(path, self.conf) if objectstore.is_uri(path) else self._path(path)
+
+    def staging(self) -> Path:
+        """A private local folder of this session, removed at close: files fetched from or bound
+        for object storage (``engine.object_files``)."""
+        if self._staging is None:
+            self._staging = tempfile.TemporaryDirectory(prefix="mlsql-staging-")
+        return Path(self._staging.name)
+
+    def _path(self, path: str) -> Path:
+        """A local file path; relative ones are relative to the running script's folder, if any.
+        An object store URI is refused here: only the sources and commands that ask ``_location``
+        read object storage."""
         if objectstore.is_uri(path):
-            return objectstore.resolve(path, self.conf)
+            raise MLSQLError(f"{path} is on object storage, which this statement cannot read or write: "
+                             "load/save of parquet, csv, json, text and delta, !fs and include can "
+                             "(or copy it with !fs -get)")
         p = Path(path).expanduser()
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
