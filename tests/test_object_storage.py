@@ -102,3 +102,27 @@ def test_missing_object_is_a_clear_error(s3_session):
         s3_session.execute(f"load parquet.`s3://{BUCKET}/nowhere` as t;")
     with pytest.raises(MLSQLError, match="Delta table db.none does not exist"):
         s3_session.execute("load delta.`db.none` as t;")
+
+
+def test_fs_commands_on_s3(s3_session, s3_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "hello.txt").write_text("hello s3\n")
+    base = f"s3://{BUCKET}/{s3_session.prefix}"
+    s3_session.execute(f"!fs -mkdir -p {base}/docs;")
+    s3_session.execute(f"!fs -put hello.txt {base}/docs;")
+    assert s3_server.keys(f"{s3_session.prefix}/docs/") == [f"{s3_session.prefix}/docs/hello.txt"]
+    listing = s3_session.execute(f"!fs -ls -F {base}/docs;")[-1].table.to_pylist()
+    assert [(r["name"], r["length"], r["path"]) for r in listing] == [("hello.txt", "9", f"{base}/docs/hello.txt")]
+    assert s3_session.execute(f"!fs -cat {base}/docs/hello.txt;")[-1].table.column("fileSystem").to_pylist() == ["hello s3\n"]
+    s3_session.execute(f"!fs -get {base}/docs/hello.txt back.txt;")
+    assert (tmp_path / "back.txt").read_text() == "hello s3\n"
+    with pytest.raises(MLSQLError, match="File exists"):
+        s3_session.execute(f"!fs -get {base}/docs/hello.txt back.txt;")
+    with pytest.raises(MLSQLError, match="Is a directory"):
+        s3_session.execute(f"!fs -rm {base}/docs;")
+    s3_session.execute(f"!fs -rmr {base}/docs;")
+    assert s3_server.keys(f"{s3_session.prefix}/docs") == []
+    with pytest.raises(MLSQLError, match="No such file or directory"):
+        s3_session.execute(f"!fs -cat {base}/docs/hello.txt;")
+    with pytest.raises(MLSQLError, match="outside the folders"):  # the local side is still confined
+        s3_session.execute(f"!fs -get {base}/x /etc/passwd-copy;")
