@@ -43,14 +43,19 @@ def is_uri(path: object) -> bool:
     return bool(match) and match["scheme"].lower() in SCHEMES
 
 
-def storage_options(conf: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def storage_options(conf: Mapping[str, str] | None = None, environ: Mapping[str, str] | None = None,
+                    bucket: str | None = None) -> dict[str, str]:
     """deltalake's ``storage_options`` for the environment's AWS variables and the session's
-    ``fs.s3a.*`` settings (which win). Only what is set; the rest is each client's default."""
+    ``fs.s3a.*`` settings (which win; Hadoop's per-bucket ``fs.s3a.bucket.BUCKET.access.key``
+    and the like win for that ``bucket``). Only what is set; the rest is each client's default."""
     env = os.environ if environ is None else environ
     options = {key: env[key] for key in AWS_ENV if env.get(key)}
     if "AWS_REGION" not in options and env.get("AWS_DEFAULT_REGION"):
         options["AWS_REGION"] = env["AWS_DEFAULT_REGION"]
-    conf = conf or {}
+    conf = dict(conf or {})
+    if bucket:
+        own = f"fs.s3a.bucket.{bucket}."
+        conf.update({f"fs.s3a.{key[len(own):]}": value for key, value in list(conf.items()) if key.startswith(own)})
     for key, option in HADOOP_S3A.items():
         if conf.get(key):
             options[option] = conf[key]
@@ -172,13 +177,16 @@ class ObjectPath:
 
 def resolve(text: str, conf: Mapping[str, str] | None = None) -> ObjectPath:
     """``text`` (an object store URI) with the options of the environment and ``conf``."""
-    return ObjectPath.parse(text, storage_options(conf))
+    return with_conf(ObjectPath.parse(text), conf)
 
 
 def with_conf(path, conf: Mapping[str, str] | None):
     """``path`` again with the options of the environment and ``conf`` (an ObjectPath only;
     a local path is returned as it is)."""
-    return ObjectPath(path.uri, tuple(sorted(storage_options(conf).items()))) if isinstance(path, ObjectPath) else path
+    if not isinstance(path, ObjectPath):
+        return path
+    options = storage_options(conf, bucket=path.key.split("/", 1)[0])
+    return ObjectPath(path.uri, tuple(sorted(options.items())))
 
 
 def delta_options(path) -> dict[str, str] | None:

@@ -126,3 +126,42 @@ def test_fs_commands_on_s3(s3_session, s3_server, tmp_path, monkeypatch):
         s3_session.execute(f"!fs -cat {base}/docs/hello.txt;")
     with pytest.raises(MLSQLError, match="outside the folders"):  # the local side is still confined
         s3_session.execute(f"!fs -get {base}/x /etc/passwd-copy;")
+
+
+def test_hadoop_s3a_settings_give_the_credentials(s3_server, monkeypatch, tmp_path):
+    """No AWS keys nor endpoint in the environment: Byzer's ``set "fs.s3a.*" where type="conf"``
+    give them (the endpoint as Hadoop writes it, a bare host:port), for the warehouse and for
+    paths alike; the secret is never shown."""
+    for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ALLOW_HTTP"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_REGION", s3.REGION)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    host = s3_server.endpoint.removeprefix("http://")
+    settings = (f'set `fs.s3a.endpoint`="{host}" where type="conf";'
+                'set `fs.s3a.connection.ssl.enabled`="false" where type="conf";'
+                'set `fs.s3a.path.style.access`="true" where type="conf";'
+                f'set `fs.s3a.access.key`="{s3.ACCESS_KEY}" where type="conf";')
+    with Session(warehouse=f"s3://{BUCKET}/wh-conf") as session:
+        session.execute(settings + f'set `fs.s3a.secret.key`="{s3.SECRET_KEY}" where type="conf";')
+        session.execute("select 7 as n as t; save overwrite t as delta.`db.conf_made`;"
+                        f"save overwrite t as parquet.`s3://{BUCKET}/conf-made/t`;")
+        assert rows(session, "load delta.`db.conf_made` as d; select n from d as out;") == [{"n": 7}]
+        assert rows(session, f"load parquet.`s3://{BUCKET}/conf-made/t` as p; select n from p as out;") == [{"n": 7}]
+        shown = session.execute("!show conf list;")[-1].table.to_pylist()
+        values = {r["name"]: r["value"] for r in shown}
+        assert values["fs.s3a.secret.key"] == "***" and values["fs.s3a.endpoint"] == host
+        assert s3.SECRET_KEY not in repr(session.warehouse) + str(session.warehouse)
+        # moto takes any key: that the settings, not the environment, gave them shows here
+        assert {k: v for k, v in session.warehouse.storage_options().items() if k.startswith("AWS_")} == {
+            "AWS_ACCESS_KEY_ID": s3.ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": s3.SECRET_KEY, "AWS_REGION": s3.REGION,
+            "AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
+    assert s3_server.keys("wh-conf/db/conf_made/_delta_log/")
+
+
+def test_a_secret_in_a_quoted_hadoop_name_is_masked():
+    from mlsql_ray.masking import mask
+
+    assert mask('set `fs.s3a.secret.key`="abc" where type="conf";') == 'set `fs.s3a.secret.key`="***" where type="conf";'
+    assert mask('set fs.s3a.secret.key="abc" where type="conf";') == 'set fs.s3a.secret.key="***" where type="conf";'
+    assert mask("load parquet.`s3a://b/p` where `fs.s3a.access.key`='AK' as t;") == \
+        "load parquet.`s3a://b/p` where `fs.s3a.access.key`='***' as t;"

@@ -466,10 +466,13 @@ class Session:
         the session's ``fs.s3a.*`` settings give it now."""
         return objectstore.with_conf(self._warehouse, self.conf)
 
-    def _location(self, path: str) -> Path | ObjectPath:
+    def _location(self, path: str, options: Mapping[str, str] | None = None) -> Path | ObjectPath:
         """A file path (as ``_path``) or an object store URI, with the options of the environment
-        and the session's ``fs.s3a.*`` settings."""
-        return objectstore.resolve(path, self.conf) if objectstore.is_uri(path) else self._path(path)
+        and the session's ``fs.s3a.*`` settings, overridden by those among a statement's
+        ``options`` (Byzer's ``where `fs.s3a.access.key`="…"``)."""
+        if not objectstore.is_uri(path):
+            return self._path(path)
+        return objectstore.resolve(path, {**self.conf, **(options or {})})
 
     def staging(self) -> Path:
         """A private local folder of this session, removed at close: files fetched from or bound
