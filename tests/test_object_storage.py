@@ -165,3 +165,11 @@ def test_a_secret_in_a_quoted_hadoop_name_is_masked():
     assert mask('set fs.s3a.secret.key="abc" where type="conf";') == 'set fs.s3a.secret.key="***" where type="conf";'
     assert mask("load parquet.`s3a://b/p` where `fs.s3a.access.key`='AK' as t;") == \
         "load parquet.`s3a://b/p` where `fs.s3a.access.key`='***' as t;"
+
+
+def test_include_a_script_stored_on_s3(s3_session, s3_server):
+    key = f"{s3_session.prefix}/scripts/make.mlsql"
+    s3_server.client().put_object(Bucket=BUCKET, Key=key, Body=b"select 41 + 1 as answer as made;\n")
+    assert rows(s3_session, f"include local.`s3://{BUCKET}/{key}`; select answer from made as out;") == [{"answer": 42}]
+    with pytest.raises(MLSQLError, match="no such file"):
+        s3_session.execute(f"include local.`s3://{BUCKET}/{s3_session.prefix}/scripts/none.mlsql`;")

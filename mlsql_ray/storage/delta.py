@@ -78,8 +78,9 @@ def exists(path: Path | ObjectPath) -> bool:
     return (path / "_delta_log").is_dir() and DeltaTable.is_deltatable(str(path))
 
 
-def _delta_table(path: Path | ObjectPath, **kwargs):
-    """deltalake's table at ``path``, opened with the path's storage options."""
+def delta_table(path: Path | ObjectPath, **kwargs):
+    """deltalake's table at ``path``, opened with the path's storage options (every opening of
+    a table goes through here, so a table on object storage opens like a local one)."""
     from deltalake import DeltaTable
 
     return DeltaTable(str(path), storage_options=delta_options(path), **kwargs)
@@ -97,7 +98,7 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
         if not version.isdigit():
             raise MLSQLError(f"version must be a whole number, not {version!r}")
         try:
-            return _delta_table(path, version=int(version))
+            return delta_table(path, version=int(version))
         except Exception as exc:
             latest = _read_log(path, name).version()
             raise MLSQLError(f"Delta table {name} has no version {version} (latest is {latest})") from exc
@@ -114,7 +115,7 @@ def _read_log(path: Path, name: str):
     from deltalake.exceptions import DeltaError
 
     try:
-        return _delta_table(path)
+        return delta_table(path)
     except (DeltaError, OSError) as exc:
         raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
 
@@ -312,21 +313,21 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     def overwrite_or_append() -> WriteResult:
         # Written through a DeltaTable object when the table exists: afterwards it is at the
         # version this write committed, even when another writer has committed since.
-        target = _delta_table(path) if present else str(path)
+        target = delta_table(path) if present else str(path)
         write_deltalake(
             target, data, storage_options=None if present else delta_options(path), mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
         )
-        table = target if present else _delta_table(path)
+        table = target if present else delta_table(path)
         version = table.version()
         metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
         return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
 
     try:
         if id_cols and present:
-            written = _interruptible(lambda: _upsert(_delta_table(path), name, data, id_cols, commit), cancelled, name)
+            written = _interruptible(lambda: _upsert(delta_table(path), name, data, id_cols, commit), cancelled, name)
         else:
             path.mkdir(parents=True, exist_ok=True)
             written = _interruptible(overwrite_or_append, cancelled, name)
@@ -365,7 +366,7 @@ def remove_leftovers(path: Path) -> list[str]:
     from deltalake.exceptions import DeltaError
 
     try:
-        table = _delta_table(path)  # the latest version: a concurrent writer's commit included
+        table = delta_table(path)  # the latest version: a concurrent writer's commit included
         unused = set(table.vacuum(retention_hours=LEFTOVER_MIN_AGE_H, dry_run=True, enforce_retention_duration=False,
                                   full=True))
         unused -= set(table.vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False))
@@ -508,7 +509,7 @@ def list_tables(warehouse: Path) -> pa.Table:
     for path in _table_folders(warehouse):
         rows["db"].append(path.parent.name)
         rows["table"].append(path.name)
-        rows["version"].append(_delta_table(path).version())
+        rows["version"].append(delta_table(path).version())
         rows["path"].append(str(path))
     return pa.table(rows, schema=pa.schema([("db", pa.string()), ("table", pa.string()), ("version", pa.int64()), ("path", pa.string())]))
 
