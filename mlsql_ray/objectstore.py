@@ -7,7 +7,7 @@ host — can read what it names without anything local to the driver. deltalake 
 httpfs extension would download at run time), it scans pyarrow datasets of them.
 
 Options come from the standard AWS environment (``AWS_ACCESS_KEY_ID`` …) overridden by Byzer's
-Hadoop settings (``set "fs.s3a.access.key"="…" where type="conf";``). The path's ``repr`` and
+Hadoop settings (``set fs.s3a.access.key="…" where type="conf";``). The path's ``repr`` and
 ``str`` never show them.
 """
 

@@ -22,7 +22,6 @@ from typing import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ...objectstore import is_uri
 from ...storage.paths import within
 from ..result import Result
 from . import named_arguments
@@ -353,12 +352,6 @@ def _fs(session, s) -> Result:
             raise MLSQLError(f"!{s.name} utils: expected one of {', '.join(UTILS)}")
         return util(session, s, rest[1:])
     shell = SHELL.get(args[0]) if args else None
-    if shell is not None and any(is_uri(arg) for arg in args[1:]):
-        from .object_fs import SHELL as OBJECT_SHELL  # it builds on this module
-
-        shell = OBJECT_SHELL.get(args[0])
-        if shell is None:
-            raise MLSQLError(f"!{s.name} {args[0]} does not work on object storage: use one of {', '.join(OBJECT_SHELL)}")
     if shell is None:
         raise MLSQLError(f"!{s.name}: expected one of {', '.join(SHELL)} or utils {'|'.join(UTILS)}, "
                          f"not {' '.join(args[:1]) or 'nothing'}")

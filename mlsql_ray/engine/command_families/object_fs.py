@@ -1,7 +1,8 @@
 """``!fs`` on object storage (``s3://…``): ``-ls``, ``-cat``, ``-mkdir``, ``-rm``, ``-put``,
-``-get`` and ``-cp``, through pyarrow's filesystem of the store. Answers look like the local
-shell's (``filesystem``); a local path given to ``-put``/``-get`` must still lie in an allowed
-folder. An object store has no permissions nor owners to show: ``-ls`` shows ``-`` there.
+``-get`` and ``-cp``, through pyarrow's filesystem of the store; a command that names no URI is
+the local shell's (``filesystem``). Answers look like the local shell's; a local path given to
+``-put``/``-get`` must still lie in an allowed folder. An object store has no permissions nor
+owners to show: ``-ls`` shows ``-`` there.
 """
 
 from __future__ import annotations
@@ -161,3 +162,17 @@ SHELL: dict[str, Callable] = {
     "-mkdir": _mkdir, "-rm": _remove, "-rmr": lambda session, s, args: _remove(session, s, args, recursive=True),
     "-cp": _copy, "-put": _copy, "-copyFromLocal": _copy, "-get": _copy, "-copyToLocal": _copy,
 }
+
+
+def _fs(session, s) -> Result:
+    """``!fs``/``!hdfs``: on object storage when an argument of a shell command is a URI."""
+    args = list(s.args)
+    if not args or args[0] not in local.SHELL or not any(is_uri(arg) for arg in args[1:]):
+        return local.COMMANDS[s.name.lower()](session, s)
+    shell = SHELL.get(args[0])
+    if shell is None:
+        raise MLSQLError(f"!{s.name} {args[0]} does not work on object storage: use one of {', '.join(SHELL)}")
+    return shell(session, s, args[1:])
+
+
+COMMANDS: dict[str, Callable] = {name: _fs for name in local.COMMANDS}
