@@ -173,3 +173,22 @@ def test_include_a_script_stored_on_s3(s3_session, s3_server):
     assert rows(s3_session, f"include local.`s3://{BUCKET}/{key}`; select answer from made as out;") == [{"answer": 42}]
     with pytest.raises(MLSQLError, match="no such file"):
         s3_session.execute(f"include local.`s3://{BUCKET}/{s3_session.prefix}/scripts/none.mlsql`;")
+
+
+def test_warehouse_uri_from_the_environment():
+    """``$MLSQL_WAREHOUSE`` may be a URI (Hadoop's s3a:// is S3); its options come from the AWS
+    variables and are never shown."""
+    from mlsql_ray.config import resolve
+
+    config = resolve(environ={"MLSQL_WAREHOUSE": "s3a://bucket/wh/", "AWS_ACCESS_KEY_ID": "AK",
+                              "AWS_SECRET_ACCESS_KEY": "SK-hidden", "AWS_ENDPOINT_URL": "http://h:9"})
+    assert str(config.warehouse) == "s3://bucket/wh"
+    assert config.warehouse.storage_options() == {"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK-hidden",
+                                                  "AWS_ENDPOINT_URL": "http://h:9", "AWS_ALLOW_HTTP": "true"}
+    assert "SK-hidden" not in repr(config.warehouse)
+    assert str(config.warehouse / "db" / "t") == "s3://bucket/wh/db/t"
+
+
+def test_a_source_that_reads_local_files_only_says_so(s3_session):
+    with pytest.raises(MLSQLError, match="on object storage, which this statement cannot read"):
+        s3_session.execute(f'load excel.`s3://{BUCKET}/book.xlsx` where header="true" as t;')

@@ -44,7 +44,8 @@ MODEL_FORMATS = ("tf", "keras")
 class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
 
-    ``warehouse``: root of the Delta tables (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
+    ``warehouse``: root of the Delta tables, a folder or an object store URI such as
+    ``s3://bucket/prefix`` (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
     ``ray_address``: the Ray cluster for Python cells (default ``$MLSQL_RAY_ADDRESS``; none: an
     embedded local Ray, started on first need). ``variables``: initial ``${}`` values, e.g. from
     ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`. ``allowed_paths``: folders
