@@ -192,3 +192,21 @@ def test_warehouse_uri_from_the_environment():
 def test_a_source_that_reads_local_files_only_says_so(s3_session):
     with pytest.raises(MLSQLError, match="on object storage, which this statement cannot read"):
         s3_session.execute(f'load excel.`s3://{BUCKET}/book.xlsx` where header="true" as t;')
+
+
+def test_model_tables_on_s3_write_read_and_keep_versions(s3_session):
+    """A train's model table in an S3 warehouse (written and read as ``train``/``register`` do,
+    without training: the training itself is Ray's and tested elsewhere): both versions kept
+    with keepVersion, only the newest without."""
+    from mlsql_ray.ml import store
+    from mlsql_ray.storage import delta
+
+    path = delta.table_path(s3_session.warehouse, "ai.model", {})
+    group = store.StoredGroup(0, "RandomForest", "success", {"metrics": {"f1": 0.9}}, data=b"model-bytes" * 100)
+    assert store.write(path, "ai.model", [group], keep_version=True) == 0
+    assert store.write(path, "ai.model", [group], keep_version=True) == 1
+    assert store.kept_versions(path, "ai.model") == [0, 1]
+    assert store.write(path, "ai.model", [group], keep_version=False) == 2
+    assert store.kept_versions(path, "ai.model") == [2]
+    version, groups = store.read(path, "ai.model")  # the vacuum committed versions 3 and 4
+    assert version == 4 and [(g.alg, g.data) for g in groups] == [("RandomForest", b"model-bytes" * 100)]

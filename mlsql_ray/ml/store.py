@@ -76,7 +76,7 @@ def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) 
 def read(path: Path, name: str, options: dict | None = None) -> tuple[int, list[StoredGroup]]:
     """(version, groups) of a model table; a table that is not one is the user's mistake."""
     table = delta.open_table(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
-    return table.version(), groups_of(table.to_pyarrow_table(), name)
+    return table.version(), groups_of(delta.arrow_dataset(table, path).to_table(), name)
 
 
 def kept_versions(path: Path, name: str) -> list[int]:
