@@ -210,3 +210,16 @@ def test_model_tables_on_s3_write_read_and_keep_versions(s3_session):
     assert store.kept_versions(path, "ai.model") == [2]
     version, groups = store.read(path, "ai.model")  # the vacuum committed versions 3 and 4
     assert version == 4 and [(g.alg, g.data) for g in groups] == [("RandomForest", b"model-bytes" * 100)]
+
+
+def test_delta_at_an_s3_path_and_the_path_travels_to_a_worker(s3_session, s3_server):
+    """``where mode="path"`` with a URI; the path a worker would get (pickled) opens there too."""
+    import pickle
+
+    from mlsql_ray.storage import delta
+
+    uri = f"s3://{BUCKET}/{s3_session.prefix}/by-path"
+    s3_session.execute(f'select 5 as v as t; save overwrite t as delta.`{uri}` where mode="path";')
+    assert rows(s3_session, f'load delta.`{uri}` where mode="path" as d; select v from d as out;') == [{"v": 5}]
+    path = pickle.loads(pickle.dumps(delta.table_path(s3_session.warehouse, uri, {"mode": "path"})))
+    assert delta.arrow_dataset(delta.open_table(path, uri), path).to_table().to_pylist() == [{"v": 5}]
