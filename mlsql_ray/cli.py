@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path)
     run.add_argument("--set", dest="variables", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
                      help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
-    run.add_argument("--warehouse", help="root folder of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
+    run.add_argument("--warehouse", help="root of the Delta tables, a folder or s3://bucket/prefix (default: $MLSQL_WAREHOUSE or ./warehouse)")
     run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")

@@ -22,12 +22,21 @@ _NAME = r"\b\w*(?:pass|pwd|secret|token|credential|key|auth)\w*(?<!mode)(?<!type
 SECRET_NAME = re.compile(_NAME, re.IGNORECASE)
 """A name whose value is a secret (an option, a variable, a URL parameter): use ``fullmatch``."""
 
+
+def is_secret_name(name: str) -> bool:
+    """Whether ``name``'s value is a secret; a dotted name (Hadoop's ``fs.s3a.secret.key``) is
+    when any of its parts is."""
+    return any(SECRET_NAME.fullmatch(part) for part in name.split("."))
+
+
 _QUOTED = r"""'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`"""
 # (regex, group holding the secret)
 _RULES = (
     # scheme://AUTHORITY: the password is after the userinfo's first ':' up to the authority's last '@'
     (re.compile(r"[a-z][a-z0-9+.\-]*://[^\s/:@?#\"'`]*:(?P<secret>[^\s/?#\"'`]*)@", re.IGNORECASE), "secret"),
     (re.compile(rf"{_NAME}\s*=\s*(?P<quoted>{_QUOTED})", re.IGNORECASE), "quoted"),
+    # a quoted dotted name: set "fs.s3a.secret.key"="…", where `fs.s3a.access.key`="…"
+    (re.compile(rf"{_NAME}[\"'`]\s*=\s*(?P<quoted>{_QUOTED})", re.IGNORECASE), "quoted"),
     # a ':' the text goes on after ("…password=x: why") ends the value; one inside it does not
     (re.compile(rf"{_NAME}=(?P<secret>(?:[^\s\"'`&;,):]|:(?!\s|$))+)", re.IGNORECASE), "secret"),
     (re.compile(rf"\bset\s+{_NAME}\s*=\s*(?P<secret>[^\s\"'`;][^;\n]*?)(?=\s+where\b|\s*;|\s*$)",

@@ -209,6 +209,25 @@ def postgres():
 
 
 @pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server (moto's server mode, tests/s3_server.py) with one bucket,
+    started by the first test that asks for it and stopped at the end of the run."""
+    import s3_server as s3
+
+    server = s3.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """The standard AWS variables pointing at ``s3_server``, for this test only."""
+    for key, value in s3_server.env.items():
+        monkeypatch.setenv(key, value)
+    return s3_server
+
+
+@pytest.fixture(scope="session")
 def executed_notebook(tmp_path_factory, ray_address):
     """``executed_notebook(path)``: the notebook as ``jupyter nbconvert --to notebook --execute`` left
     it (the ``CompletedProcess`` and the executed copy, read back), in this checkout's kernel joined

@@ -19,7 +19,7 @@ from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
 from . import assertions, macros, spark_types
-from .command_families import filesystem, scripts, show, tables
+from .command_families import object_fs, scripts, show, tables
 from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
@@ -117,7 +117,7 @@ def _python(session, s: ast.Command):
 
 COMMANDS: dict[str, Callable] = {
     "desc": _desc, "delta": _delta, "python": _python,
-    **show.COMMANDS, **filesystem.COMMANDS, **tables.COMMANDS, **scripts.COMMANDS, **assertions.COMMANDS,
+    **show.COMMANDS, **object_fs.COMMANDS, **tables.COMMANDS, **scripts.COMMANDS, **assertions.COMMANDS,
 }
 
 

@@ -4,6 +4,8 @@
 - ``project.`path```: relative to the project root — ``Session(project_root=...)`` / ``--project-root``,
   else the folder of the script being run, else the working directory (byzer-doc grammar/include.md,
   Byzer-desktop's ``include project.`src/algs/b.byzer```).
+- a whole object store URI (``local.`s3://bucket/scripts/a.mlsql```, a file or a folder): fetched
+  with the session's credentials, as ``load`` fetches a csv (``engine.object_files``).
 - ``lib.`github.com/...```: Byzer downloads the library from GitHub: refused, we run offline.
 
 A folder is included as Byzer reads it (Spark's ``textFile`` on a folder): every file in it not
@@ -18,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .. import lang
+from .. import lang, objectstore
 from ..errors import MLSQLError
 from ..storage.paths import within
 from ..lang import ast
+from . import object_files
 from .result import Result
 
 MAX_INCLUDE_DEPTH = 16
@@ -55,10 +58,14 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
     if resolve is None:
         raise MLSQLError(f"include supports {', '.join(f'{name}.`path`' for name in RESOLVERS if name != 'lib')}, "
                          f"not {s.format}")
-    path = resolve(session, s.path)
+    if objectstore.is_uri(s.path):  # named outright, as a whole URI: no project root to stay inside
+        location = session._location(s.path, s.options)
+        path = object_files.fetch(location, "script", session.staging())
+    else:
+        path = resolve(session, s.path)
     root = project_root(session)
     # whether a path outside exists is not told: only that it is outside
-    if not within(path, [root]) and s.options.get("allowOutside") != "true":
+    if not objectstore.is_uri(s.path) and not within(path, [root]) and s.options.get("allowOutside") != "true":
         raise MLSQLError(f"cannot include {path}: it is outside {root}, the project root; "
                          f"add where allowOutside=\"true\" to include it anyway")
     if not path.exists():

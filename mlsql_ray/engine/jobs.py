@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ..errors import MLSQLError
 from ..lang import ast
-from ..masking import SECRET_NAME, mask
+from ..masking import is_secret_name, mask
 
 RECENT_JOBS = 50  # finished jobs !show jobs keeps listing
 _TEXT_LIMIT = 200
@@ -158,14 +158,14 @@ def _raise_in_thread(thread: int, exception: type[BaseException] | None) -> None
 # -- a statement as a job's text --------------------------------------------------------------------
 
 def _options(options) -> str:
-    shown = [f'{k}="***"' if SECRET_NAME.fullmatch(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
+    shown = [f'{k}="***"' if is_secret_name(k) or k in ast.Statement.raw_options else f'{k}="{v}"'
              for k, v in options.items()]
     return f" where {' and '.join(shown)}" if shown else ""
 
 
 def _argument(arg: str) -> str:
     key, sep, _ = arg.partition("=")
-    return f"{key}=***" if sep and SECRET_NAME.fullmatch(key) else arg
+    return f"{key}=***" if sep and is_secret_name(key) else arg
 
 
 _TEXTS: dict[type, Callable] = {

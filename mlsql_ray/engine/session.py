@@ -7,6 +7,7 @@ whole text first, then runs statement by statement and yields one ``Result`` per
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
@@ -14,8 +15,9 @@ from typing import Callable, Iterable, Iterator, Mapping
 import duckdb
 import pyarrow as pa
 
-from .. import lang
+from .. import lang, objectstore
 from ..config import resolve as resolve_config
+from ..objectstore import ObjectPath
 from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..warm import WarmPool
@@ -42,7 +44,8 @@ MODEL_FORMATS = ("tf", "keras")
 class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
 
-    ``warehouse``: root of the Delta tables (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
+    ``warehouse``: root of the Delta tables, a folder or an object store URI such as
+    ``s3://bucket/prefix`` (default ``$MLSQL_WAREHOUSE`` or ``./warehouse``).
     ``ray_address``: the Ray cluster for Python cells (default ``$MLSQL_RAY_ADDRESS``; none: an
     embedded local Ray, started on first need). ``variables``: initial ``${}`` values, e.g. from
     ``--set``. Both defaults come from :func:`mlsql_ray.config.resolve`. ``allowed_paths``: folders
@@ -56,7 +59,7 @@ class Session:
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
                  project_root: str | os.PathLike | None = None, workers: WarmPool | None = None):
         config = resolve_config(warehouse, ray_address)
-        self.warehouse = config.warehouse
+        self._warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
         self.project_root = Path(project_root).expanduser().resolve() if project_root is not None else None
@@ -79,6 +82,7 @@ class Session:
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
+        self._staging: tempfile.TemporaryDirectory | None = None  # see staging()
         self._sources: list[Path] = []  # the include stack: the file being run is last
         self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
@@ -154,6 +158,8 @@ class Session:
             self.workers.release()
         self.ray_link.shutdown()
         self.con.close()
+        if self._staging is not None:
+            self._staging.cleanup()
 
     def __enter__(self) -> "Session":
         return self
@@ -455,8 +461,35 @@ class Session:
             sql = spark_functions.spark_result_sql(self.con, sql)
         return sql, tables, calls
 
+    @property
+    def warehouse(self) -> Path | ObjectPath:
+        """The root of the Delta tables; on an object store, with the options the environment and
+        the session's ``fs.s3a.*`` settings give it now."""
+        return objectstore.with_conf(self._warehouse, self.conf)
+
+    def _location(self, path: str, options: Mapping[str, str] | None = None) -> Path | ObjectPath:
+        """A file path (as ``_path``) or an object store URI, with the options of the environment
+        and the session's ``fs.s3a.*`` settings, overridden by those among a statement's
+        ``options`` (Byzer's ``where `fs.s3a.access.key`="…"``)."""
+        if not objectstore.is_uri(path):
+            return self._path(path)
+        return objectstore.resolve(path, {**self.conf, **(options or {})})
+
+    def staging(self) -> Path:
+        """A private local folder of this session, removed at close: files fetched from or bound
+        for object storage (``engine.object_files``)."""
+        if self._staging is None:
+            self._staging = tempfile.TemporaryDirectory(prefix="mlsql-staging-")
+        return Path(self._staging.name)
+
     def _path(self, path: str) -> Path:
-        """A file path; relative ones are relative to the running script's folder, if any."""
+        """A local file path; relative ones are relative to the running script's folder, if any.
+        An object store URI is refused here: only the sources and commands that ask ``_location``
+        read object storage."""
+        if objectstore.is_uri(path):
+            raise MLSQLError(f"{path} is on object storage, which this statement cannot read or write: "
+                             "load/save of parquet, csv, json, text and delta, !fs and include can "
+                             "(or copy it with !fs -get)")
         p = Path(path).expanduser()
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p

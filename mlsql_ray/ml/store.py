@@ -69,29 +69,25 @@ def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) 
     table = to_table(groups)
     written = delta.write(path, name, table.to_reader(), "overwrite", (), {}, commit_metadata=summary)
     if not keep_version:
-        from deltalake import DeltaTable
-
-        DeltaTable(str(path)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        delta.delta_table(path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     return written.version
 
 
 def read(path: Path, name: str, options: dict | None = None) -> tuple[int, list[StoredGroup]]:
     """(version, groups) of a model table; a table that is not one is the user's mistake."""
     table = delta.open_table(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
-    return table.version(), groups_of(table.to_pyarrow_table(), name)
+    return table.version(), groups_of(delta.arrow_dataset(table, path).to_table(), name)
 
 
 def kept_versions(path: Path, name: str) -> list[int]:
     """The versions a train wrote whose files are all still there (a train without
     ``keepVersion`` vacuums the older ones, in commits of its own), oldest first."""
-    from deltalake import DeltaTable
-
     kept = []
     for entry in delta.open_table(path, name).history():
         if TRAIN_SUMMARY not in entry:
             continue
-        uris = DeltaTable(str(path), version=entry["version"]).file_uris()
-        if all(Path(uri.removeprefix("file://")).exists() for uri in uris):
+        files = delta.delta_table(path, version=entry["version"]).get_add_actions(flatten=True).column("path")
+        if all((path / file).exists() for file in files.to_pylist()):
             kept.append(entry["version"])
     return sorted(kept)
 

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from .. import objectstore
 from ..errors import InterruptedAfterCommit, MLSQLError
+from ..objectstore import ObjectPath, delta_options
 from .paths import real_path, within
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
@@ -40,15 +42,17 @@ TARGET_FILE_BYTES = 64 * 2**20
 _NAME_PART = re.compile(r"[A-Za-z0-9_]+", re.ASCII)
 
 
-def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
+def table_path(warehouse: Path | ObjectPath, name: str, options: dict[str, str],
+               conf: dict[str, str] | None = None) -> Path | ObjectPath:
     """Where ``delta.`db.table``` lives: ``<warehouse>/db/table``; a bare name is in ``default``.
 
     Name parts are plain ASCII words, and a symbolic link in the warehouse that leads out is
     refused (as ``!fs`` refuses it), so a name can never point outside the warehouse;
-    ``mode="path"`` is the explicit way to use any path.
+    ``mode="path"`` is the explicit way to use any path (an object store URI opens with the
+    options of the environment and the session settings ``conf``).
     """
     if options.get("mode") == "path":
-        return Path(name).expanduser()
+        return objectstore.resolve(name, conf) if objectstore.is_uri(name) else Path(name).expanduser()
     parts = name.split(".")
     if len(parts) == 1:
         parts = ["default", parts[0]]
@@ -58,16 +62,28 @@ def table_path(warehouse: Path, name: str, options: dict[str, str]) -> Path:
             "letters, digits and _ (for a path, add where mode=\"path\")"
         )
     path = warehouse.joinpath(*parts)
+    if isinstance(path, ObjectPath):  # no links on an object store: the plain name parts keep it inside
+        return path
     if not within(path, [warehouse]):
         raise MLSQLError(f"Delta table {name} would be at {real_path(path)}, outside the warehouse {warehouse}: "
                          f"a symbolic link in the warehouse leads out (for a path elsewhere, add where mode=\"path\")")
     return path
 
 
-def exists(path: Path) -> bool:
+def exists(path: Path | ObjectPath) -> bool:
     from deltalake import DeltaTable
 
+    if isinstance(path, ObjectPath):
+        return DeltaTable.is_deltatable(str(path), storage_options=path.storage_options())
     return (path / "_delta_log").is_dir() and DeltaTable.is_deltatable(str(path))
+
+
+def delta_table(path: Path | ObjectPath, **kwargs):
+    """deltalake's table at ``path``, opened with the path's storage options (every opening of
+    a table goes through here, so a table on object storage opens like a local one)."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path), storage_options=delta_options(path), **kwargs)
 
 
 def open_table(path: Path, name: str, options: dict[str, str] | None = None):
@@ -82,7 +98,7 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
         if not version.isdigit():
             raise MLSQLError(f"version must be a whole number, not {version!r}")
         try:
-            return DeltaTable(str(path), version=int(version))
+            return delta_table(path, version=int(version))
         except Exception as exc:
             latest = _read_log(path, name).version()
             raise MLSQLError(f"Delta table {name} has no version {version} (latest is {latest})") from exc
@@ -96,11 +112,10 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
 def _read_log(path: Path, name: str):
     """The table at its latest version; a log deltalake cannot read (damaged, or written with
     features it lacks) is the table's problem, said as such."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
     try:
-        return DeltaTable(str(path))
+        return delta_table(path)
     except (DeltaError, OSError) as exc:
         raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
 
@@ -110,9 +125,12 @@ def arrow_dataset(table, path: Path):
     local filesystem. deltalake's default reads through a Python filesystem (``PyFileSystem`` over
     its ``DeltaStorageHandler``), so Arrow's I/O threads call into Python; one still at work when
     the interpreter shuts down makes the process abort at exit ("terminate called without an active
-    exception", status 134; apache/arrow#39862)."""
+    exception", status 134; apache/arrow#39862). On an object store, through Arrow's own
+    filesystem of that store."""
     from pyarrow import fs
 
+    if isinstance(path, ObjectPath):
+        return table.to_pyarrow_dataset(filesystem=fs.SubTreeFileSystem(path.key, path.filesystem()))
     root = str(Path(path).resolve())
     return table.to_pyarrow_dataset(filesystem=fs.SubTreeFileSystem(root, fs.LocalFileSystem()))
 
@@ -274,7 +292,7 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     writer or Ctrl-C, the table keeps its version; a Ctrl-C too late to stop the commit raises
     ``InterruptedAfterCommit`` with the version committed. Afterwards, files earlier interrupted
     writes left are removed (``remove_leftovers``)."""
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import CommitProperties, write_deltalake
     from deltalake.exceptions import DeltaError
 
     present = exists(path)
@@ -295,21 +313,21 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     def overwrite_or_append() -> WriteResult:
         # Written through a DeltaTable object when the table exists: afterwards it is at the
         # version this write committed, even when another writer has committed since.
-        target = DeltaTable(str(path)) if present else str(path)
+        target = delta_table(path) if present else str(path)
         write_deltalake(
-            target, data, mode="append" if mode == "append" else "overwrite",
+            target, data, storage_options=None if present else delta_options(path), mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
         )
-        table = target if present else DeltaTable(str(path))
+        table = target if present else delta_table(path)
         version = table.version()
         metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
         return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
 
     try:
         if id_cols and present:
-            written = _interruptible(lambda: _upsert(DeltaTable(str(path)), name, data, id_cols, commit), cancelled, name)
+            written = _interruptible(lambda: _upsert(delta_table(path), name, data, id_cols, commit), cancelled, name)
         else:
             path.mkdir(parents=True, exist_ok=True)
             written = _interruptible(overwrite_or_append, cancelled, name)
@@ -345,11 +363,10 @@ def remove_leftovers(path: Path) -> list[str]:
     use (its retention is the age the file's last write gives it), minus those the log records
     as removed by a later version (lite mode, any age). It deletes nothing itself here: a real
     vacuum would also commit two versions of its own to the table."""
-    from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
     try:
-        table = DeltaTable(str(path))  # the latest version: a concurrent writer's commit included
+        table = delta_table(path)  # the latest version: a concurrent writer's commit included
         unused = set(table.vacuum(retention_hours=LEFTOVER_MIN_AGE_H, dry_run=True, enforce_retention_duration=False,
                                   full=True))
         unused -= set(table.vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False))
@@ -358,14 +375,27 @@ def remove_leftovers(path: Path) -> list[str]:
     oldest = time.time() - LEFTOVER_MAX_AGE_H * 3600
     removed = []
     for relative in sorted(unused):
-        file = path / relative
         try:
-            if file.stat().st_mtime >= oldest:
-                file.unlink()
+            if _remove_if_newer(path / relative, oldest):
                 removed.append(relative)
         except OSError:
             continue
     return removed
+
+
+def _remove_if_newer(file: Path | ObjectPath, oldest: float) -> bool:
+    """Delete ``file`` if it was last written after ``oldest`` (epoch seconds)."""
+    if isinstance(file, ObjectPath):
+        store = file.filesystem()
+        written = store.get_file_info(file.key).mtime
+        if written is None or written.timestamp() < oldest:
+            return False
+        store.delete_file(file.key)
+        return True
+    if file.stat().st_mtime < oldest:
+        return False
+    file.unlink()
+    return True
 
 
 def vacuum(path: Path, name: str, retention_hours: int | None) -> pa.Table:
@@ -475,16 +505,29 @@ def info(path: Path, name: str) -> pa.Table:
 def list_tables(warehouse: Path) -> pa.Table:
     """Every Delta table under the warehouse as (db, table, version, path); not those a symbolic
     link leads out to (``table_path`` refuses them)."""
-    from deltalake import DeltaTable
-
     rows = {"db": [], "table": [], "version": [], "path": []}
-    if warehouse.is_dir():
-        for log in sorted(warehouse.glob("*/*/_delta_log")):
-            path = log.parent
-            if not within(path, [warehouse]):
-                continue
-            rows["db"].append(path.parent.name)
-            rows["table"].append(path.name)
-            rows["version"].append(DeltaTable(str(path)).version())
-            rows["path"].append(str(path))
+    for path in _table_folders(warehouse):
+        rows["db"].append(path.parent.name)
+        rows["table"].append(path.name)
+        rows["version"].append(delta_table(path).version())
+        rows["path"].append(str(path))
     return pa.table(rows, schema=pa.schema([("db", pa.string()), ("table", pa.string()), ("version", pa.int64()), ("path", pa.string())]))
+
+
+def _table_folders(warehouse: Path | ObjectPath) -> list[Path | ObjectPath]:
+    """The ``db/table`` folders of the warehouse that hold a Delta log, sorted; locally not those
+    a symbolic link leads out to (``table_path`` refuses them)."""
+    if isinstance(warehouse, ObjectPath):
+        from pyarrow import fs
+
+        store = warehouse.filesystem()
+
+        def folders(key: str) -> list[str]:
+            listing = store.get_file_info(fs.FileSelector(key, allow_not_found=True))
+            return sorted(info.base_name for info in listing if info.type == fs.FileType.Directory)
+
+        return [warehouse.joinpath(db, table) for db in folders(warehouse.key)
+                for table in folders(f"{warehouse.key}/{db}") if "_delta_log" in folders(f"{warehouse.key}/{db}/{table}")]
+    if not warehouse.is_dir():
+        return []
+    return [log.parent for log in sorted(warehouse.glob("*/*/_delta_log")) if within(log.parent, [warehouse])]

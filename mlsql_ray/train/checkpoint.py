@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLSQLError
+from ..objectstore import ObjectPath, delta_options
 from ..storage import delta, rows as file_rows
 
 
@@ -36,7 +37,7 @@ class Checkpoints:
             raise MLSQLError("checkpoint every and keep must be at least 1")
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | ObjectPath:
         from .. import config
 
         return delta.table_path(config.warehouse(self.warehouse), self.table, {})
@@ -45,33 +46,29 @@ class Checkpoints:
         return round_number % self.every == 0 or round_number == last_round
 
     def save(self, round_number: int, weights, optimizer_state, history: list[dict]) -> None:
-        from deltalake import DeltaTable, write_deltalake
+        from deltalake import write_deltalake
 
         chunks = file_rows.bytes_to_rows(_pack(round_number, weights, optimizer_state, history))
         rows = chunks.add_column(0, "round", pa.array([round_number] * chunks.num_rows, pa.int64()))
         self.path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(self.path), rows, mode="append")
+        write_deltalake(str(self.path), rows, mode="append", storage_options=delta_options(self.path))
         rounds = self.rounds()
         if len(rounds) > self.keep:
-            DeltaTable(str(self.path)).delete(f"round < {rounds[-self.keep]}")
+            delta.delta_table(self.path).delete(f"round < {rounds[-self.keep]}")
 
     def rounds(self) -> list[int]:
         """Rounds that have a checkpoint, oldest first."""
-        from deltalake import DeltaTable
-
-        if not (self.path / "_delta_log").is_dir():
+        if not delta.exists(self.path):
             return []
-        column = delta.arrow_dataset(DeltaTable(str(self.path)), self.path).to_table(columns=["round"]).column("round")
+        column = delta.arrow_dataset(delta.delta_table(self.path), self.path).to_table(columns=["round"]).column("round")
         return sorted(set(column.to_pylist()))
 
     def latest(self) -> dict | None:
         """The newest checkpoint as {round, weights, optimizer_state, history}, or None."""
-        from deltalake import DeltaTable
-
         rounds = self.rounds()
         if not rounds:
             return None
-        table = delta.arrow_dataset(DeltaTable(str(self.path)), self.path).to_table()
+        table = delta.arrow_dataset(delta.delta_table(self.path), self.path).to_table()
         mask = pc.equal(table.column("round"), rounds[-1])
         return _unpack(file_rows.rows_to_bytes(table.filter(mask)))
 

@@ -31,7 +31,9 @@ _JAVA_GROUP = re.compile(r"\$(\d+)")  # Java's replaceAll spells a group $1, Pyt
 
 
 def allowed_roots(session) -> list[Path]:
-    return [Path.cwd().resolve(), session.warehouse, *session.allowed_paths]
+    """The local folders file commands may touch (a warehouse on object storage is not one)."""
+    return [Path.cwd().resolve(), *([session.warehouse] if isinstance(session.warehouse, Path) else []),
+            *session.allowed_paths]
 
 
 def allowed_path(session, text: str) -> Path:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
+from ...masking import MASK, is_secret_name
 from .. import datasources, ets, learning
 from ...ml import sources as ml_sources
 from ..datasources import jdbc
@@ -96,7 +97,7 @@ def _conf_list(session, name=None) -> pa.Table:
     from ...cells.runner import KNOWN_SETTINGS
 
     rows = [(f"python.{k}", session.python_conf.get(k, ""), d) for k, d in KNOWN_SETTINGS.items()]
-    rows += [(k, v, "set with type=\"conf\"") for k, v in session.conf.items()]
+    rows += [(k, MASK if is_secret_name(k) else v, "set with type=\"conf\"") for k, v in session.conf.items()]
     return pa.table({"name": [r[0] for r in rows], "value": [r[1] for r in rows], "description": [r[2] for r in rows]},
                     schema=_strings("name", "value", "description"))
 

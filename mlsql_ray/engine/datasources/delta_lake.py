@@ -10,13 +10,13 @@ from .base import DataSource, Param
 
 
 def _load(session, s) -> None:
-    path = delta.table_path(session.warehouse, s.path, s.options)
+    path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
     dataset = delta.arrow_dataset(delta.open_table(path, s.path, s.options), path)
     session.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
 
 
 def _save(session, s) -> Result:
-    path = delta.table_path(session.warehouse, s.path, s.options)
+    path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
     reader = session.catalog.reader(s.table)
     try:
         written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from ...objectstore import ObjectPath
+from .. import object_files
 from ..csv_files import read_csv
 from ..files import located, read_json, read_parquet, read_text, write
 from ..result import Result
@@ -13,8 +15,14 @@ from .base import DataSource, Param
 _READERS: dict[str, Callable] = {"parquet": read_parquet, "csv": read_csv, "json": read_json, "text": read_text}
 
 
-def add_files(session, table: str, fmt: str, path: Path, options: dict, origin: str) -> None:
-    """Name ``table`` in the session's catalog: the ``fmt`` files at ``path`` (a file or a folder)."""
+def add_files(session, table: str, fmt: str, path: Path | ObjectPath, options: dict, origin: str) -> None:
+    """Name ``table`` in the session's catalog: the ``fmt`` files at ``path`` (a file or a folder,
+    local or on an object store: see ``object_files``)."""
+    if isinstance(path, ObjectPath):
+        if fmt == "parquet":
+            session.catalog.add_arrow(table, object_files.parquet_dataset(path), origin, kind="lazy")
+            return
+        path = object_files.fetch(path, fmt, session.staging())
     files, hive = located(path, fmt)
     read = _READERS[fmt]
     session.catalog.add_relation(table, read(session.con, files, options, hive), origin,
@@ -23,14 +31,19 @@ def add_files(session, table: str, fmt: str, path: Path, options: dict, origin: 
 
 def _loader(fmt: str) -> Callable:
     def load(session, s) -> None:
-        add_files(session, s.table, fmt, session._path(s.path), s.options, f"{fmt}.`{s.path}`")
+        add_files(session, s.table, fmt, session._location(s.path, s.options), s.options, f"{fmt}.`{s.path}`")
 
     return load
 
 
 def _saver(fmt: str) -> Callable:
     def save(session, s) -> Result:
-        rows = write(session.con, s.table, fmt, session._path(s.path), s.mode, s.options, s.partition_by)
+        path = session._location(s.path, s.options)
+        if isinstance(path, ObjectPath):
+            rows = object_files.save(session.con, s.table, fmt, path, s.mode, s.options, s.partition_by,
+                                     session.staging())
+        else:
+            rows = write(session.con, s.table, fmt, path, s.mode, s.options, s.partition_by)
         if rows is None:
             return Result(s, f"{s.path} exists; nothing written (mode ignore)")
         return Result(s, f"saved {rows} rows of {s.table} to {fmt}.`{s.path}` (mode {s.mode})", num_rows=rows)
