@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import duckdb
 import pyarrow as pa
@@ -23,9 +24,12 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..ml import vectors as ml_vectors
+from .result import PREVIEW_ROWS
 
 RETIRED_PREFIX = "__mlsql_retired_"
 STREAM_BATCH_ROWS = 122_880  # DuckDB's row group: bigger batches only make DuckDB read further ahead
+KEPT_ROWS = 10_000  # a select's result up to this many rows ...
+KEPT_BYTES = 16 << 20  # ... and about this many bytes is kept once a preview has read it (see first_rows)
 
 
 def quoted(name: str) -> str:
@@ -56,6 +60,9 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         self._retired: dict[str, Entry] = {}  # old tables that views still read, by lower-case retired name
         self._serial = itertools.count(1)
+        # views that are no longer (or not only) named but must keep their meaning: the selects
+        # whose results the caller holds with their first rows not read yet (Session._select)
+        self.held: Callable[[], list[Entry]] = list
 
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str,
                      parquet_files: tuple[str, ...] = (), hive: bool = False) -> None:
@@ -97,6 +104,31 @@ class Catalog:
         if isinstance(entry.data, pa.Table):
             return ml_vectors.vector_fields(entry.data.schema)
         return entry.vectors
+
+    def is_live(self, entry: Entry) -> bool:
+        """Whether ``entry`` still defines its name (directly, or under a ``!cache`` copy)."""
+        live = self._entries.get(entry.name.lower())
+        return live is not None and (live is entry or live.cached_from is entry)
+
+    def rows_of(self, entry: Entry) -> duckdb.DuckDBPyRelation:
+        """What ``entry`` holds, whether it still defines its name or a later statement redefined
+        or removed that name (a view in ``held`` then still reads what it read)."""
+        if self.is_live(entry):
+            return self.relation(entry.name)
+        if entry.sql is not None:
+            return self.con.sql(entry.sql)
+        return self.con.from_arrow(entry.data)
+
+    def keep(self, name: str, table: pa.Table) -> None:
+        """Hold the rows of the select ``name`` (all of them, as ``first_rows`` read them): its
+        view becomes this Arrow table, so later reads run nothing. Views reading ``name`` read
+        the table now (same name); tables only this view read may go."""
+        entry = self._entries[name.lower()]
+        self._forget(entry.name)
+        entry.data, entry.kind = ml_vectors.marked(table, entry.vectors), "arrow"
+        entry.sql, entry.reads = None, frozenset()
+        self._register(entry, entry.name)
+        self._collect_retired()
 
     def mark_vectors(self, name: str, vectors: dict[str, str]) -> None:
         """Note which columns of the view ``name`` are vectors."""
@@ -188,6 +220,7 @@ class Catalog:
         ones, retired ones, and ``also`` (a definition about to be added)."""
         found = list(self._entries.values()) + list(self._retired.values()) + ([also] if also else [])
         found += [e.cached_from for e in found if e.cached_from is not None]
+        found += [e for e in self.held() if not any(e is f for f in found)]
         return [e for e in found if e.sql is not None]
 
     def _retire(self, key: str, also: Entry | None = None) -> None:
@@ -304,6 +337,31 @@ class Catalog:
             "kind": [e.kind for e in entries],
             "source": [e.source for e in entries],
         })
+
+
+def first_rows(relation: duckdb.DuckDBPyRelation) -> tuple[pa.Table, bool]:
+    """The first rows of a query, for a preview, and whether they are all of them. DuckDB stops
+    after ``keep_rows(relation) + 1`` rows (a ``LIMIT``: a streamed read would compute far ahead).
+    A result within that bound is whole and is kept (``Catalog.keep``), so showing it and reading
+    it later share one execution; a bigger one stays a view that streams when read, at the cost of
+    computing a few thousand rows instead of the 21 a preview needs."""
+    kept = keep_rows(relation)
+    table = relation.limit(kept + 1).to_arrow_table()
+    return table, table.num_rows <= kept
+
+
+def keep_rows(relation: duckdb.DuckDBPyRelation) -> int:
+    """How many rows of this query's result are kept in memory once a preview has read them:
+    ``KEPT_ROWS``, fewer when its rows are wide (``KEPT_BYTES`` of rows as its column types
+    suggest: a text ~64 bytes, a list, a blob or a struct ~4 KB), never fewer than a preview shows."""
+    width = sum(_TYPE_BYTES.get(str(t).split("(")[0], 4096) for t in relation.types)
+    return max(PREVIEW_ROWS, min(KEPT_ROWS, KEPT_BYTES // max(width, 1)))
+
+
+_TYPE_BYTES = {"BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "INTEGER": 4, "BIGINT": 8, "HUGEINT": 16,
+               "UTINYINT": 1, "USMALLINT": 2, "UINTEGER": 4, "UBIGINT": 8, "FLOAT": 4, "DOUBLE": 8,
+               "DECIMAL": 16, "DATE": 4, "TIME": 8, "TIMESTAMP": 8, "TIMESTAMP WITH TIME ZONE": 8,
+               "INTERVAL": 16, "VARCHAR": 64}
 
 
 def _column_types(relation: duckdb.DuckDBPyRelation) -> tuple[tuple[str, str], ...]:
