@@ -52,6 +52,7 @@ class Entry:
     hive: bool = False  # whether those files' folders are Hive partitions
     column_types: tuple[tuple[str, str], ...] | None = None  # (column, DuckDB type), once asked for (Catalog.schemas)
     vectors: dict[str, str] = field(default_factory=dict)  # a view's vector columns (engine/vectors.py)
+    bound: duckdb.DuckDBPyRelation | None = None  # ``sql`` as the select bound it, while ``sql`` is unchanged
 
 
 class Catalog:
@@ -73,9 +74,10 @@ class Catalog:
     def add_view(self, name: str, sql: str, reads, source: str, relation: duckdb.DuckDBPyRelation | None = None) -> None:
         """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
         A query that reads the name it defines reads the old table of that name. ``relation``: the
-        query as DuckDB bound it, if at hand (its columns' types are then known without binding again)."""
+        query as DuckDB bound it, if at hand: its columns' types are then known, and reading the
+        table runs it, without binding ``SELECT * FROM name`` again."""
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
-        entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known),
+        entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known), bound=relation,
                       column_types=_column_types(relation) if relation is not None else None)
         self._define(entry, register=True)
 
@@ -116,7 +118,7 @@ class Catalog:
         if self.is_live(entry):
             return self.relation(entry.name)
         if entry.sql is not None:
-            return self.con.sql(entry.sql)
+            return entry.bound if entry.bound is not None else self.con.sql(entry.sql)
         return self.con.from_arrow(entry.data)
 
     def keep(self, name: str, table: pa.Table) -> None:
@@ -126,7 +128,7 @@ class Catalog:
         entry = self._entries[name.lower()]
         self._forget(entry.name)
         entry.data, entry.kind = ml_vectors.marked(table, entry.vectors), "arrow"
-        entry.sql, entry.reads = None, frozenset()
+        entry.sql, entry.reads, entry.bound = None, frozenset(), None
         self._register(entry, entry.name)
         self._collect_retired()
 
@@ -242,6 +244,7 @@ class Catalog:
             else:
                 reader.sql = sql
                 reader.reads = (reader.reads - {key}) | {retired_name.lower()}
+            reader.bound = None  # it read the name now retired
             if reader.registered:
                 self._register(reader, reader.name)
 
@@ -269,7 +272,8 @@ class Catalog:
             known = ", ".join(sorted(self.names())) or "none yet"
             raise MLSQLError(f"table {name} is not defined (defined: {known})")
         self.ensure([name])
-        return self.con.sql(f"SELECT * FROM {quoted(self._entries[name.lower()].name)}")
+        entry = self._entries[name.lower()]
+        return entry.bound if entry.bound is not None else self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
 
     def arrow(self, name: str) -> pa.Table:
         entry = self._entries.get(name.lower())
