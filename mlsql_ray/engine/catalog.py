@@ -79,7 +79,7 @@ class Catalog:
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
         entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known), bound=relation,
                       column_types=_column_types(relation) if relation is not None else None)
-        self._define(entry, register=True)
+        self._define(entry, register=False)  # DuckDB learns of it when a query reads it by name (``ensure``)
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow", partitions: tuple[int, ...] = ()) -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
@@ -116,9 +116,12 @@ class Catalog:
         """What ``entry`` holds, whether it still defines its name or a later statement redefined
         or removed that name (a view in ``held`` then still reads what it read)."""
         if self.is_live(entry):
-            return self.relation(entry.name)
+            return self._rows(entry.name)
         if entry.sql is not None:
-            return entry.bound if entry.bound is not None else self.con.sql(entry.sql)
+            if entry.bound is not None:
+                return entry.bound
+            self.ensure(entry.reads)
+            return self.con.sql(entry.sql)
         return self.con.from_arrow(entry.data)
 
     def keep(self, name: str, table: pa.Table) -> None:
@@ -197,8 +200,9 @@ class Catalog:
         self._collect_retired()
 
     def _register(self, entry: Entry, as_name: str) -> None:
-        """Make ``entry`` visible to DuckDB as ``as_name``."""
+        """Make ``entry`` visible to DuckDB as ``as_name`` (a view: the tables it reads first)."""
         if entry.sql is not None:
+            self.ensure(entry.reads)
             self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quoted(as_name)} AS {entry.sql}")
         elif isinstance(entry.data, duckdb.DuckDBPyRelation):
             entry.data.to_view(as_name, replace=True)
@@ -239,6 +243,7 @@ class Catalog:
         for reader in readers:
             sql = _read_elsewhere(reader.sql, old.name, retired_name)
             if sql is None:  # a query no rewrite can tell apart: its rows are computed now instead
+                self.ensure(reader.reads)
                 reader.data, reader.kind = self.con.sql(reader.sql).to_arrow_table(), "arrow"
                 reader.sql, reader.reads = None, frozenset()
             else:
@@ -275,15 +280,21 @@ class Catalog:
         entry = self._entries[name.lower()]
         return entry.bound if entry.bound is not None else self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
 
+    def _rows(self, name: str) -> duckdb.DuckDBPyRelation:
+        """The named table to read (not to name in SQL): a select's bound query as it is, without
+        making DuckDB create its view."""
+        entry = self._entries.get(name.lower())
+        return entry.bound if entry is not None and entry.bound is not None else self.relation(name)
+
     def arrow(self, name: str) -> pa.Table:
         entry = self._entries.get(name.lower())
         if entry is not None and isinstance(entry.data, pa.Table):
             return entry.data
-        return self.relation(name).to_arrow_table()
+        return self._rows(name).to_arrow_table()
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
-        return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
+        return self._rows(name).to_arrow_reader(STREAM_BATCH_ROWS)
 
     def batches(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows as it holds them: an in-memory table's own batches (no trip
