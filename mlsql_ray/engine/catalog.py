@@ -1,5 +1,7 @@
 """The session's named tables. Each name is a DuckDB view (lazy: a file scan or a select's query)
 or a registered Arrow table, so SQL sees every table directly and nothing is copied to name it.
+A select's view and an Arrow table are made known to DuckDB when a query first names them (``ensure``):
+creating a view binds its query again, and reading a select's table runs the query it was bound as.
 
 A select's result is a view over its query: its rows are computed when something reads them (a
 preview, a save, a Python cell), never held whole in memory. DuckDB binds a view's table names
