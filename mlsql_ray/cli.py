@@ -87,7 +87,7 @@ def run_file(args: argparse.Namespace) -> int:
                         allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
                 progress.reporting_to(lambda kind, fields: _print_progress(presenter(kind, fields))):
             for cell, statements in enumerate(units, start=1):
-                for result in session.run(statements, source=path):
+                for result in session.run(statements, source=path, previews=True):
                     view = present_result(result, session.catalog)
                     for warning in view.warnings:
                         print(f"{path}: warning: {warning}", file=sys.stderr)

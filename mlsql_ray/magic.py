@@ -126,7 +126,7 @@ class MLSQLMagic(Magics):
         try:
             with interrupts, progress.reporting_to(show_progress):
                 interrupts.connection = session.con
-                for result in session.run(lang.parse(code)):
+                for result in session.run(lang.parse(code), previews=True):
                     last = result
                     self._show(present_result(result, session.catalog))
         except KeyboardInterrupt:

@@ -144,9 +144,11 @@ def test_cache_holds_a_file_table_in_memory_until_uncache(session: Session, tmp_
 def test_cache_script_lifecycle_ends_with_the_run(session: Session, tmp_path: Path):
     data = tmp_path / "data.csv"
     data.write_text("a\n1\n")
-    [*_, during] = session.execute(f'load csv.`{data}` where header="true" as t; !cache t script; select a from t as o;')
-    data.write_text("a\n2\n")
-    assert during.table.to_pylist() == [{"a": "1"}]
+    for during in session.execute_iter(f'load csv.`{data}` where header="true" as t; !cache t script; select a from t as o;'):
+        if during.name == "o":
+            data.write_text("a\n2\n")
+            shown = during.table  # read during the run, while the cache holds
+    assert shown.to_pylist() == [{"a": "1"}]
     assert session.execute("select a from t as o;")[0].table.to_pylist() == [{"a": "2"}]
     with pytest.raises(MLSQLError, match=r"usage: !cache TABLE \[script\|session\]"):
         session.execute("!cache t forever;")
@@ -203,15 +205,15 @@ def test_show_jobs_lists_recent_statements_without_secrets(session: Session):
 
 
 def execute_in_a_thread(session: Session, script: str):
-    """Start ``session.execute(script)`` in another thread; the thread, and a dict that gets the
-    MLSQLError it ends with under "error"."""
+    """Start ``session.execute(script)`` in another thread, as the kernel runs it (a select reads
+    its first rows as it runs); the thread, and a dict that gets the MLSQLError it ends with under "error"."""
     import threading
 
     outcome = {}
 
     def run():
         try:
-            session.execute(script)
+            session.execute(script, previews=True)
         except MLSQLError as exc:
             outcome["error"] = exc
 

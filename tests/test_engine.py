@@ -210,7 +210,7 @@ def test_text_that_is_not_utf8_is_an_error_naming_the_file(session, tmp_path):
     latin1.write_bytes("café".encode("latin-1"))
     run(session, f"load text.`{latin1}` as t;")  # lazy: nothing is read yet
     with pytest.raises(MLSQLError, match="latin1.txt"):
-        run(session, "select value from t as seen;")
+        run(session, "select value from t as seen;", previews=True)
     assert "seen" not in session.catalog
 
 
@@ -387,15 +387,20 @@ def test_string_functions_follow_spark(session, people):
 
 
 def test_select_result_preview_and_count(session):
-    """A select over files shows its first rows and does not count the rest (that would read
-    them all); over in-memory tables the count is cheap, and given."""
-    results = run(session, f"load parquet.`{TRAIN}` as m; select label from m as labels;")
+    """A big select over files shows its first rows and does not count the rest (that would read
+    them all); a small one is read whole, counted, and kept; over in-memory tables the count is
+    cheap, and given."""
+    results = run(session, f"load parquet.`{TRAIN}` as m; select label from m union all select label from m as labels;")
     assert results[-1].num_rows is None and results[-1].more
     assert results[-1].table.num_rows == PREVIEW_ROWS  # only a preview is kept on the result
-    assert session.table("labels").num_rows == pq.ParquetFile(TRAIN).metadata.num_rows
-    counted = run(session, "select * from labels as in_memory; !cache labels session; select * from labels as again;")
-    assert counted[0].num_rows is None
-    assert counted[-1].num_rows == pq.ParquetFile(TRAIN).metadata.num_rows and not counted[-1].more
+    assert session.table("labels").num_rows == 2 * pq.ParquetFile(TRAIN).metadata.num_rows
+    small = run(session, "select label from m where label = 0 as zeros;")[0]
+    assert small.num_rows == len([v for v in pq.read_table(TRAIN, columns=["label"]).column(0).to_pylist() if v == 0])
+    assert not small.more and small.table.num_rows == PREVIEW_ROWS
+    assert {r["name"]: r["kind"] for r in run(session, "!show tables;")[0].table.to_pylist()}["zeros"] == "arrow"
+    assert run(session, "select * from labels as in_memory;")[0].num_rows is None
+    counted = run(session, "!cache labels session; select * from labels as again;")
+    assert counted[-1].num_rows == 2 * pq.ParquetFile(TRAIN).metadata.num_rows and not counted[-1].more
 
 
 def test_a_select_keeps_its_meaning_when_a_name_it_reads_is_redefined(session):
@@ -736,8 +741,10 @@ def test_sql_syntax_error_on_the_first_line_of_an_indented_select(session, peopl
 
 
 def test_duckdb_runtime_error(session, people):
+    """Shown as it runs (the kernel, the CLI), a select's run-time error fails it and it names nothing."""
     with pytest.raises(MLSQLError, match="(?i)assert") as info:
-        run(session, "select 1 as a as fine;\nselect assert_true(score < 5) as ok from people as checked;")
+        run(session, "select 1 as a as fine;\nselect assert_true(score < 5) as ok from people as checked;",
+            previews=True)
     assert info.value.line == 2
     assert "\n" not in info.value.message  # one line, not DuckDB's whole report
     assert "checked" not in session.catalog

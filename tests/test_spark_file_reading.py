@@ -98,7 +98,7 @@ def test_a_value_that_does_not_fit_its_type_is_null_dropped_or_an_error_by_mode(
     assert dropped.num_rows == 29_998 and dropped.column("n").null_count == 0  # the misfit and the short record
     with pytest.raises(MLSQLError, match=f"CSV error in {late_misfit} on line 3: .*: 1 field where the first record has 2$"):
         session.execute(f'load csv.`{late_misfit}` where header="true" and inferSchema="true" and mode="FAILFAST" as f; '
-                        f'select count(*) as n from f as c;')
+                        f'select count(*) as n from f as c;', previews=True)  # the count runs as the select is shown
 
 
 def test_corrupt_records_with_infer_schema_include_values_of_the_wrong_type(session: Session, late_misfit: Path):

@@ -1,5 +1,7 @@
 """The session's named tables. Each name is a DuckDB view (lazy: a file scan or a select's query)
 or a registered Arrow table, so SQL sees every table directly and nothing is copied to name it.
+A select's view and an Arrow table are made known to DuckDB when a query first names them (``ensure``):
+creating a view binds its query again, and reading a select's table runs the query it was bound as.
 
 A select's result is a view over its query: its rows are computed when something reads them (a
 preview, a save, a Python cell), never held whole in memory. DuckDB binds a view's table names
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import duckdb
 import pyarrow as pa
@@ -23,9 +26,12 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..ml import vectors as ml_vectors
+from .result import PREVIEW_ROWS
 
 RETIRED_PREFIX = "__mlsql_retired_"
 STREAM_BATCH_ROWS = 122_880  # DuckDB's row group: bigger batches only make DuckDB read further ahead
+KEPT_ROWS = 10_000  # a select's result up to this many rows ...
+KEPT_BYTES = 16 << 20  # ... and about this many bytes is kept once a preview has read it (see first_rows)
 
 
 def quoted(name: str) -> str:
@@ -48,6 +54,7 @@ class Entry:
     hive: bool = False  # whether those files' folders are Hive partitions
     column_types: tuple[tuple[str, str], ...] | None = None  # (column, DuckDB type), once asked for (Catalog.schemas)
     vectors: dict[str, str] = field(default_factory=dict)  # a view's vector columns (engine/vectors.py)
+    bound: duckdb.DuckDBPyRelation | None = None  # ``sql`` as the select bound it, while ``sql`` is unchanged
 
 
 class Catalog:
@@ -56,6 +63,9 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         self._retired: dict[str, Entry] = {}  # old tables that views still read, by lower-case retired name
         self._serial = itertools.count(1)
+        # views that are no longer (or not only) named but must keep their meaning: the selects
+        # whose results the caller holds with their first rows not read yet (Session._select)
+        self.held: Callable[[], list[Entry]] = list
 
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str,
                      parquet_files: tuple[str, ...] = (), hive: bool = False) -> None:
@@ -66,11 +76,12 @@ class Catalog:
     def add_view(self, name: str, sql: str, reads, source: str, relation: duckdb.DuckDBPyRelation | None = None) -> None:
         """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
         A query that reads the name it defines reads the old table of that name. ``relation``: the
-        query as DuckDB bound it, if at hand (its columns' types are then known without binding again)."""
+        query as DuckDB bound it, if at hand: its columns' types are then known, and reading the
+        table runs it, without binding ``SELECT * FROM name`` again."""
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
-        entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known),
+        entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known), bound=relation,
                       column_types=_column_types(relation) if relation is not None else None)
-        self._define(entry, register=True)
+        self._define(entry, register=False)  # DuckDB learns of it when a query reads it by name (``ensure``)
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow", partitions: tuple[int, ...] = ()) -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
@@ -97,6 +108,34 @@ class Catalog:
         if isinstance(entry.data, pa.Table):
             return ml_vectors.vector_fields(entry.data.schema)
         return entry.vectors
+
+    def is_live(self, entry: Entry) -> bool:
+        """Whether ``entry`` still defines its name (directly, or under a ``!cache`` copy)."""
+        live = self._entries.get(entry.name.lower())
+        return live is not None and (live is entry or live.cached_from is entry)
+
+    def rows_of(self, entry: Entry) -> duckdb.DuckDBPyRelation:
+        """What ``entry`` holds, whether it still defines its name or a later statement redefined
+        or removed that name (a view in ``held`` then still reads what it read)."""
+        if self.is_live(entry):
+            return self._rows(entry.name)
+        if entry.sql is not None:
+            if entry.bound is not None:
+                return entry.bound
+            self.ensure(entry.reads)
+            return self.con.sql(entry.sql)
+        return self.con.from_arrow(entry.data)
+
+    def keep(self, name: str, table: pa.Table) -> None:
+        """Hold the rows of the select ``name`` (all of them, as ``first_rows`` read them): its
+        view becomes this Arrow table, so later reads run nothing. Views reading ``name`` read
+        the table now (same name); tables only this view read may go."""
+        entry = self._entries[name.lower()]
+        self._forget(entry.name)
+        entry.data, entry.kind = ml_vectors.marked(table, entry.vectors), "arrow"
+        entry.sql, entry.reads, entry.bound = None, frozenset(), None
+        self._register(entry, entry.name)
+        self._collect_retired()
 
     def mark_vectors(self, name: str, vectors: dict[str, str]) -> None:
         """Note which columns of the view ``name`` are vectors."""
@@ -163,8 +202,9 @@ class Catalog:
         self._collect_retired()
 
     def _register(self, entry: Entry, as_name: str) -> None:
-        """Make ``entry`` visible to DuckDB as ``as_name``."""
+        """Make ``entry`` visible to DuckDB as ``as_name`` (a view: the tables it reads first)."""
         if entry.sql is not None:
+            self.ensure(entry.reads)
             self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quoted(as_name)} AS {entry.sql}")
         elif isinstance(entry.data, duckdb.DuckDBPyRelation):
             entry.data.to_view(as_name, replace=True)
@@ -188,6 +228,7 @@ class Catalog:
         ones, retired ones, and ``also`` (a definition about to be added)."""
         found = list(self._entries.values()) + list(self._retired.values()) + ([also] if also else [])
         found += [e.cached_from for e in found if e.cached_from is not None]
+        found += [e for e in self.held() if not any(e is f for f in found)]
         return [e for e in found if e.sql is not None]
 
     def _retire(self, key: str, also: Entry | None = None) -> None:
@@ -204,11 +245,13 @@ class Catalog:
         for reader in readers:
             sql = _read_elsewhere(reader.sql, old.name, retired_name)
             if sql is None:  # a query no rewrite can tell apart: its rows are computed now instead
+                self.ensure(reader.reads)
                 reader.data, reader.kind = self.con.sql(reader.sql).to_arrow_table(), "arrow"
                 reader.sql, reader.reads = None, frozenset()
             else:
                 reader.sql = sql
                 reader.reads = (reader.reads - {key}) | {retired_name.lower()}
+            reader.bound = None  # it read the name now retired
             if reader.registered:
                 self._register(reader, reader.name)
 
@@ -236,17 +279,24 @@ class Catalog:
             known = ", ".join(sorted(self.names())) or "none yet"
             raise MLSQLError(f"table {name} is not defined (defined: {known})")
         self.ensure([name])
-        return self.con.sql(f"SELECT * FROM {quoted(self._entries[name.lower()].name)}")
+        entry = self._entries[name.lower()]
+        return entry.bound if entry.bound is not None else self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
+
+    def _rows(self, name: str) -> duckdb.DuckDBPyRelation:
+        """The named table to read (not to name in SQL): a select's bound query as it is, without
+        making DuckDB create its view."""
+        entry = self._entries.get(name.lower())
+        return entry.bound if entry is not None and entry.bound is not None else self.relation(name)
 
     def arrow(self, name: str) -> pa.Table:
         entry = self._entries.get(name.lower())
         if entry is not None and isinstance(entry.data, pa.Table):
             return entry.data
-        return self.relation(name).to_arrow_table()
+        return self._rows(name).to_arrow_table()
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""
-        return self.relation(name).to_arrow_reader(STREAM_BATCH_ROWS)
+        return self._rows(name).to_arrow_reader(STREAM_BATCH_ROWS)
 
     def batches(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows as it holds them: an in-memory table's own batches (no trip
@@ -304,6 +354,31 @@ class Catalog:
             "kind": [e.kind for e in entries],
             "source": [e.source for e in entries],
         })
+
+
+def first_rows(relation: duckdb.DuckDBPyRelation) -> tuple[pa.Table, bool]:
+    """The first rows of a query, for a preview, and whether they are all of them. DuckDB stops
+    after ``keep_rows(relation) + 1`` rows (a ``LIMIT``: a streamed read would compute far ahead).
+    A result within that bound is whole and is kept (``Catalog.keep``), so showing it and reading
+    it later share one execution; a bigger one stays a view that streams when read, at the cost of
+    computing a few thousand rows instead of the 21 a preview needs."""
+    kept = keep_rows(relation)
+    table = relation.limit(kept + 1).to_arrow_table()
+    return table, table.num_rows <= kept
+
+
+def keep_rows(relation: duckdb.DuckDBPyRelation) -> int:
+    """How many rows of this query's result are kept in memory once a preview has read them:
+    ``KEPT_ROWS``, fewer when its rows are wide (``KEPT_BYTES`` of rows as its column types
+    suggest: a text ~64 bytes, a list, a blob or a struct ~4 KB), never fewer than a preview shows."""
+    width = sum(_TYPE_BYTES.get(str(t).split("(")[0], 4096) for t in relation.types)
+    return max(PREVIEW_ROWS, min(KEPT_ROWS, KEPT_BYTES // max(width, 1)))
+
+
+_TYPE_BYTES = {"BOOLEAN": 1, "TINYINT": 1, "SMALLINT": 2, "INTEGER": 4, "BIGINT": 8, "HUGEINT": 16,
+               "UTINYINT": 1, "USMALLINT": 2, "UINTEGER": 4, "UBIGINT": 8, "FLOAT": 4, "DOUBLE": 8,
+               "DECIMAL": 16, "DATE": 4, "TIME": 8, "TIMESTAMP": 8, "TIMESTAMP WITH TIME ZONE": 8,
+               "INTERVAL": 16, "VARCHAR": 64}
 
 
 def _column_types(relation: duckdb.DuckDBPyRelation) -> tuple[tuple[str, str], ...]:

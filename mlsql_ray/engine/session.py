@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -27,14 +28,14 @@ from ..storage import delta, rows as file_rows
 from . import datasources, ets, partition_ids, spark_functions, timezone, udfs, vectors
 from ..ml import vectors as ml_vectors
 from .datasources import jdbc
-from .catalog import Catalog
+from .catalog import Catalog, first_rows
 from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
 from .branches import run_if
 from .commands import run_command, spark_describe
 from .compiletime import evaluate_compile_time_sets
 from .includes import run_include
 from .jobs import Jobs
-from .result import PREVIEW_ROWS, Result
+from .result import PREVIEW_ROWS, PreviewedResult, Result
 from .shell import run_shell
 from .sql import duckdb_message, translate
 
@@ -87,20 +88,32 @@ class Session:
         self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
         self._requests = threading.RLock()  # held by the thread running a request (see run)
+        self._previews = False  # whether the running request's front end shows each select's first rows
+        # lower-case name -> (its catalog entry, weakly; the select; its file) of a select named unread
+        self._lazy_selects: dict[str, tuple[weakref.ref, ast.Select, str | None]] = {}
+        # the selects whose results are held with their first rows not read yet (weakly: a result
+        # nobody holds is never shown), with their catalog entries: these keep their meaning
+        self._unread: list[tuple[weakref.ref, object]] = []
+        self.catalog.held = self._held_views
 
     # -- public API ------------------------------------------------------------------------
 
-    def execute(self, text: str, source: str | os.PathLike | None = None) -> list[Result]:
+    def execute(self, text: str, source: str | os.PathLike | None = None, previews: bool = False) -> list[Result]:
         """Run every statement of ``text``; ``source`` is the file it came from (for includes)."""
-        return list(self.execute_iter(text, source))
+        return list(self.execute_iter(text, source, previews))
 
-    def execute_iter(self, text: str, source: str | os.PathLike | None = None) -> Iterator[Result]:
+    def execute_iter(self, text: str, source: str | os.PathLike | None = None,
+                     previews: bool = False) -> Iterator[Result]:
         """Parse all of ``text`` (a syntax error stops everything), then run and yield results."""
-        yield from self.run(lang.parse(text), source)
+        yield from self.run(lang.parse(text), source, previews)
 
-    def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None) -> Iterator[Result]:
+    def run(self, statements: list[ast.Statement], source: str | os.PathLike | None = None,
+            previews: bool = False) -> Iterator[Result]:
         """Run already parsed statements, yielding one result per statement (or more, for
-        includes). This is one request, in Byzer's words: variables set with scope "request" (the
+        includes). ``previews``: the caller shows each select's first rows (the kernel and the
+        CLI do), so each select computes them as it runs, and a run-time error in them fails the
+        select, which then defines nothing; without it a select only names its query
+        (``Session._select``). This is one request, in Byzer's words: variables set with scope "request" (the
         default) and tables cached with ``!cache T script`` are forgotten when it ends (a request
         variable that hid a session one gives it back), and so are the tables it defined if
         ``set __table_name_cache__ = "false";`` (Byzer's switch, so that a table an untaken ``!if``
@@ -111,9 +124,11 @@ class Session:
         if not self._requests.acquire(blocking=False):
             yield from self._side_request(statements)
             return
+        self._previews = previews
         try:
             yield from self._request(statements, source)
         finally:
+            self._previews = False
             self._requests.release()
 
     def _side_request(self, statements: list[ast.Statement]) -> Iterator[Result]:
@@ -146,8 +161,19 @@ class Session:
         self._request_hidden.clear()
 
     def table(self, name: str) -> pa.Table:
-        """The named table as Arrow."""
-        return self.catalog.arrow(name)
+        """The named table as Arrow. Reading a select's rows is when its run-time errors show
+        (a select computes nothing when it runs, unless its first rows were shown): they are
+        reported at that select."""
+        try:
+            return self.catalog.arrow(name)
+        except duckdb.Error as exc:
+            error = MLSQLError(duckdb_message(exc, self.catalog.names()))
+            ref, statement, source = self._lazy_selects.get(name.lower(), (lambda: None, None, None))
+            entry = ref()
+            if entry is not None and self.catalog.is_live(entry):
+                error.source = source
+                error.at(statement.line, statement.col)
+            raise error from exc
 
     def close(self) -> None:
         """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
@@ -243,29 +269,69 @@ class Session:
         return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)
 
     def _select(self, s: ast.Select) -> Result:
-        """Name the query's result without computing it (see ``Catalog.add_view``); show its first
-        rows, and its row count when that is cheap: all of it was previewed, or it reads only
-        in-memory tables."""
-        sql, tables, calls = self._prepare(s.sql, s.line, s.col)
-        relation = self.con.sql(sql)  # DuckDB checks the query here
+        """Name the query's result without computing it (see ``Catalog.add_view``). Its first rows
+        are read when the front end shows them (``run(previews=True)``: now, before the name is
+        defined, so a run-time error changes no table) or else when the result's ``table`` is
+        first read (``PreviewedResult``); a batch run computes none. A result that turns out
+        small is kept (``catalog.first_rows``), so showing it and reading it later run the query once."""
+        sql, tables, calls, relation = self._prepare(s.sql, s.line, s.col)
         vector_columns = vectors.of_select(self, s.sql, tables)
         # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
         if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
                 or len(set(relation.columns)) != len(relation.columns)):
             table = ml_vectors.marked(relation.to_arrow_table(), vector_columns)
             self.catalog.add_arrow(s.table, table, "select")
-            head, num_rows = table.slice(0, PREVIEW_ROWS), table.num_rows
-        else:
-            head = relation.limit(PREVIEW_ROWS + 1).to_arrow_table()  # before naming it: an error changes no table
-            num_rows = head.num_rows if head.num_rows <= PREVIEW_ROWS else None
-            if num_rows is None and all(self.catalog.in_memory(name) for name in tables if name in self.catalog):
-                num_rows = relation.count("*").fetchall()[0][0]
+            return _select_result(s, table.slice(0, PREVIEW_ROWS), table.num_rows)
+        if not self._previews:
             self.catalog.add_view(s.table, sql, tables, "select", relation)
             self.catalog.mark_vectors(s.table, vector_columns)
-        message = (f"{s.table}: {num_rows} rows" if num_rows is not None
-                   else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
-        return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=num_rows, name=s.table,
-                      more=num_rows is None)
+            entry = self.catalog.entry(s.table)
+            self._lazy_selects[s.table.lower()] = (weakref.ref(entry), s, self._source())
+            result = PreviewedResult(s, s.table, self._late_preview(s, entry))
+            self._unread.append((weakref.ref(result), entry))
+            return result
+        rows, whole = first_rows(relation)
+        if whole:
+            self.catalog.add_arrow(s.table, ml_vectors.marked(rows, vector_columns), "select")
+            return _select_result(s, rows.slice(0, PREVIEW_ROWS), rows.num_rows)
+        self.catalog.add_view(s.table, sql, tables, "select", relation)
+        self.catalog.mark_vectors(s.table, vector_columns)
+        return _select_result(s, rows.slice(0, PREVIEW_ROWS), self._cheap_count(self.catalog.entry(s.table), relation))
+
+    def _late_preview(self, s: ast.Select, entry) -> Callable[[PreviewedResult], None]:
+        """The preview of a select that ran without one, computed when its result is first read:
+        from the table it named, if that name still means it (kept if small, as in ``_select``);
+        a run-time error is the select's, at its position."""
+        source = self._source()
+
+        def located(exc: MLSQLError) -> MLSQLError:
+            exc.source = source
+            return exc.at(s.line, s.col)
+
+        def preview(result: PreviewedResult) -> None:
+            try:
+                rows, whole = first_rows(self.catalog.rows_of(entry))
+                if whole and self.catalog.entry(s.table) is entry:
+                    self.catalog.keep(s.table, rows)
+                num_rows = rows.num_rows if whole else self._cheap_count(entry, self.catalog.rows_of(entry))
+            except duckdb.Error as exc:
+                raise located(MLSQLError(duckdb_message(exc, self.catalog.names()))) from exc
+            shown = _select_result(s, rows.slice(0, PREVIEW_ROWS), num_rows)
+            result.message, result.table, result.num_rows, result.more = (
+                shown.message, shown.table, shown.num_rows, shown.more)
+
+        return preview
+
+    def _cheap_count(self, entry, relation: duckdb.DuckDBPyRelation) -> int | None:
+        """The row count of a select's catalog ``entry`` when counting touches no file, else None."""
+        if all(self.catalog.in_memory(table) for table in entry.reads):
+            return relation.count("*").fetchall()[0][0]
+        return None
+
+    def _held_views(self) -> list:
+        """The catalog entries of the selects whose results are held with their first rows unread."""
+        self._unread = [(ref, entry) for ref, entry in self._unread if ref() is not None and ref().pending()]
+        return [entry for _, entry in self._unread]
 
     def _calls_session_functions(self, calls: tuple[tuple[str, str], ...]) -> bool:
         """Whether a query calls a function this session registered (a model function or a Python
@@ -439,11 +505,13 @@ class Session:
         described = spark_describe(self, spark_sql, line, col)
         if described is not None:
             return self.con.from_arrow(described)
-        return self.con.sql(self._prepare(spark_sql, line, col)[0])
+        return self._prepare(spark_sql, line, col)[3]
 
-    def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
+    def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...],
+                                                                    duckdb.DuckDBPyRelation]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
-        its tables made visible to DuckDB."""
+        its tables made visible to DuckDB, and the query as DuckDB bound it (once: its columns and
+        types are known, nothing is computed)."""
         spark_sql = vectors.printed(self, spark_sql, line, col)
         tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
         translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
@@ -457,9 +525,10 @@ class Session:
             self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
         if self._functions is not None:
             self._functions.note_calls(calls)
+        relation = self.con.sql(sql)  # DuckDB checks the query here
         if translation.bound_types:
-            sql = spark_functions.spark_result_sql(self.con, sql)
-        return sql, tables, calls
+            sql, relation = spark_functions.spark_result(relation, sql)
+        return sql, tables, calls, relation
 
     @property
     def warehouse(self) -> Path | ObjectPath:
@@ -494,6 +563,13 @@ class Session:
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
         return p
+
+
+def _select_result(s: ast.Select, head: pa.Table, num_rows: int | None) -> Result:
+    """A select's result showing its first rows ``head`` and its row count, if known."""
+    message = (f"{s.table}: {num_rows} rows" if num_rows is not None
+               else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
+    return Result(s, message, table=head, num_rows=num_rows, name=s.table, more=num_rows is None)
 
 
 def _is_side_statement(statement: ast.Statement) -> bool:

@@ -4,7 +4,7 @@
   to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
   their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
   they never shadow a DuckDB function.
-- ``spark_result_sql`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
+- ``spark_result`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
   a type Spark does not have (Spark's ``sum`` of int/bigint is bigint).
 """
 
@@ -47,13 +47,13 @@ defines those a query calls when it first prepares one (``connection.define_macr
 the macros it calls (this order)."""
 
 
-def spark_result_sql(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    """``sql`` with its HUGEINT result columns (DuckDB's sum of integers) cast to BIGINT, Spark's
-    type for them. Binding the query (``con.sql``) computes nothing."""
-    relation = con.sql(sql)
+def spark_result(relation: duckdb.DuckDBPyRelation, sql: str) -> tuple[str, duckdb.DuckDBPyRelation]:
+    """The query ``sql`` (bound as ``relation``) with its HUGEINT result columns (DuckDB's sum of
+    integers) cast to BIGINT, Spark's type for them: its SQL and its relation. The cast is a
+    projection over the bound relation, so the query is not bound again."""
     types = [str(t) for t in relation.types]
     if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
-        return sql
+        return sql, relation
     quoted = ['"' + c.replace('"', '""') + '"' for c in relation.columns]
     columns = ", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types))
-    return f"SELECT {columns} FROM ({sql}) AS spark_result"
+    return f"SELECT {columns} FROM ({sql}) AS spark_result", relation.project(columns)

@@ -160,7 +160,7 @@ class MLSQLKernel(Kernel):
                 lines = [s.line for s in statements]
                 running = 0  # index of the statement running now, for "interrupted at line N"
                 with progress.reporting_to(display):
-                    for result in session.run(statements):
+                    for result in session.run(statements, previews=not silent):
                         if result.statement.line in lines:
                             running = lines.index(result.statement.line) + 1
                         if not silent:
