@@ -74,6 +74,19 @@ INTERRUPTIBLE = {
         shown()),
 }
 
+# What a three-round training reports (mlsql_ray.progress), sent by a driver-side Python cell: a
+# training's live display without the training (tests/test_kernel.py, test_browser.py).
+PROGRESS_CELL = """--%python
+from mlsql_ray import progress
+history = []
+progress.report("train_start", total_rounds=3, workers=2)
+for r in range(1, 4):
+    row = {"round": r, "total_rounds": 3, "loss": 1.0 / r, "accuracy": 0.5 + r / 10, "elapsed": 0.5 * r}
+    history.append(row)
+    progress.report("train_round", **row)
+progress.report("train_end", history=history, elapsed=1.5)
+"""
+
 # Real training in a cell, over a table ``small`` of MNIST rows; ROUNDS is replaced by the caller.
 TRAIN_CELL = """--%python
 --%input=small

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from deltalake import DeltaTable
@@ -62,13 +63,10 @@ def stop_group(process: subprocess.Popen) -> None:
         pass
 
 
-def start_head(log: Path, command: list[str] | None = None) -> tuple[int, subprocess.Popen, str]:
-    """``command`` (a ``ray start --head ...`` line as its words; by default a one-CPU head on a
-    free port) run with ``--block`` in a new process group and a temp dir of its own; (GCS port,
-    process, temp dir) once it says "Ray runtime started", or None (and nothing left running) if
-    it does not."""
-    if command is None:
-        command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={free_port()}", "--num-cpus=1"]
+def start_head(log: Path, command: list[str]) -> tuple[int, subprocess.Popen, str]:
+    """``command`` (a ``ray start --head ...`` line as its words) run with ``--block`` in a new
+    process group and a temp dir of its own; (GCS port, process, temp dir) once it says "Ray
+    runtime started", or None (and nothing left running) if it does not."""
     port = int(next(word for word in command if word.startswith("--port=")).partition("=")[2])
     temp_dir = tempfile.mkdtemp(prefix="mlsqlray-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     # every other port fixed: left to chance, the raylet waits for the agents to report theirs and,
@@ -94,15 +92,8 @@ def start_head(log: Path, command: list[str] | None = None) -> tuple[int, subpro
     return port, head, temp_dir
 
 
-@pytest.fixture
-def ray_head(tmp_path: Path):
-    """A one-CPU Ray head with token authentication on; yields its GCS address and process."""
-    with running_head(tmp_path) as (port, head):
-        yield f"127.0.0.1:{port}", head
-
-
 @contextlib.contextmanager
-def running_head(tmp_path: Path, command: list[str] | None = None):
+def running_head(tmp_path: Path, command: list[str]):
     """``start_head``, stopped at the end by killing its process group. Ray's start-up gives up
     after 30 s on a busy machine: one retry."""
     started = start_head(tmp_path / "head.log", command) or start_head(tmp_path / "head-retry.log", command)
@@ -115,6 +106,36 @@ def running_head(tmp_path: Path, command: list[str] | None = None):
         stop_group(head)
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert not listening(port), "the head still answers after its process group was killed"
+
+
+CLUSTER_PAGE = Path(__file__).resolve().parent.parent / "docs" / "cluster.md"
+
+
+def documented_ray_start() -> list[str]:
+    """The ``ray start`` line of docs/cluster.md (the ```bash block after the marker), as its words."""
+    block = re.search(r"<!-- tests/test_cluster.py runs this -->\s*```bash\n(.*?)```", CLUSTER_PAGE.read_text(), re.S)
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ray start "), lines
+    return shlex.split(lines[0])
+
+
+class Head(NamedTuple):
+    address: str  # HOST:PORT of its GCS
+    port: int
+    cpus: float
+    process: subprocess.Popen
+
+
+@pytest.fixture(scope="module")
+def documented_head(tmp_path_factory) -> Head:
+    """docs/cluster.md's exact ``ray start --head`` line (token authentication on), started once
+    for the module's tests that run cells on an existing cluster: a head costs tens of seconds to
+    start and stop on the 2-core machine."""
+    command = documented_ray_start()
+    host = next(w for w in command if w.startswith("--node-ip-address=")).partition("=")[2]
+    cpus = float(next(w for w in command if w.startswith("--num-cpus=")).partition("=")[2])
+    with running_head(tmp_path_factory.mktemp("head"), command) as (port, process):
+        yield Head(f"{host}:{port}", port, cpus, process)
 
 
 CELL_SCRIPT = """
@@ -151,33 +172,27 @@ def start_cli(script: Path, warehouse: Path, *args: str, env: dict[str, str]) ->
 
 
 @pytest.mark.slow  # starts a `ray start --head` of its own
-def test_cells_run_on_an_existing_cluster(ray_head, tmp_path: Path):
-    address, head = ray_head
+def test_cells_run_on_an_existing_cluster(documented_head: Head, tmp_path: Path):
+    address, port, cpus, head = documented_head
     base_env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     runs = {}
-    # (1) the seed's way: the address in RayContext.connect, no RAY_AUTH_MODE in the environment
-    #     (the token in ~/.ray/auth_token is sent because the cluster is on this machine)
-    by_connect = tmp_path / "by_connect.mlsql"
-    by_connect.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=address))
-    runs["connect"] = start_cli(by_connect, tmp_path / "wh1", env=base_env)
-    # (2) --ray-address for the whole run, connect(globals(), None) in the cell
+    # (the seed's way, the address in RayContext.connect: test_the_documented_ray_start_line_...)
+    # (1) --ray-address for the whole run, connect(globals(), None) in the cell
     by_flag = tmp_path / "by_flag.mlsql"
     by_flag.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=None))
     runs["flag"] = start_cli(by_flag, tmp_path / "wh2", "--ray-address", address,
                              env={**base_env, "RAY_AUTH_MODE": "token"})
-    # (3) a client that explicitly does not authenticate is refused with a clear hint
+    # (2) a client that explicitly does not authenticate is refused with a clear hint
     runs["no_token"] = start_cli(by_flag, tmp_path / "wh3", "--ray-address", address,
                                  env={**base_env, "RAY_AUTH_MODE": "disabled"})
     done = {name: (p, *p.communicate(timeout=240)) for name, p in runs.items()}
     assert head.poll() is None, "the head died during the runs"
 
-    for name, warehouse in (("connect", "wh1"), ("flag", "wh2")):
-        process, stdout, stderr = done[name]
-        assert process.returncode == 0, f"{name}:\n{stdout}\n{stderr}"
-        rows = DeltaTable(str(tmp_path / warehouse / "checks" / "where")).to_pyarrow_table().to_pylist()
-        port = address.rpartition(":")[2]
-        assert rows[0]["gcs"].endswith(f":{port}"), (name, rows)  # the head's GCS, not an embedded Ray
-        assert rows == [{"gcs": rows[0]["gcs"], "cpus": 1.0, "servers": 1, "rows": 2000}], name
+    process, stdout, stderr = done["flag"]
+    assert process.returncode == 0, f"{stdout}\n{stderr}"
+    rows = DeltaTable(str(tmp_path / "wh2" / "checks" / "where")).to_pyarrow_table().to_pylist()
+    assert rows[0]["gcs"].endswith(f":{port}"), rows  # the head's GCS, not an embedded Ray
+    assert rows == [{"gcs": rows[0]["gcs"], "cpus": cpus, "servers": int(cpus), "rows": 2000}]
 
     process, stdout, stderr = done["no_token"]
     assert process.returncode == 1
@@ -187,36 +202,23 @@ def test_cells_run_on_an_existing_cluster(ray_head, tmp_path: Path):
     assert not (tmp_path / "wh3" / "checks" / "where").exists()
 
 
-CLUSTER_PAGE = Path(__file__).resolve().parent.parent / "docs" / "cluster.md"
-
-
-def documented_ray_start() -> list[str]:
-    """The ``ray start`` line of docs/cluster.md (the ```bash block after the marker), as its words."""
-    block = re.search(r"<!-- tests/test_cluster.py runs this -->\s*```bash\n(.*?)```", CLUSTER_PAGE.read_text(), re.S)
-    lines = [line for line in block.group(1).splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("ray start "), lines
-    return shlex.split(lines[0])
-
-
 @pytest.mark.slow
-def test_the_documented_ray_start_line_gives_the_seeds_address(tmp_path: Path):
+def test_the_documented_ray_start_line_gives_the_seeds_address(documented_head: Head, tmp_path: Path):
     """docs/cluster.md's exact ``ray start`` (plus --block, a temp dir and pinned agent ports, so the
     test can stop it by process group) starts, and a cell's ``RayContext.connect(globals(),
-    "HOST:PORT")`` with that head's address runs its work there, as the seed's cell does."""
-    command = documented_ray_start()
-    host = next(w for w in command if w.startswith("--node-ip-address=")).partition("=")[2]
-    with running_head(tmp_path, command) as (port, head):
-        address = f"{host}:{port}"
-        assert f"`{address}`" in CLUSTER_PAGE.read_text()  # the address the page tells the seed to use
-        script = tmp_path / "seed.mlsql"
-        script.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=address))
-        env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
-        process = start_cli(script, tmp_path / "wh", env=env)
-        stdout, stderr = process.communicate(timeout=240)
-        assert process.returncode == 0, f"{stdout}\n{stderr}"
-        assert head.poll() is None
+    "HOST:PORT")`` with that head's address runs its work there, as the seed's cell does, with no
+    RAY_AUTH_MODE in the environment (the token in ~/.ray/auth_token is sent because the cluster
+    is on this machine)."""
+    address, port, cpus, head = documented_head
+    assert f"`{address}`" in CLUSTER_PAGE.read_text()  # the address the page tells the seed to use
+    script = tmp_path / "seed.mlsql"
+    script.write_text(CELL_SCRIPT.format(parquet=TEST_PARQUET, connect=address))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    process = start_cli(script, tmp_path / "wh", env=env)
+    stdout, stderr = process.communicate(timeout=240)
+    assert process.returncode == 0, f"{stdout}\n{stderr}"
+    assert head.poll() is None
     rows = DeltaTable(str(tmp_path / "wh" / "checks" / "where")).to_pyarrow_table().to_pylist()
-    cpus = float(next(w for w in command if w.startswith("--num-cpus=")).partition("=")[2])
     assert rows[0]["gcs"].endswith(f":{port}"), rows  # the head's GCS, not an embedded Ray
     assert rows == [{"gcs": rows[0]["gcs"], "cpus": cpus, "servers": int(cpus), "rows": 2000}]
 

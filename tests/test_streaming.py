@@ -112,21 +112,21 @@ def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_
 
     env = {**os.environ, RAY_ADDRESS_ENV: ray_address}
     extra_rows = 600 * 2**20 // ROW_BYTES
-    for table in ("t", "sel"):
-        peaks = {}
-        for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
-            data = tmp_path / f"{label}.parquet"
-            write_numbers(data, count)
+    peaks = {"t": {}, "sel": {}}
+    for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
+        data = tmp_path / f"{label}.parquet"
+        write_numbers(data, count)  # once for both inputs: writing the large file takes seconds
+        ids = np.arange(count, dtype=np.int64)
+        for table, kept in (("t", ids), ("sel", ids[ids % 10 != 9])):
             script = tmp_path / f"{label}-{table}.mlsql"
             out = tmp_path / f"{label}-{table}-out"
             script.write_text(CELL_SCRIPT.format(path=data, table=table, out=out))
-            peaks[label] = peak_rss_of_run(script, tmp_path / label, env)
+            peaks[table][label] = peak_rss_of_run(script, tmp_path / f"{label}-{table}", env)
             seen = pa.concat_tables(pj.read_json(f) for f in sorted(out.iterdir()))
-            ids = np.arange(count, dtype=np.int64)
-            kept = ids if table == "t" else ids[ids % 10 != 9]
             assert sorted(seen.column("rows").to_pylist()) != [0, 0]
             assert sum(seen.column("rows").to_pylist()) == len(kept)
             assert sum(seen.column("ids").to_pylist()) == int(kept.sum())
-            data.unlink()
-        growth = peaks["large"] - peaks["small"]
+        data.unlink()
+    for table, peak in peaks.items():
+        growth = peak["large"] - peak["small"]
         assert growth < extra_rows * ROW_BYTES / 10, f"{table}: peak RSS grew {growth / 2**20:.0f} MB for 600 MB more data"
