@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from kernel_helpers import PROGRESS_CELL
-from mlsql_ray.kernel.install import KERNEL_JSON, write_spec
+from mlsql_ray.kernel.install import shipped_spec, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -270,7 +270,7 @@ def test_a_training_display_updates_in_place_in_jupyterlab(lab, browser, tmp_pat
     a plot), drawn by JupyterLab: the events of a three-round run, sent by a driver-side Python
     cell, so the browser's part is proven without a minute of training (the MNIST notebook's own
     run, with its real plot, is tests/test_kernel.py's)."""
-    kernelspec = {"name": "mlsql", "display_name": KERNEL_JSON["display_name"], "language": "mlsql"}
+    kernelspec = {"name": "mlsql", "display_name": shipped_spec()["display_name"], "language": "mlsql"}
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROGRESS_CELL)], metadata={"kernelspec": kernelspec})
     nbformat.write(notebook, lab.root / "training_display.ipynb")
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
