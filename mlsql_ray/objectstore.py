@@ -13,6 +13,7 @@ Hadoop settings (``set fs.s3a.access.key="…" where type="conf";``). The path's
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -137,19 +138,7 @@ class ObjectPath:
         if self.scheme != "s3":
             filesystem, _ = fs.FileSystem.from_uri(self.uri)  # GCS/Azure: their own environment variables
             return filesystem
-        options = self.storage_options()
-        kwargs: dict = {}
-        if options.get("AWS_ACCESS_KEY_ID"):
-            kwargs.update(access_key=options["AWS_ACCESS_KEY_ID"], secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
-                          session_token=options.get("AWS_SESSION_TOKEN"))
-        if options.get("AWS_REGION"):
-            kwargs["region"] = options["AWS_REGION"]
-        if options.get("AWS_ENDPOINT_URL"):
-            endpoint = urlsplit(options["AWS_ENDPOINT_URL"])
-            kwargs.update(endpoint_override=endpoint.netloc + endpoint.path.rstrip("/"), scheme=endpoint.scheme or "https")
-        if options.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "true":
-            kwargs["force_virtual_addressing"] = True
-        return fs.S3FileSystem(**kwargs)
+        return _s3_filesystem(self.options)
 
     # -- what the storage code asks of a path -------------------------------------------------
 
@@ -192,3 +181,24 @@ def with_conf(path, conf: Mapping[str, str] | None):
 def delta_options(path) -> dict[str, str] | None:
     """deltalake's ``storage_options`` for ``path``: None for a local folder."""
     return path.storage_options() if isinstance(path, ObjectPath) else None
+
+
+@functools.lru_cache(maxsize=32)
+def _s3_filesystem(options: tuple[tuple[str, str], ...]):
+    """One pyarrow S3 filesystem per set of options: making one costs tens of milliseconds (its
+    client and credential chain), and every ``exists``/``is_dir``/listing asks for one."""
+    from pyarrow import fs
+
+    options = dict(options)
+    kwargs: dict = {}
+    if options.get("AWS_ACCESS_KEY_ID"):
+        kwargs.update(access_key=options["AWS_ACCESS_KEY_ID"], secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+                      session_token=options.get("AWS_SESSION_TOKEN"))
+    if options.get("AWS_REGION"):
+        kwargs["region"] = options["AWS_REGION"]
+    if options.get("AWS_ENDPOINT_URL"):
+        endpoint = urlsplit(options["AWS_ENDPOINT_URL"])
+        kwargs.update(endpoint_override=endpoint.netloc + endpoint.path.rstrip("/"), scheme=endpoint.scheme or "https")
+    if options.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "true":
+        kwargs["force_virtual_addressing"] = True
+    return fs.S3FileSystem(**kwargs)

@@ -223,3 +223,11 @@ def test_delta_at_an_s3_path_and_the_path_travels_to_a_worker(s3_session, s3_ser
     assert rows(s3_session, f'load delta.`{uri}` where mode="path" as d; select v from d as out;') == [{"v": 5}]
     path = pickle.loads(pickle.dumps(delta.table_path(s3_session.warehouse, uri, {"mode": "path"})))
     assert delta.arrow_dataset(delta.open_table(path, uri), path).to_table().to_pylist() == [{"v": 5}]
+
+
+def test_paths_with_the_same_options_share_one_filesystem(s3_env):
+    from mlsql_ray.objectstore import resolve
+
+    table, other_key = resolve(f"s3://{s3.BUCKET}/a/b"), resolve(f"s3://{s3.BUCKET}/c")
+    assert table.filesystem() is other_key.filesystem()
+    assert resolve(f"s3://{s3.BUCKET}/a", {"fs.s3a.access.key": "other"}).filesystem() is not table.filesystem()
