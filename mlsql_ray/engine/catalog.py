@@ -15,8 +15,8 @@ name, has its rows computed then instead). Retired tables go once nothing reads 
 from __future__ import annotations
 
 import itertools
+import weakref
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import duckdb
 import pyarrow as pa
@@ -55,6 +55,7 @@ class Entry:
     column_types: tuple[tuple[str, str], ...] | None = None  # (column, DuckDB type), once asked for (Catalog.schemas)
     vectors: dict[str, str] = field(default_factory=dict)  # a view's vector columns (engine/vectors.py)
     bound: duckdb.DuckDBPyRelation | None = None  # ``sql`` as the select bound it, while ``sql`` is unchanged
+    origin: tuple[str | None, int, int] | None = None  # a view's select (file, line, col): where its run-time errors are reported
 
 
 class Catalog:
@@ -63,9 +64,9 @@ class Catalog:
         self._entries: dict[str, Entry] = {}
         self._retired: dict[str, Entry] = {}  # old tables that views still read, by lower-case retired name
         self._serial = itertools.count(1)
-        # views that are no longer (or not only) named but must keep their meaning: the selects
-        # whose results the caller holds with their first rows not read yet (Session._select)
-        self.held: Callable[[], list[Entry]] = list
+        # views that are no longer (or not only) named but must keep their meaning while something
+        # still reads them (see ``hold``), weakly: a holder nobody keeps reads nothing
+        self._holders: list[tuple[weakref.ref, Entry]] = []
 
     def add_relation(self, name: str, relation: duckdb.DuckDBPyRelation, source: str,
                      parquet_files: tuple[str, ...] = (), hive: bool = False) -> None:
@@ -73,15 +74,18 @@ class Catalog:
         self._define(Entry(name, "lazy", source, data=relation, parquet_files=tuple(parquet_files), hive=hive),
                      register=True)
 
-    def add_view(self, name: str, sql: str, reads, source: str, relation: duckdb.DuckDBPyRelation | None = None) -> None:
+    def add_view(self, name: str, sql: str, reads, source: str, relation: duckdb.DuckDBPyRelation | None = None,
+                 origin: tuple[str | None, int, int] | None = None) -> Entry:
         """Name a select's query (DuckDB SQL over the catalog's names in ``reads``) without running it.
         A query that reads the name it defines reads the old table of that name. ``relation``: the
         query as DuckDB bound it, if at hand: its columns' types are then known, and reading the
-        table runs it, without binding ``SELECT * FROM name`` again."""
+        table runs it, without binding ``SELECT * FROM name`` again. ``origin``: the select's
+        file, line and column."""
         known = {r.lower() for r in reads} & (self._entries.keys() | self._retired.keys())
         entry = Entry(name, "lazy", source, sql=sql, reads=frozenset(known), bound=relation,
-                      column_types=_column_types(relation) if relation is not None else None)
+                      column_types=_column_types(relation) if relation is not None else None, origin=origin)
         self._define(entry, register=False)  # DuckDB learns of it when a query reads it by name (``ensure``)
+        return entry
 
     def add_arrow(self, name: str, table, source: str, kind: str = "arrow", partitions: tuple[int, ...] = ()) -> None:
         """Name Arrow data (a table, or a dataset scanned when used). DuckDB only learns of it when a query uses it (see ``ensure``):
@@ -108,6 +112,16 @@ class Catalog:
         if isinstance(entry.data, pa.Table):
             return ml_vectors.vector_fields(entry.data.schema)
         return entry.vectors
+
+    def hold(self, entry: Entry, holder) -> None:
+        """Keep ``entry``'s meaning while ``holder`` lives and its ``pending()`` is true, though a
+        later statement redefines a name it reads: a select's result whose rows are read later
+        (``PreviewedResult``) reads what the select saw."""
+        self._holders.append((weakref.ref(holder), entry))
+
+    def _held(self) -> list[Entry]:
+        self._holders = [(ref, entry) for ref, entry in self._holders if ref() is not None and ref().pending()]
+        return [entry for _, entry in self._holders]
 
     def is_live(self, entry: Entry) -> bool:
         """Whether ``entry`` still defines its name (directly, or under a ``!cache`` copy)."""
@@ -228,7 +242,7 @@ class Catalog:
         ones, retired ones, and ``also`` (a definition about to be added)."""
         found = list(self._entries.values()) + list(self._retired.values()) + ([also] if also else [])
         found += [e.cached_from for e in found if e.cached_from is not None]
-        found += [e for e in self.held() if not any(e is f for f in found)]
+        found += [e for e in self._held() if not any(e is f for f in found)]
         return [e for e in found if e.sql is not None]
 
     def _retire(self, key: str, also: Entry | None = None) -> None:

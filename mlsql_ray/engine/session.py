@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-import weakref
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -89,12 +88,6 @@ class Session:
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
         self._requests = threading.RLock()  # held by the thread running a request (see run)
         self._previews = False  # whether the running request's front end shows each select's first rows
-        # lower-case name -> (its catalog entry, weakly; the select; its file) of a select named unread
-        self._lazy_selects: dict[str, tuple[weakref.ref, ast.Select, str | None]] = {}
-        # the selects whose results are held with their first rows not read yet (weakly: a result
-        # nobody holds is never shown), with their catalog entries: these keep their meaning
-        self._unread: list[tuple[weakref.ref, object]] = []
-        self.catalog.held = self._held_views
 
     # -- public API ------------------------------------------------------------------------
 
@@ -168,11 +161,10 @@ class Session:
             return self.catalog.arrow(name)
         except duckdb.Error as exc:
             error = MLSQLError(duckdb_message(exc, self.catalog.names()))
-            ref, statement, source = self._lazy_selects.get(name.lower(), (lambda: None, None, None))
-            entry = ref()
-            if entry is not None and self.catalog.is_live(entry):
-                error.source = source
-                error.at(statement.line, statement.col)
+            entry = self.catalog.entry(name)
+            if entry is not None and entry.origin is not None:
+                error.source, line, col = entry.origin
+                error.at(line, col)
             raise error from exc
 
     def close(self) -> None:
@@ -283,18 +275,16 @@ class Session:
             self.catalog.add_arrow(s.table, table, "select")
             return _select_result(s, table.slice(0, PREVIEW_ROWS), table.num_rows)
         if not self._previews:
-            self.catalog.add_view(s.table, sql, tables, "select", relation)
+            entry = self.catalog.add_view(s.table, sql, tables, "select", relation, origin=(self._source(), s.line, s.col))
             self.catalog.mark_vectors(s.table, vector_columns)
-            entry = self.catalog.entry(s.table)
-            self._lazy_selects[s.table.lower()] = (weakref.ref(entry), s, self._source())
             result = PreviewedResult(s, s.table, self._late_preview(s, entry))
-            self._unread.append((weakref.ref(result), entry))
+            self.catalog.hold(entry, result)
             return result
         rows, whole = first_rows(relation)
         if whole:
             self.catalog.add_arrow(s.table, ml_vectors.marked(rows, vector_columns), "select")
             return _select_result(s, rows.slice(0, PREVIEW_ROWS), rows.num_rows)
-        self.catalog.add_view(s.table, sql, tables, "select", relation)
+        self.catalog.add_view(s.table, sql, tables, "select", relation, origin=(self._source(), s.line, s.col))
         self.catalog.mark_vectors(s.table, vector_columns)
         return _select_result(s, rows.slice(0, PREVIEW_ROWS), self._cheap_count(self.catalog.entry(s.table), relation))
 
@@ -327,11 +317,6 @@ class Session:
         if all(self.catalog.in_memory(table) for table in entry.reads):
             return relation.count("*").fetchall()[0][0]
         return None
-
-    def _held_views(self) -> list:
-        """The catalog entries of the selects whose results are held with their first rows unread."""
-        self._unread = [(ref, entry) for ref, entry in self._unread if ref() is not None and ref().pending()]
-        return [entry for _, entry in self._unread]
 
     def _calls_session_functions(self, calls: tuple[tuple[str, str], ...]) -> bool:
         """Whether a query calls a function this session registered (a model function or a Python
