@@ -68,3 +68,21 @@ def test_only_ray_internals_imports_rays_private_modules():
     users = {(importer, imported) for imported in private
              for importer in graph.find_modules_that_directly_import(imported) if importer.startswith("mlsql_ray")}
     assert {importer for importer, _ in users} == {"mlsql_ray.ray_internals"}, sorted(users)
+
+
+def test_nothing_outside_the_session_reaches_into_its_private_attributes():
+    """Statement handlers, commands, sources and front ends use the session's public runtime
+    (``query``, ``local_path``, ``location``, ``run_one``, ``run_script``, ``include_stack``, …),
+    never its private state: ``session._anything`` appears in ``engine/session.py`` alone."""
+    import ast as python_ast
+
+    reaching = []
+    for file in sorted((ROOT / "mlsql_ray").rglob("*.py")):
+        if file == ROOT / "mlsql_ray" / "engine" / "session.py":
+            continue
+        for node in python_ast.walk(python_ast.parse(file.read_text(), str(file))):
+            if (isinstance(node, python_ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and isinstance(node.value, (python_ast.Name, python_ast.Attribute))
+                    and (getattr(node.value, "id", None) or getattr(node.value, "attr", None)) in {"session", "_session"}):
+                reaching.append(f"{file.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+    assert reaching == []

@@ -77,12 +77,12 @@ def _fails(condition: exp.Expression) -> exp.Expression:
 
 
 def _rows(session, s: ast.Command, query: exp.Query) -> pa.Table:
-    return session._query(query.sql(dialect="spark"), s.line, s.col).to_arrow_table()
+    return session.query(query.sql(dialect="spark"), s.line, s.col).to_arrow_table()
 
 
 def _count(session, s: ast.Command, query: exp.Query) -> int:
     counted = exp.select(exp.Count(this=exp.Star())).from_(query.subquery("q"))
-    ((count,),) = session._query(counted.sql(dialect="spark"), s.line, s.col).fetchall()
+    ((count,),) = session.query(counted.sql(dialect="spark"), s.line, s.col).fetchall()
     return count
 
 
@@ -112,7 +112,7 @@ def _conflicting_columns(session, s: ast.Command) -> list[str]:
     """Columns of the list that, each on its own, repeat a non-NULL value."""
     table, columns = _table_and_columns(s)
     counts = [e for c in columns for e in (exp.Count(this=_column(c)), exp.Count(this=exp.Distinct(expressions=[_column(c)])))]
-    (row,) = session._query(exp.select(*counts).from_(_table(table)).sql(dialect="spark"), s.line, s.col).fetchall()
+    (row,) = session.query(exp.select(*counts).from_(_table(table)).sql(dialect="spark"), s.line, s.col).fetchall()
     return [c for i, c in enumerate(columns) if row[2 * i] != row[2 * i + 1]]
 
 

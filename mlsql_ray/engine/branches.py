@@ -31,7 +31,7 @@ def run_if(session, s: ast.If) -> Iterator[Result]:
                 continue
         with _scoped(session.variables, declared):
             for statement in branch.statements:
-                yield from session._run_one(statement)
+                yield from session.run_one(statement)
         return
 
 

@@ -54,7 +54,7 @@ def spark_describe(session, spark_sql: str, line: int, col: int) -> pa.Table | N
     target = tree.this
     if isinstance(target, exp.Table) and not target.args.get("db"):
         return spark_types.describe(session.catalog.schema(target.name), session.catalog.vectors(target.name))
-    schema = session._query(target.sql(dialect="spark"), line, col).limit(0).to_arrow_table().schema
+    schema = session.query(target.sql(dialect="spark"), line, col).limit(0).to_arrow_table().schema
     return spark_types.describe(schema)
 
 

@@ -31,7 +31,7 @@ def evaluate_compile_time_sets(session, statements: list[ast.Statement]) -> list
     try:
         for index, statement in enumerate(statements[: last + 1]):
             if is_compile_time(statement) or (isinstance(statement, ast.Set) and statement.type in _TEXT_TYPES):
-                for _ in session._run_one(statement):
+                for _ in session.run_one(statement):
                     pass
                 if is_compile_time(statement) and statement.type != "conf":
                     computed[index] = session.variables.get(statement.key, "")

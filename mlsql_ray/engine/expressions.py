@@ -106,11 +106,11 @@ def evaluate(session, text: str, variables: Mapping[str, str | None], line: int,
 
     for assignment in condition.assignments:
         query = bind(assignment, literal)
-        relation = session._query(query.sql(dialect="spark"), line, col)
+        relation = session.query(query.sql(dialect="spark"), line, col)
         (row,) = relation.fetchall()
         declared.update({name: as_text(v) for name, v in zip(relation.columns, row)})
     query = exp.select(exp.alias_(bind(condition.test, literal), "holds"))
-    ((holds,),) = session._query(query.sql(dialect="spark"), line, col).fetchall()
+    ((holds,),) = session.query(query.sql(dialect="spark"), line, col).fetchall()
     if holds is not None and not isinstance(holds, bool):
         raise MLSQLError(f"the condition must be true or false, but it gives {holds!r}: {condition.test.sql('spark')}")
     return bool(holds), declared
@@ -125,5 +125,5 @@ def failing_rows(session, table: str, text: str, line: int, col: int) -> int:
     test = bind(condition.test, lambda name: exp.column(name, quoted=True))
     query = (exp.select(exp.Count(this=exp.Star())).from_(exp.table_(table, quoted=True))
              .where(exp.not_(exp.Coalesce(this=exp.paren(test), expressions=[exp.false()]))))
-    ((count,),) = session._query(query.sql(dialect="spark"), line, col).fetchall()
+    ((count,),) = session.query(query.sql(dialect="spark"), line, col).fetchall()
     return count

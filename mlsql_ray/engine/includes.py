@@ -34,11 +34,11 @@ def project_root(session) -> Path:
     """Where ``project.`...``` paths start and what includes must stay inside."""
     if session.project_root is not None:
         return session.project_root
-    return session._sources[0].parent if session._sources else Path.cwd().resolve()
+    return session.include_stack[0].parent if session.include_stack else Path.cwd().resolve()
 
 
 def _local(session, path: str) -> Path:
-    return session._path(path)
+    return session.local_path(path)
 
 
 def _project(session, path: str) -> Path:
@@ -59,7 +59,7 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
         raise MLSQLError(f"include supports {', '.join(f'{name}.`path`' for name in RESOLVERS if name != 'lib')}, "
                          f"not {s.format}")
     if objectstore.is_uri(s.path):  # named outright, as a whole URI: no project root to stay inside
-        location = session._location(s.path, s.options)
+        location = session.location(s.path, s.options)
         path = object_files.fetch(location, "script", session.staging())
     else:
         path = resolve(session, s.path)
@@ -73,17 +73,17 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
     files = _scripts(path)
     parsed = []
     for file in files:
-        if file.resolve() in session._sources:
-            raise MLSQLError(f"{file} includes itself (through {' → '.join(p.name for p in session._sources)})")
+        if file.resolve() in session.include_stack:
+            raise MLSQLError(f"{file} includes itself (through {' → '.join(p.name for p in session.include_stack)})")
         try:
             parsed.append((file.resolve(), lang.parse(file.read_text())))
         except MLSQLError as exc:
             exc.source = str(file)
             raise
-    if len(session._sources) >= MAX_INCLUDE_DEPTH:
+    if len(session.include_stack) >= MAX_INCLUDE_DEPTH:
         raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
     for file, statements in parsed:
-        yield from session._run(statements, file)
+        yield from session.run_script(statements, file)
 
 
 def _scripts(path: Path) -> list[Path]:

@@ -33,7 +33,7 @@ def is_algorithm(fmt: str) -> bool:
 def _target(session, name: str, options: dict) -> Path:
     """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
     if "/" in name or options.get("mode") == "path":
-        return session._path(name)
+        return session.local_path(name)
     return delta.table_path(session.warehouse, name, {})
 
 

@@ -62,4 +62,4 @@ def run_macro(session, s: ast.Command) -> Iterator[Result]:
             raise MLSQLError(f"macro !{s.name} calls a ! command (line {statement.line} of its body): "
                              f"a macro body cannot call commands or macros")
     for statement in statements:
-        yield from session._run_one(dataclasses.replace(statement, line=s.line, col=s.col))
+        yield from session.run_one(dataclasses.replace(statement, line=s.line, col=s.col))

@@ -78,7 +78,7 @@ class Session:
         # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
         self.workers = workers if workers is not None else WarmPool()
         self._owns_workers = workers is None
-        self._functions = None  # model functions (register), created with the first one
+        self.model_functions = None  # model functions (register), created with the first one
         self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
@@ -131,12 +131,12 @@ class Session:
                 raise MLSQLError(f"this session is running job {running}: while it runs, another thread may "
                                  f"only run !show jobs and !kill", statement.line, statement.col)
         for statement in statements:
-            yield from self._run_one(statement)
+            yield from self.run_one(statement)
 
     def _request(self, statements: list[ast.Statement], source) -> Iterator[Result]:
         tables_before = set(self.catalog.names())
         try:
-            yield from self._run(statements, Path(source).resolve() if source else None)
+            yield from self.run_script(statements, Path(source).resolve() if source else None)
         finally:
             self.catalog.uncache_script()
             if self.variables.get("__table_name_cache__") == "false":
@@ -170,8 +170,8 @@ class Session:
     def close(self) -> None:
         """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
         if this session started it."""
-        if self._functions is not None:
-            self._functions.close()
+        if self.model_functions is not None:
+            self.model_functions.close()
         if self._owns_workers:
             self.workers.release()
         self.ray_link.shutdown()
@@ -185,20 +185,23 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- running -----------------------------------------------------------------------------
+    # -- running: with query, location, local_path, include_stack and model_functions, the ----
+    # -- runtime statement handlers use (nothing outside this module touches its privates) ----
 
-    def _run(self, statements: list[ast.Statement], source: Path | None) -> Iterator[Result]:
+    def run_script(self, statements: list[ast.Statement], source: Path | None) -> Iterator[Result]:
+        """Run parsed statements nested in the running one (an include's file, ``!runScript``'s
+        text); relative paths in them are relative to ``source``'s folder, if given."""
         if source is not None:
             self._sources.append(source)
         try:
             statements = evaluate_compile_time_sets(self, statements)
             for statement in statements:
-                yield from self._run_one(statement)
+                yield from self.run_one(statement)
         finally:
             if source is not None:
                 self._sources.pop()
 
-    def _run_one(self, statement: ast.Statement) -> Iterator[Result]:
+    def run_one(self, statement: ast.Statement) -> Iterator[Result]:
         """Run one statement; at the top of a script (not inside an include or a branch) as a job."""
         if getattr(self._thread, "job", None) is not None:
             yield from self._run_statement(statement)
@@ -249,6 +252,11 @@ class Session:
         if exc.source is None:
             exc.source = self._source()
         return exc.at(statement.line, statement.col)
+
+    @property
+    def include_stack(self) -> tuple[Path, ...]:
+        """The script files being run, outermost first: the one whose statement runs is last."""
+        return tuple(self._sources)
 
     def _source(self) -> str | None:
         """The file whose statement is running (the innermost include), if any."""
@@ -324,7 +332,7 @@ class Session:
         select runs at once, as before selects were lazy: the function runs once, its errors
         show at the select, and registering another function of that name later cannot change
         the select's rows."""
-        registered = self._functions.functions if self._functions is not None else {}
+        registered = self.model_functions.functions if self.model_functions is not None else {}
         return any(name.lower() in registered or name.lower() in self.script_functions for name, _ in calls)
 
     def _save(self, s: ast.Save) -> Result:
@@ -341,7 +349,7 @@ class Session:
             return Result(s, f"{s.key} keeps its value")
         if kind == "sql":
             translate(s.value, s.line, s.col, query=True)  # a query, as in Byzer (checked at parse time unless ${} hid it)
-            first = self._query(s.value, s.line, s.col).limit(1).fetchall()
+            first = self.query(s.value, s.line, s.col).limit(1).fetchall()
             value = "" if not first or first[0][0] is None else str(first[0][0])
         elif kind == "shell":
             value = run_shell(s.key, s.value, self.variables, s.options.get("timeout"))
@@ -400,10 +408,10 @@ class Session:
             functions = ets.fitted_functions(self, s)
         else:
             functions = [self._model_function(s.function, s.format, s.path, dict(s.options))]
-        if self._functions is None:
-            self._functions = FunctionRegistry(self.con)
+        if self.model_functions is None:
+            self.model_functions = FunctionRegistry(self.con)
         for function in functions:
-            self._functions.add(function)
+            self.model_functions.add(function)
         function, *companions = functions
         also = f"; also {', '.join(c.name for c in companions)}" if companions else ""
         return Result(s, f"registered {s.function} from {s.path} version {function.version} "
@@ -412,8 +420,8 @@ class Session:
 
     def _unregister(self, s: ast.Unregister) -> Result:
         removed = []
-        if self._functions is not None:
-            removed = [s.path] if self._functions.remove(s.path) else self._functions.remove_for_table(s.path)
+        if self.model_functions is not None:
+            removed = [s.path] if self.model_functions.remove(s.path) else self.model_functions.remove_for_table(s.path)
         if not removed:
             raise MLSQLError(f"no function is registered as {s.path} or from a model table of that name")
         return Result(s, f"unregistered {', '.join(removed)}")
@@ -485,7 +493,7 @@ class Session:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
+    def query(self, spark_sql: str, line: int, col: int) -> duckdb.DuckDBPyRelation:
         """Run Spark SQL on DuckDB over the catalog's tables (a ``DESCRIBE`` as Spark answers it)."""
         described = spark_describe(self, spark_sql, line, col)
         if described is not None:
@@ -508,8 +516,8 @@ class Session:
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
             self._thread.tables.extend(helpers)  # unregistered when the statement's job ends
-        if self._functions is not None:
-            self._functions.note_calls(calls)
+        if self.model_functions is not None:
+            self.model_functions.note_calls(calls)
         relation = self.con.sql(sql)  # DuckDB checks the query here
         if translation.bound_types:
             sql, relation = spark_functions.spark_result(relation, sql)
@@ -521,12 +529,12 @@ class Session:
         the session's ``fs.s3a.*`` settings give it now."""
         return objectstore.with_conf(self._warehouse, self.conf)
 
-    def _location(self, path: str, options: Mapping[str, str] | None = None) -> Path | ObjectPath:
-        """A file path (as ``_path``) or an object store URI, with the options of the environment
+    def location(self, path: str, options: Mapping[str, str] | None = None) -> Path | ObjectPath:
+        """A file path (as ``local_path``) or an object store URI, with the options of the environment
         and the session's ``fs.s3a.*`` settings, overridden by those among a statement's
         ``options`` (Byzer's ``where `fs.s3a.access.key`="…"``)."""
         if not objectstore.is_uri(path):
-            return self._path(path)
+            return self.local_path(path)
         return objectstore.resolve(path, {**self.conf, **(options or {})})
 
     def staging(self) -> Path:
@@ -536,9 +544,9 @@ class Session:
             self._staging = tempfile.TemporaryDirectory(prefix="mlsql-staging-")
         return Path(self._staging.name)
 
-    def _path(self, path: str) -> Path:
+    def local_path(self, path: str) -> Path:
         """A local file path; relative ones are relative to the running script's folder, if any.
-        An object store URI is refused here: only the sources and commands that ask ``_location``
+        An object store URI is refused here: only the sources and commands that ask ``location``
         read object storage."""
         if objectstore.is_uri(path):
             raise MLSQLError(f"{path} is on object storage, which this statement cannot read or write: "

@@ -22,7 +22,7 @@ def _columns(session, tables) -> dict[str, dict[str, str]]:
 def _functions(session) -> frozenset[str]:
     """The registered functions that answer a vector: a model's probabilities (``output="probability"``,
     LDA's ``f_doc``) and LDA's ``f(term)``, a row of its topics matrix."""
-    registered = session._functions.functions if session._functions is not None else {}
+    registered = session.model_functions.functions if session.model_functions is not None else {}
     return frozenset(name for name, f in registered.items()
                      if getattr(f, "output", None) == "probability" or isinstance(f, ml_predictor.TermTopics))
 

@@ -39,7 +39,7 @@ def allowed_roots(session) -> list[Path]:
 def allowed_path(session, text: str) -> Path:
     """The path ``text`` names (relative: to the running script's folder), if it is inside an
     allowed folder; otherwise an error naming the folders and how to allow another."""
-    path = Path(os.path.abspath(session._path(text)))
+    path = Path(os.path.abspath(session.local_path(text)))
     roots = allowed_roots(session)
     if not within(path, roots):
         raise MLSQLError(f"{text} is outside the folders file commands may touch ({', '.join(map(str, roots))}); "

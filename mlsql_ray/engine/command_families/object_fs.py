@@ -20,7 +20,7 @@ from . import filesystem as local
 
 
 def _location(session, text: str) -> ObjectPath:
-    path = session._location(text)
+    path = session.location(text)
     if not isinstance(path, ObjectPath):
         raise MLSQLError(f"{text}: expected an object store URI here (s3://bucket/key)")
     return path

@@ -21,7 +21,7 @@ def _run_script(session, s) -> Result:
         raise MLSQLError("usage: !runScript '''SCRIPT''' named TABLE;")
     last = None
     try:
-        for result in session._run(lang.parse(s.args[0]), None):
+        for result in session.run_script(lang.parse(s.args[0]), None):
             if result.name and result.name in session.catalog:
                 last = result.name
     except MLSQLError as exc:  # the position is the command's; say where in the text it went wrong
@@ -45,7 +45,7 @@ def _profiler(session, s) -> Result:
         text = " ".join(s.args[1:])
         if s.args[0] == "explain" and text in session.catalog:
             text = f"SELECT * FROM `{text}`"
-        relation = session._query(text, s.line, s.col)
+        relation = session.query(text, s.line, s.col)
         table = relation.to_arrow_table() if s.args[0] == "sql" else pa.table({"plan": [relation.explain()]})
     else:
         raise MLSQLError(usage)

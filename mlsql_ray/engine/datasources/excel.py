@@ -73,7 +73,7 @@ def _load(session, s) -> None:
     columns is no row (POI's row iterator skips rows that hold no cells)."""
     import fastexcel  # a Rust extension: loaded on first use
 
-    path = session._path(s.path)
+    path = session.local_path(s.path)
     if not path.is_file():
         raise MLSQLError(f"cannot load excel: no such file: {path}")
     header = _header(s.options, "load excel")
@@ -121,7 +121,7 @@ def _cell(value):
 def _save(session, s) -> Result:
     import xlsxwriter  # loaded on first use
 
-    path = session._path(s.path)
+    path = session.local_path(s.path)
     if path.exists() and s.mode in ("errorifexists", "append"):
         raise MLSQLError(f"{path} already exists; an Excel file can only be written whole (save overwrite)")
     if path.exists() and s.mode == "ignore":

@@ -31,14 +31,14 @@ def add_files(session, table: str, fmt: str, path: Path | ObjectPath, options: d
 
 def _loader(fmt: str) -> Callable:
     def load(session, s) -> None:
-        add_files(session, s.table, fmt, session._location(s.path, s.options), s.options, f"{fmt}.`{s.path}`")
+        add_files(session, s.table, fmt, session.location(s.path, s.options), s.options, f"{fmt}.`{s.path}`")
 
     return load
 
 
 def _saver(fmt: str) -> Callable:
     def save(session, s) -> Result:
-        path = session._location(s.path, s.options)
+        path = session.location(s.path, s.options)
         if isinstance(path, ObjectPath):
             rows = object_files.save(session.con, s.table, fmt, path, s.mode, s.options, s.partition_by,
                                      session.staging())

@@ -37,7 +37,7 @@ def _decode(file: str) -> dict | None:
 def _load(session, s) -> None:
     drop_invalid = truthy(s.options.get("dropInvalid"), False)
     rows = []
-    for file in data_files(session._path(s.path), "image"):
+    for file in data_files(session.local_path(s.path), "image"):
         decoded = _decode(file)
         if decoded is None and drop_invalid:
             continue

@@ -102,7 +102,7 @@ def run(session, s: ast.Train) -> Result:
     unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
     warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                  f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
-    table = et.run(session, Call(s.table, dict(s.options), s.path, session._path))
+    table = et.run(session, Call(s.table, dict(s.options), s.path, session.local_path))
     if table is None:
         return Result(s, f"{et.name} done", warnings=warnings)
     table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())
