@@ -505,3 +505,23 @@ def test_delta_vacuum_deletes_what_the_current_version_does_not_use(session, war
     assert result.message == f"vacuumed db.t: {len(version0) + 1} files deleted"
     assert not (path / left).exists() and not any((path / name).exists() for name in version0)
     assert on_disk(path) == rows(ITEMS.slice(2))
+
+
+@pytest.mark.parametrize("query", ["select 'x' as id, 'n' as name, 1L as qty",  # a value the column cannot hold
+                                   "select 9L as id, 'n' as name, 1L as qty, 2 as extra"])  # a column the table lacks
+def test_an_append_whose_schema_differs_says_so_and_keeps_the_version(session, warehouse, items, query):
+    run(session, "save overwrite items as delta.`db.mismatch`;")
+    version = DeltaTable(str(warehouse / "db" / "mismatch")).version()
+    with pytest.raises(MLSQLError, match=r"Delta table db\.mismatch: the data's schema does not match the table's"):
+        run(session, f"{query} as odd; save append odd as delta.`db.mismatch`;")
+    assert DeltaTable(str(warehouse / "db" / "mismatch")).version() == version
+
+
+def test_a_commit_another_writer_won_is_reported_as_a_concurrent_write():
+    from deltalake.exceptions import CommitFailedError
+
+    from mlsql_ray.storage.delta import _delta_message
+
+    message = _delta_message("db.t", CommitFailedError("Failed to commit transaction: Commit failed: a concurrent transactions added new data."))
+    assert message.startswith("Delta table db.t was changed by another writer at the same time")
+    assert _delta_message("db.t", Exception("Commit failed: a concurrent thing")).startswith("cannot write to Delta table db.t: Commit")

@@ -427,14 +427,18 @@ def _upsert(table, name: str, data: pa.RecordBatchReader, id_cols: list[str], co
 
 
 def _delta_message(name: str, exc: Exception) -> str:
+    """What a failed Delta write tells the user, by the exception's type. deltalake raises a
+    ``CommitFailedError`` when another writer committed first and a ``SchemaMismatchError`` for
+    a column the table lacks; a value Arrow cannot cast to the table's column type comes as a
+    bare ``Exception`` ("Cast error: …"): its message is all there is to go by."""
     from deltalake.exceptions import CommitFailedError, SchemaMismatchError
 
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
-    if isinstance(exc, CommitFailedError) or "conflict" in text.lower() or "concurrent" in text.lower():
+    if isinstance(exc, CommitFailedError):
         return (f"Delta table {name} was changed by another writer at the same time (a concurrent writer); "
                 f"nothing was written, run the save again ({first})")
-    if isinstance(exc, SchemaMismatchError) or "schema" in text.lower() or "cast error" in text.lower():
+    if isinstance(exc, SchemaMismatchError) or (type(exc) is Exception and first.lower().startswith("cast error")):
         return f"cannot write to Delta table {name}: the data's schema does not match the table's ({first}); use save overwrite to replace it, or where mergeSchema=\"true\" to add columns"
     return f"cannot write to Delta table {name}: {first}"
 
