@@ -173,6 +173,11 @@ def test_include_a_script_stored_on_s3(s3_session, s3_server):
     assert rows(s3_session, f"include local.`s3://{BUCKET}/{key}`; select answer from made as out;") == [{"answer": 42}]
     with pytest.raises(MLSQLError, match="no such file"):
         s3_session.execute(f"include local.`s3://{BUCKET}/{s3_session.prefix}/scripts/none.mlsql`;")
+    broken = f"{s3_session.prefix}/scripts/broken.mlsql"
+    s3_server.client().put_object(Bucket=BUCKET, Key=broken, Body=b"select 1 as one as fine;\nselect nope from fine as bad;\n")
+    with pytest.raises(MLSQLError) as error:
+        s3_session.execute(f"include local.`s3://{BUCKET}/{broken}`;")
+    assert error.value.source == f"s3://{BUCKET}/{broken}" and error.value.line == 2
 
 
 def test_warehouse_uri_from_the_environment():

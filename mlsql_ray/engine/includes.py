@@ -58,9 +58,11 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
     if resolve is None:
         raise MLSQLError(f"include supports {', '.join(f'{name}.`path`' for name in RESOLVERS if name != 'lib')}, "
                          f"not {s.format}")
+    uri = None
     if objectstore.is_uri(s.path):  # named outright, as a whole URI: no project root to stay inside
         location = session.location(s.path, s.options)
         path = object_files.fetch(location, "script", session.staging())
+        uri = s.path.rstrip("/")
     else:
         path = resolve(session, s.path)
     root = project_root(session)
@@ -73,17 +75,19 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
     files = _scripts(path)
     parsed = []
     for file in files:
+        # errors in a script fetched from object storage name its URI, not the local copy
+        shown_as = None if uri is None else (f"{uri}/{file.name}" if file != path else uri)
         if file.resolve() in session.include_stack:
             raise MLSQLError(f"{file} includes itself (through {' → '.join(p.name for p in session.include_stack)})")
         try:
-            parsed.append((file.resolve(), lang.parse(file.read_text())))
+            parsed.append((file.resolve(), lang.parse(file.read_text()), shown_as))
         except MLSQLError as exc:
-            exc.source = str(file)
+            exc.source = shown_as or str(file)
             raise
     if len(session.include_stack) >= MAX_INCLUDE_DEPTH:
         raise MLSQLError(f"includes nested deeper than {MAX_INCLUDE_DEPTH} files")
-    for file, statements in parsed:
-        yield from session.run_script(statements, file)
+    for file, statements, shown_as in parsed:
+        yield from session.run_script(statements, file, shown_as)
 
 
 def _scripts(path: Path) -> list[Path]:

@@ -84,6 +84,7 @@ class Session:
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._staging: tempfile.TemporaryDirectory | None = None  # see staging()
         self._sources: list[Path] = []  # the include stack: the file being run is last
+        self._shown_as: dict[Path, str] = {}  # a local copy of a script on object storage -> its URI, for messages
         self.jobs = Jobs()  # each top-level statement, for !show jobs and !kill
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
         self._requests = threading.RLock()  # held by the thread running a request (see run)
@@ -188,11 +189,15 @@ class Session:
     # -- running: with query, location, local_path, include_stack and model_functions, the ----
     # -- runtime statement handlers use (nothing outside this module touches its privates) ----
 
-    def run_script(self, statements: list[ast.Statement], source: Path | None) -> Iterator[Result]:
+    def run_script(self, statements: list[ast.Statement], source: Path | None,
+                   shown_as: str | None = None) -> Iterator[Result]:
         """Run parsed statements nested in the running one (an include's file, ``!runScript``'s
-        text); relative paths in them are relative to ``source``'s folder, if given."""
+        text); relative paths in them are relative to ``source``'s folder, if given. ``shown_as``:
+        the name errors give the file when ``source`` is a local copy (of an object's URI)."""
         if source is not None:
             self._sources.append(source)
+            if shown_as is not None:
+                self._shown_as[source] = shown_as
         try:
             statements = evaluate_compile_time_sets(self, statements)
             for statement in statements:
@@ -260,7 +265,9 @@ class Session:
 
     def _source(self) -> str | None:
         """The file whose statement is running (the innermost include), if any."""
-        return str(self._sources[-1]) if self._sources else None
+        if not self._sources:
+            return None
+        return self._shown_as.get(self._sources[-1], str(self._sources[-1]))
 
     # -- one method per statement -------------------------------------------------------------
 
