@@ -10,7 +10,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import duckdb
 import pyarrow as pa
@@ -22,24 +22,15 @@ from ..errors import InternalError, MLSQLError
 from ..raycluster import RayLink
 from ..warm import WarmPool
 from ..lang import ast
-from . import learning
-from ..storage import delta, rows as file_rows
-from . import datasources, ets, partition_ids, spark_functions, timezone, udfs, vectors
-from ..ml import vectors as ml_vectors
+from . import partition_ids, spark_functions, statements, timezone, udfs, vectors
 from .datasources import jdbc
-from .catalog import Catalog, first_rows
+from .catalog import Catalog
 from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
-from .branches import run_if
-from .commands import run_command, spark_describe
+from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets
-from .includes import run_include
 from .jobs import Jobs
-from .result import PREVIEW_ROWS, PreviewedResult, Result
-from .shell import run_shell
+from .result import Result
 from .sql import duckdb_message, translate
-
-MODEL_FORMATS = ("tf", "keras")
-
 
 class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
@@ -230,7 +221,7 @@ class Session:
         try:
             if not isinstance(statement, ast.Set):
                 statement = statement.substituted(self.variables)
-            runner = _RUNNERS.get(type(statement))
+            runner = statements.RUNNERS.get(type(statement))
             if runner is None:
                 raise MLSQLError(f"{_describe(statement)} is not supported yet")
             outcome = runner(self, statement)
@@ -248,14 +239,14 @@ class Session:
             if isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted":
                 # DuckDB's answer to Ctrl-C: an interrupt, not a crash
                 raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
-            raise InternalError(exc, statement.line, statement.col, self._source()) from exc
+            raise InternalError(exc, statement.line, statement.col, self.current_file()) from exc
 
     def _locate(self, exc: MLSQLError, statement: ast.Statement) -> MLSQLError:
         """Give the error the statement's position and file. Done here, while the statement's
         file is still on the include stack: once the error leaves an include, the including
         statement would otherwise claim it (its file, the included file's line)."""
         if exc.source is None:
-            exc.source = self._source()
+            exc.source = self.current_file()
         return exc.at(statement.line, statement.col)
 
     @property
@@ -263,240 +254,11 @@ class Session:
         """The script files being run, outermost first: the one whose statement runs is last."""
         return tuple(self._sources)
 
-    def _source(self) -> str | None:
+    def current_file(self) -> str | None:
         """The file whose statement is running (the innermost include), if any."""
         if not self._sources:
             return None
         return self._shown_as.get(self._sources[-1], str(self._sources[-1]))
-
-    # -- one method per statement -------------------------------------------------------------
-
-    def _load(self, s: ast.Load) -> Result:
-        datasources.find(s.format).load(self, s)
-        return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)
-
-    def _select(self, s: ast.Select) -> Result:
-        """Name the query's result without computing it (see ``Catalog.add_view``). Its first rows
-        are read when the front end shows them (``run(previews=True)``: now, before the name is
-        defined, so a run-time error changes no table) or else when the result's ``table`` is
-        first read (``PreviewedResult``); a batch run computes none. A result that turns out
-        small is kept (``catalog.first_rows``), so showing it and reading it later run the query once."""
-        sql, tables, calls, relation = self._prepare(s.sql, s.line, s.col)
-        vector_columns = vectors.of_select(self, s.sql, tables)
-        # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows
-        if (self._calls_session_functions(calls) or partition_ids.called(s.sql)
-                or len(set(relation.columns)) != len(relation.columns)):
-            table = ml_vectors.marked(relation.to_arrow_table(), vector_columns)
-            self.catalog.add_arrow(s.table, table, "select")
-            return _select_result(s, table.slice(0, PREVIEW_ROWS), table.num_rows)
-        if not self._previews:
-            entry = self.catalog.add_view(s.table, sql, tables, "select", relation, origin=(self._source(), s.line, s.col))
-            self.catalog.mark_vectors(s.table, vector_columns)
-            result = PreviewedResult(s, s.table, self._late_preview(s, entry))
-            self.catalog.hold(entry, result)
-            return result
-        rows, whole = first_rows(relation)
-        if whole:
-            self.catalog.add_arrow(s.table, ml_vectors.marked(rows, vector_columns), "select")
-            return _select_result(s, rows.slice(0, PREVIEW_ROWS), rows.num_rows)
-        self.catalog.add_view(s.table, sql, tables, "select", relation, origin=(self._source(), s.line, s.col))
-        self.catalog.mark_vectors(s.table, vector_columns)
-        return _select_result(s, rows.slice(0, PREVIEW_ROWS), self._cheap_count(self.catalog.entry(s.table), relation))
-
-    def _late_preview(self, s: ast.Select, entry) -> Callable[[PreviewedResult], None]:
-        """The preview of a select that ran without one, computed when its result is first read:
-        from the table it named, if that name still means it (kept if small, as in ``_select``);
-        a run-time error is the select's, at its position."""
-        source = self._source()
-
-        def located(exc: MLSQLError) -> MLSQLError:
-            exc.source = source
-            return exc.at(s.line, s.col)
-
-        def preview(result: PreviewedResult) -> None:
-            try:
-                rows, whole = first_rows(self.catalog.rows_of(entry))
-                if whole and self.catalog.entry(s.table) is entry:
-                    self.catalog.keep(s.table, rows)
-                num_rows = rows.num_rows if whole else self._cheap_count(entry, self.catalog.rows_of(entry))
-            except duckdb.Error as exc:
-                raise located(MLSQLError(duckdb_message(exc, self.catalog.names()))) from exc
-            shown = _select_result(s, rows.slice(0, PREVIEW_ROWS), num_rows)
-            result.message, result.table, result.num_rows, result.more = (
-                shown.message, shown.table, shown.num_rows, shown.more)
-
-        return preview
-
-    def _cheap_count(self, entry, relation: duckdb.DuckDBPyRelation) -> int | None:
-        """The row count of a select's catalog ``entry`` when counting touches no file, else None."""
-        if all(self.catalog.in_memory(table) for table in entry.reads):
-            return relation.count("*").fetchall()[0][0]
-        return None
-
-    def _calls_session_functions(self, calls: tuple[tuple[str, str], ...]) -> bool:
-        """Whether a query calls a function this session registered (a model function or a Python
-        ScriptUDF). Such a
-        select runs at once, as before selects were lazy: the function runs once, its errors
-        show at the select, and registering another function of that name later cannot change
-        the select's rows."""
-        registered = self.model_functions.functions if self.model_functions is not None else {}
-        return any(name.lower() in registered or name.lower() in self.script_functions for name, _ in calls)
-
-    def _save(self, s: ast.Save) -> Result:
-        source = datasources.find(s.format)
-        if source.save is None:
-            raise MLSQLError(f"{source.name} can only be loaded, not saved")
-        self.catalog.relation(s.table)  # fails first if the table is unknown
-        return source.save(self, s)
-
-    def _set(self, s: ast.Set) -> Result:
-        s = s.substituted(self.variables)
-        kind = s.type
-        if kind == "defaultParam" and s.key in self.variables:
-            return Result(s, f"{s.key} keeps its value")
-        if kind == "sql":
-            translate(s.value, s.line, s.col, query=True)  # a query, as in Byzer (checked at parse time unless ${} hid it)
-            first = self.query(s.value, s.line, s.col).limit(1).fetchall()
-            value = "" if not first or first[0][0] is None else str(first[0][0])
-        elif kind == "shell":
-            value = run_shell(s.key, s.value, self.variables, s.options.get("timeout"))
-        else:
-            value = s.value
-        if kind == "conf":
-            if s.key == timezone.SESSION_TIME_ZONE:
-                self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
-            self.conf[s.key] = value
-        else:
-            if s.scope == "request":
-                self._request_hidden.setdefault(s.key, self.variables.get(s.key))
-            else:
-                self._request_hidden.pop(s.key, None)  # now a session variable: it outlives the request
-            self.variables[s.key] = value
-        return Result(s, f"set {s.key}")
-
-    def _python(self, s: ast.PythonCell) -> Result:
-        from ..cells.runner import run_cell
-
-        table, output, notes = run_cell(self, s)
-        if table is None:
-            return Result(s, "python cell done", warnings=notes)
-        if output is not None:
-            self.catalog.add_arrow(output, table, "python")
-        label = output or "result"
-        if file_rows.is_file_rows(table.schema):  # a file as rows: its bytes are no sight to show
-            size = sum(table.column("offset").to_pylist())
-            return Result(s, f"{label}: a file of {size} bytes in {table.num_rows} rows", num_rows=table.num_rows,
-                          name=output, warnings=notes)
-        return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS),
-                      num_rows=table.num_rows, name=output, warnings=notes)
-
-    def _model_function(self, name: str, fmt: str, table: str, options: dict):
-        """Load a model table's rows and start the actors that serve it."""
-        from ..predict import ModelFunction
-
-        if fmt.lower() not in MODEL_FORMATS:
-            raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
-        path = delta.table_path(self.warehouse, table, options)
-        delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-        rows = file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
-        self.ray_link.ensure()
-        return ModelFunction.start(name, table, delta_table.version(), rows, options,
-                                   self.ray_link.cpus(), pool=self.workers)
-
-    def _register(self, s: ast.Register) -> Result:
-        from ..predict import FunctionRegistry
-
-        handler = REGISTER_FORMATS.get(s.format.lower())
-        if handler is not None:
-            return handler(self, s)
-        if learning.is_algorithm(s.format):
-            functions = learning.model_functions(self, s)
-        elif s.format.lower() in ets.ETS:
-            functions = ets.fitted_functions(self, s)
-        else:
-            functions = [self._model_function(s.function, s.format, s.path, dict(s.options))]
-        if self.model_functions is None:
-            self.model_functions = FunctionRegistry(self.con)
-        for function in functions:
-            self.model_functions.add(function)
-        function, *companions = functions
-        also = f"; also {', '.join(c.name for c in companions)}" if companions else ""
-        return Result(s, f"registered {s.function} from {s.path} version {function.version} "
-                         f"({sum(len(f.actors) for f in functions)} workers, output {function.output}{also})",
-                      name=s.function)
-
-    def _unregister(self, s: ast.Unregister) -> Result:
-        removed = []
-        if self.model_functions is not None:
-            removed = [s.path] if self.model_functions.remove(s.path) else self.model_functions.remove_for_table(s.path)
-        if not removed:
-            raise MLSQLError(f"no function is registered as {s.path} or from a model table of that name")
-        return Result(s, f"unregistered {', '.join(removed)}")
-
-    def _predict(self, s: ast.Train) -> Result:
-        """``predict T as tf.`db.model` [where inputCol="image"] [as OUT];``: T plus a prediction column."""
-        options = dict(s.options)
-        table = self.catalog.arrow(s.table)
-        column = options.get("inputCol") or next(
-            (f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type)
-             or pa.types.is_large_list(f.type)), None)
-        if column is None or column not in table.column_names:
-            raise MLSQLError(f"predict needs a list column of {s.table} to feed the model (inputCol=\"...\"); "
-                             f"columns: {', '.join(table.column_names)}")
-        function = self._model_function("predict", s.format, s.path, options)
-        function.argument = column
-        try:
-            scored = table.append_column("prediction", function(table.column(column)))
-        except ValueError as exc:
-            raise MLSQLError(str(exc)) from exc
-        finally:
-            function.close()
-        output = s.output or f"{s.table}_predictions"
-        self.catalog.add_arrow(output, scored, f"predict {s.path}")
-        return Result(s, f"{output}: {scored.num_rows} rows", table=scored.slice(0, PREVIEW_ROWS),
-                      num_rows=scored.num_rows, name=output)
-
-    def _train(self, s: ast.Train) -> Result:
-        """``train|run|predict T as FORMAT.`...```: an ET by name first (``run``/``train``, and
-        ``run`` with any format but Ray: mlsql_ray.engine.ets, where an unknown name fails listing
-        the known), else looked up in ``_TRAIN_VERBS`` by verb and format, then by verb alone (any
-        other format names a built-in algorithm)."""
-        fmt = s.format.lower()
-        if (s.verb in ("run", "train") and fmt in ets.ETS) or (s.verb == "run" and fmt != "ray"):
-            return ets.run(self, s)
-        handler = _TRAIN_VERBS.get((s.verb, fmt)) or _TRAIN_VERBS.get((s.verb, None))
-        if handler is None:
-            raise MLSQLError(f"{s.verb} ... as {s.format} is not supported (supported: run ... as Ray.``, "
-                             f"predict ... as tf.`...`, train|predict ... as an algorithm or a feature ET)")
-        return handler(self, s)
-
-    def _run_ray(self, s: ast.Train) -> Result:
-        """``run T as Ray.`` where code=... and outputTable=...``: a Python cell as a statement."""
-        if "code" not in s.options:
-            raise MLSQLError("run ... as Ray.`` needs the Python code in a code='''...''' option")
-        annotations = {k: v for k, v in s.options.items() if k not in ("code", "inputTable", "outputTable")}
-        input_table = s.options.get("inputTable") or (s.table if s.table.lower() != "command" else None)
-        if input_table:
-            annotations["input"] = input_table
-        output = s.options.get("outputTable") or s.output
-        if output:
-            annotations["output"] = output
-        cell = ast.PythonCell(code=s.options["code"], annotations=annotations, line=s.code_line or s.line, col=1)
-        return self._python(cell)
-
-    def _connect(self, s: ast.Connect) -> Result:
-        """``connect jdbc where url=... and user=... and password=... as ALIAS;``: remembered for
-        ``load jdbc.`ALIAS.table``` and ``save ... as jdbc.`ALIAS.table```; nothing is opened yet."""
-        if s.format.lower() != "jdbc":
-            raise MLSQLError(f"connect {s.format} is not supported (connect jdbc is)")
-        if not s.alias:
-            raise MLSQLError("connect jdbc needs a name: connect jdbc where url=\"...\" as ALIAS;")
-        database = jdbc.database_from_options(s.options, "connect jdbc")
-        self.connections[s.alias] = database
-        return Result(s, f"connected {s.alias} to {database.masked_url}" + (f" as {database.user}" if database.user else ""))
-
-    def _command(self, s: ast.Command) -> Result:
-        return run_command(self, s)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -505,9 +267,9 @@ class Session:
         described = spark_describe(self, spark_sql, line, col)
         if described is not None:
             return self.con.from_arrow(described)
-        return self._prepare(spark_sql, line, col)[3]
+        return self.prepare(spark_sql, line, col)[3]
 
-    def _prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...],
+    def prepare(self, spark_sql: str, line: int, col: int) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...],
                                                                     duckdb.DuckDBPyRelation]:
         """Spark SQL as DuckDB SQL (with the tables it reads and the unknown functions it calls),
         its tables made visible to DuckDB, and the query as DuckDB bound it (once: its columns and
@@ -529,6 +291,26 @@ class Session:
         if translation.bound_types:
             sql, relation = spark_functions.spark_result(relation, sql)
         return sql, tables, calls, relation
+
+    @property
+    def shows_previews(self) -> bool:
+        """Whether the running request's front end shows each select's first rows."""
+        return self._previews
+
+    def set_conf(self, key: str, value: str) -> None:
+        """A ``set ... where type="conf"`` setting; the session time zone also applies to DuckDB
+        and to what workers' connections are set up with."""
+        if key == timezone.SESSION_TIME_ZONE:
+            self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
+        self.conf[key] = value
+
+    def set_variable(self, key: str, value: str, scope: str | None = None) -> None:
+        """``${key}``'s value; with scope ``request`` only until the running request ends."""
+        if scope == "request":
+            self._request_hidden.setdefault(key, self.variables.get(key))
+        else:
+            self._request_hidden.pop(key, None)  # now a session variable: it outlives the request
+        self.variables[key] = value
 
     @property
     def warehouse(self) -> Path | ObjectPath:
@@ -565,13 +347,6 @@ class Session:
         return p
 
 
-def _select_result(s: ast.Select, head: pa.Table, num_rows: int | None) -> Result:
-    """A select's result showing its first rows ``head`` and its row count, if known."""
-    message = (f"{s.table}: {num_rows} rows" if num_rows is not None
-               else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
-    return Result(s, message, table=head, num_rows=num_rows, name=s.table, more=num_rows is None)
-
-
 def _is_side_statement(statement: ast.Statement) -> bool:
     """``!show jobs`` and ``!kill``: what another thread may run while a request runs."""
     if not isinstance(statement, ast.Command):
@@ -590,31 +365,3 @@ def _describe(statement: ast.Statement) -> str:
     return f"the {statement.keyword} statement"
 
 
-REGISTER_FORMATS: dict[str, Callable[[Session, ast.Register], Result]] = {
-    "scriptudf": udfs.register,
-}
-"""``register FORMAT.`...` as f``: formats with their own handler; the rest are model formats (tf, keras)."""
-
-
-_TRAIN_VERBS: dict[tuple[str, str | None], Callable[[Session, ast.Train], Result]] = {
-    ("run", "ray"): Session._run_ray,
-    **{("predict", fmt): Session._predict for fmt in MODEL_FORMATS},
-    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ets/fitted.py)
-    ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
-    ("predict", None): learning.predict,
-}
-
-_RUNNERS: dict[type, Callable[[Session, ast.Statement], Result | Iterator[Result]]] = {
-    ast.Load: Session._load,
-    ast.Select: Session._select,
-    ast.Save: Session._save,
-    ast.Set: Session._set,
-    ast.Include: run_include,
-    ast.Command: Session._command,
-    ast.PythonCell: Session._python,
-    ast.Train: Session._train,
-    ast.Register: Session._register,
-    ast.Unregister: Session._unregister,
-    ast.Connect: Session._connect,
-    ast.If: run_if,
-}

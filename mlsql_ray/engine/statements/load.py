@@ -1,0 +1,12 @@
+"""``load FORMAT.`path` [where ...] as T;``: the data source of that format defines ``T``."""
+
+from __future__ import annotations
+
+from ...lang import ast
+from .. import datasources
+from ..result import Result
+
+
+def run(session, s: ast.Load) -> Result:
+    datasources.find(s.format).load(session, s)
+    return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)

@@ -1,0 +1,16 @@
+"""``save [mode] T as FORMAT.`path` [where ...];``: the data source of that format writes ``T``."""
+
+from __future__ import annotations
+
+from ...errors import MLSQLError
+from ...lang import ast
+from .. import datasources
+from ..result import Result
+
+
+def run(session, s: ast.Save) -> Result:
+    source = datasources.find(s.format)
+    if source.save is None:
+        raise MLSQLError(f"{source.name} can only be loaded, not saved")
+    session.catalog.relation(s.table)  # fails first if the table is unknown
+    return source.save(session, s)
