@@ -59,31 +59,46 @@ def peak_rss_of_run(script: Path, warehouse: Path, env: dict[str, str] | None = 
     return int(peak_file.read_text()) * 1024
 
 
+EXTRA_ROWS = 600 * 2**20 // ROW_BYTES
+SIZES = {"small": CHUNK, "large": CHUNK + EXTRA_ROWS}
+
+
+@pytest.fixture(scope="module")
+def numbers(tmp_path_factory):
+    """The small and the large parquet file (``SIZES``), written once for the module's tests:
+    writing the large one takes seconds; deleted when the module ends (650 MB)."""
+    folder = tmp_path_factory.mktemp("numbers")
+    files = {label: folder / f"{label}.parquet" for label in SIZES}
+    for label, path in files.items():
+        write_numbers(path, SIZES[label])
+    yield files
+    for path in files.values():
+        path.unlink()
+
+
 @pytest.mark.slow
-def test_saving_a_select_over_a_big_file_streams(tmp_path):
-    extra_rows = 600 * 2**20 // ROW_BYTES
-    peaks, rows = {}, {}
-    for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
-        data = tmp_path / f"{label}.parquet"
-        write_numbers(data, count)
+def test_saving_a_select_over_a_big_file_streams(tmp_path, numbers):
+    peaks = {}
+    for label, data in numbers.items():
         script = tmp_path / f"{label}.mlsql"
         script.write_text(SCRIPT.format(path=data))
         peaks[label] = peak_rss_of_run(script, tmp_path / label)
-        rows[label] = count
-        data.unlink()
     saved = DeltaTable(str(tmp_path / "large" / "db" / "out"))
     assert sum(saved.get_add_actions(flatten=True).column("num_records").to_pylist()) == \
-        rows["large"] - len(range(9, rows["large"], 10))  # all but x = 0.9
+        SIZES["large"] - len(range(9, SIZES["large"], 10))  # all but x = 0.9
     growth = peaks["large"] - peaks["small"]
-    assert growth < extra_rows * ROW_BYTES / 2, f"peak RSS grew by {growth / 2**20:.0f} MB for 600 MB more data"
+    assert growth < EXTRA_ROWS * ROW_BYTES / 2, f"peak RSS grew by {growth / 2**20:.0f} MB for 600 MB more data"
 
 
-CELL_SCRIPT = """load parquet.`{path}` as t;
+CELL_LOAD = """load parquet.`{path}` as t;
 select id, x, y * 2 as y2 from t where x < 0.9 as sel;
--- %%
+"""
+
+# a cell that reads its input ``{table}`` in two Ray tasks, and the save of what they saw
+CELL_READING = """-- %%
 --%python
 --%input={table}
---%output=seen
+--%output=seen_{table}
 --%num_partitions=2
 import ray
 from pyjava.api.mlsql import RayContext
@@ -99,34 +114,31 @@ def read(server):
 
 rc.build_result(ray.get([read.remote(s) for s in rc.data_servers()]))
 -- %%
-save overwrite seen as json.`{out}`;
+save overwrite seen_{table} as json.`{out}`;
 """
 
 
-@pytest.mark.slow  # a CLI run whose cell reads a file in Ray workers: a minute on the 2-core machine
-def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_address):
+@pytest.mark.slow  # CLI runs whose cells read a file in Ray workers: a minute on the 2-core machine
+def test_a_cells_file_input_is_read_by_the_workers_not_the_driver(tmp_path, ray_address, numbers):
     """A cell whose input is a parquet load, or a select over one, hands its workers what to read:
     the driver's peak memory does not grow with the data (today's main read it all in, then
-    copied it into the object store)."""
+    copied it into the object store). One run per file has a cell of each kind: either one
+    reading its input in the driver would add the data's size to the run's peak."""
     import pyarrow.json as pj
 
     env = {**os.environ, RAY_ADDRESS_ENV: ray_address}
-    extra_rows = 600 * 2**20 // ROW_BYTES
-    peaks = {"t": {}, "sel": {}}
-    for label, count in (("small", CHUNK), ("large", CHUNK + extra_rows)):
-        data = tmp_path / f"{label}.parquet"
-        write_numbers(data, count)  # once for both inputs: writing the large file takes seconds
-        ids = np.arange(count, dtype=np.int64)
+    peaks = {}
+    for label, data in numbers.items():
+        ids = np.arange(SIZES[label], dtype=np.int64)
+        outs = {table: tmp_path / f"{label}-{table}-out" for table in ("t", "sel")}
+        script = tmp_path / f"{label}.mlsql"
+        script.write_text(CELL_LOAD.format(path=data)
+                          + "".join(CELL_READING.format(table=table, out=out) for table, out in outs.items()))
+        peaks[label] = peak_rss_of_run(script, tmp_path / label, env)
         for table, kept in (("t", ids), ("sel", ids[ids % 10 != 9])):
-            script = tmp_path / f"{label}-{table}.mlsql"
-            out = tmp_path / f"{label}-{table}-out"
-            script.write_text(CELL_SCRIPT.format(path=data, table=table, out=out))
-            peaks[table][label] = peak_rss_of_run(script, tmp_path / f"{label}-{table}", env)
-            seen = pa.concat_tables(pj.read_json(f) for f in sorted(out.iterdir()))
+            seen = pa.concat_tables(pj.read_json(f) for f in sorted(outs[table].iterdir()))
             assert sorted(seen.column("rows").to_pylist()) != [0, 0]
             assert sum(seen.column("rows").to_pylist()) == len(kept)
             assert sum(seen.column("ids").to_pylist()) == int(kept.sum())
-        data.unlink()
-    for table, peak in peaks.items():
-        growth = peak["large"] - peak["small"]
-        assert growth < extra_rows * ROW_BYTES / 10, f"{table}: peak RSS grew {growth / 2**20:.0f} MB for 600 MB more data"
+    growth = peaks["large"] - peaks["small"]
+    assert growth < EXTRA_ROWS * ROW_BYTES / 10, f"peak RSS grew {growth / 2**20:.0f} MB for 600 MB more data"

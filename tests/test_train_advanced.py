@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import MNIST_ROUNDS, ROOT, SAMPLE_MNIST
-from mlsql_ray import train
+from mlsql_ray import ray_internals, train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
 from training_helpers import (STRAGGLERS, alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model,
                               tiny_model, tiny_partitions)
@@ -40,9 +40,12 @@ KILLED_RUN = textwrap.dedent("""
 """)
 
 
-def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_servers, mnist_test, mnist_trained, warehouse):
+def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_servers, mnist_test, mnist_trained, warehouse,
+                                                       warm_workers):
     """The run is the shared ``mnist_trained`` one (same model, seed, data and rounds), killed and
-    resumed: it must end as good as that run did uninterrupted."""
+    resumed: it must end as good as that run did uninterrupted. The resumed run leaves its workers
+    in the module's warm pool, for the tiny runs below (resuming is about checkpoints, not actors);
+    the killed driver's workers die with it."""
     before = {a["ActorID"] for a in alive_actors()}
     checkpoints = train.Checkpoints("ckpt.run", warehouse=warehouse)
     script = KILLED_RUN.format(tests=str(ROOT / "tests"), address=ray_runtime.get_runtime_context().gcs_address,
@@ -65,7 +68,10 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(ray_runtime, mnist_server
     assert resumed.history[saved[-1]]["resumed_from_checkpoint"] == saved[-1]
     assert [h["round"] for h in resumed.history] == list(range(1, MNIST_ROUNDS + 1))
     assert abs(held_out_accuracy(resumed, mnist_test) - held_out_accuracy(mnist_trained, mnist_test)) <= 0.01
-    assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors() if a["ActorID"] not in before))
+    pooled = {ray_internals.actor_id(a) for a in warm_workers.idle_actors()}
+    assert len(pooled) == 2  # the resumed run's two workers, kept
+    assert eventually(lambda: not any("Worker" in a.get("ActorClassName", "") for a in alive_actors()
+                                      if a["ActorID"] not in before | pooled))
 
 
 def test_checkpoints_keep_the_last_n(warm_workers, warehouse):

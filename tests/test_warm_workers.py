@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -59,14 +60,34 @@ def dead(actor_ids) -> bool:
     return all(ray_internals.actor_states(i).get("State") == "DEAD" for i in actor_ids)
 
 
-def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(ray_runtime):
+@pytest.fixture(scope="module")
+def three_fits_in_one_pool(ray_runtime) -> SimpleNamespace:
+    """Three fits of one shape in one pool, what was seen along the way kept for the tests below:
+    the first on fresh actors (the pool starts empty: a cold run), the second on the first one's,
+    the third after one of them was killed (SIGKILL) while idle. One sequence for three tests:
+    every fresh worker imports TensorFlow (seconds apiece), and the later cases start where the
+    earlier ones end."""
+    seen = SimpleNamespace()
     with train.WarmPool() as pool, pool.active():
-        _, first_actors = fit_recording_actors()
-        assert ids(pool.idle_actors()) == set(first_actors)
-        _, second_actors = fit_recording_actors()
-        assert second_actors == first_actors  # worker N again, in the same order
-        assert ids(pool.idle_actors()) == set(first_actors)
-    assert eventually(lambda: dead(first_actors))
+        seen.cold, seen.cold_actors = fit_recording_actors()
+        seen.idle_after_cold = ids(pool.idle_actors())
+        seen.warm, seen.warm_actors = fit_recording_actors()
+        seen.idle_after_warm = ids(pool.idle_actors())
+        victim = pool.idle_actors()[0]
+        seen.victim = ray_internals.actor_id(victim)
+        os.kill(ray_runtime.get(victim.pid.remote()), signal.SIGKILL)
+        seen.victim_died = eventually(lambda: dead([seen.victim]))
+        seen.after_death, seen.after_death_actors = fit_recording_actors()
+    seen.all_dead_after_close = eventually(lambda: dead(set(seen.cold_actors) | set(seen.after_death_actors)))
+    return seen
+
+
+def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(three_fits_in_one_pool):
+    seen = three_fits_in_one_pool
+    assert seen.idle_after_cold == set(seen.cold_actors)
+    assert seen.warm_actors == seen.cold_actors  # worker N again, in the same order
+    assert seen.idle_after_warm == set(seen.cold_actors)
+    assert seen.all_dead_after_close
 
 
 def test_a_second_fit_on_the_same_data_servers_keeps_each_workers_partition(ray_runtime, mnist_servers):
@@ -96,14 +117,11 @@ def small_mnist_model():
     return network
 
 
-def test_the_same_seed_gives_the_same_weights_on_warm_and_cold_actors(ray_runtime):
-    """Nothing of a run survives in a reused actor: two runs in a pool, the first on fresh actors
-    (the pool starts empty: a cold run) and the second on the first one's, train from the same
-    initial weights to the same weights."""
-    with train.WarmPool() as pool, pool.active():
-        cold, cold_actors = fit_recording_actors()
-        warm, warm_actors = fit_recording_actors()
-    assert set(warm_actors) == set(cold_actors)
+def test_the_same_seed_gives_the_same_weights_on_warm_and_cold_actors(three_fits_in_one_pool):
+    """Nothing of a run survives in a reused actor: the cold run and the warm one after it train
+    from the same initial weights to the same weights."""
+    cold, warm = three_fits_in_one_pool.cold, three_fits_in_one_pool.warm
+    assert set(three_fits_in_one_pool.warm_actors) == set(three_fits_in_one_pool.cold_actors)
     assert len(warm.weights) == len(cold.weights)
     for got, expected in zip(warm.weights, cold.weights):
         np.testing.assert_array_equal(got, expected)
@@ -188,17 +206,12 @@ assert sum(ray.get([one.remote() for _ in range(2)])) == 2
         assert pool.idle_actors() == [] and eventually(lambda: dead(halves))
 
 
-def test_a_pooled_actor_that_died_is_replaced_not_reused(ray_runtime):
-    with train.WarmPool() as pool, pool.active():
-        _, first_actors = fit_recording_actors()
-        victim = pool.idle_actors()[0]
-        victim_id = ray_internals.actor_id(victim)
-        os.kill(ray_runtime.get(victim.pid.remote()), signal.SIGKILL)
-        assert eventually(lambda: dead([victim_id]))
-        result, second_actors = fit_recording_actors()
-        assert victim_id not in second_actors
-        assert len(set(second_actors) & set(first_actors)) == 1  # the survivor was reused
-        assert all(entry["retries"] == 0 for entry in result.history)  # no training failure counted
+def test_a_pooled_actor_that_died_is_replaced_not_reused(three_fits_in_one_pool):
+    seen = three_fits_in_one_pool
+    assert seen.victim_died
+    assert seen.victim not in seen.after_death_actors
+    assert len(set(seen.after_death_actors) & set(seen.cold_actors)) == 1  # the survivor was reused
+    assert all(entry["retries"] == 0 for entry in seen.after_death.history)  # no training failure counted
 
 
 def test_sql_train_runs_its_groups_on_the_last_trains_hosts(ray_session):
