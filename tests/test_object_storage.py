@@ -196,7 +196,19 @@ def test_warehouse_uri_from_the_environment():
 
 def test_a_source_that_reads_local_files_only_says_so(s3_session):
     with pytest.raises(MLSQLError, match="on object storage, which this statement cannot read"):
-        s3_session.execute(f'load excel.`s3://{BUCKET}/book.xlsx` where header="true" as t;')
+        s3_session.execute(f'load image.`s3://{BUCKET}/pictures` as t;')
+
+
+def test_excel_workbooks_save_and_load_on_s3(s3_session):
+    book = f"s3://{BUCKET}/{s3_session.prefix}/books/sales.xlsx"
+    s3_session.execute(f"""select 1 as id, 'a' as name union all select 2, 'b' as sales;
+        save overwrite sales as excel.`{book}` where header="true";""")
+    assert rows(s3_session, f'load excel.`{book}` where header="true" and inferSchema="true" as back; select * from back as out;') \
+        == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+    with pytest.raises(MLSQLError, match="already exists"):
+        s3_session.execute(f'save sales as excel.`{book}` where header="true";')
+    with pytest.raises(MLSQLError, match="no such file"):
+        s3_session.execute(f'load excel.`{book}x` where header="true" as t;')
 
 
 def test_model_tables_on_s3_write_read_and_keep_versions(s3_session):

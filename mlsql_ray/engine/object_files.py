@@ -108,3 +108,13 @@ def save(con, view: str, fmt: str, path: ObjectPath, mode: str, options: dict[st
     except OSError as exc:
         raise _store_error(f"save as {fmt} to", path, exc) from exc
     return rows
+
+
+def upload(local: Path, path: ObjectPath, fmt: str) -> None:
+    """Put one local file at ``path``: a single object's write is atomic, as a rename is locally."""
+    from pyarrow import fs
+
+    try:
+        fs.copy_files(str(local), path.key, source_filesystem=fs.LocalFileSystem(), destination_filesystem=path.filesystem())
+    except OSError as exc:
+        raise _store_error(f"save as {fmt} to", path, exc) from exc

@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
+from ...objectstore import ObjectPath
+from .. import object_files
 from ..files import truthy
 from ..result import Result
 from .base import DataSource, Param
@@ -73,9 +75,13 @@ def _load(session, s) -> None:
     columns is no row (POI's row iterator skips rows that hold no cells)."""
     import fastexcel  # a Rust extension: loaded on first use
 
-    path = session.local_path(s.path)
+    location = session.location(s.path, s.options)
+    if isinstance(location, ObjectPath):  # fetched whole into the session's staging folder
+        path = object_files.fetch(location, "excel", session.staging())
+    else:
+        path = location
     if not path.is_file():
-        raise MLSQLError(f"cannot load excel: no such file: {path}")
+        raise MLSQLError(f"cannot load excel: no such file: {location}")
     header = _header(s.options, "load excel")
     infer = truthy(s.options.get("inferSchema"), False)
     sheet, limits = _address(s.options.get("dataAddress", "A1"))
@@ -83,9 +89,9 @@ def _load(session, s) -> None:
     try:
         reader = fastexcel.read_excel(str(path))
     except Exception as exc:  # fastexcel's errors have no common public base class
-        raise MLSQLError(f"cannot read {path} as an Excel workbook: {exc}") from exc
+        raise MLSQLError(f"cannot read {location} as an Excel workbook: {exc}") from exc
     if sheet is not None and sheet not in reader.sheet_names:
-        raise MLSQLError(f"{path} has no sheet {sheet!r} (sheets: {', '.join(reader.sheet_names)})")
+        raise MLSQLError(f"{location} has no sheet {sheet!r} (sheets: {', '.join(reader.sheet_names)})")
     sheet = sheet if sheet is not None else 0
     rows = limits.get("rows")
     skip = limits.get("skip_rows", 0)
@@ -121,13 +127,16 @@ def _cell(value):
 def _save(session, s) -> Result:
     import xlsxwriter  # loaded on first use
 
-    path = session.local_path(s.path)
-    if path.exists() and s.mode in ("errorifexists", "append"):
-        raise MLSQLError(f"{path} already exists; an Excel file can only be written whole (save overwrite)")
-    if path.exists() and s.mode == "ignore":
+    target = session.location(s.path, s.options)
+    if target.exists() and s.mode in ("errorifexists", "append"):
+        raise MLSQLError(f"{target} already exists; an Excel file can only be written whole (save overwrite)")
+    if target.exists() and s.mode == "ignore":
         return Result(s, f"{s.path} exists; nothing written (mode ignore)")
     header = _header(s.options, "save ... as excel")
     sheet, _ = _address(s.options.get("dataAddress", "A1"))
+    # written beside the target and renamed over it, or on object storage uploaded as one object
+    on_store = isinstance(target, ObjectPath)
+    path = session.staging() / uuid.uuid4().hex / target.name if on_store else target
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}.xlsx"
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = 0
@@ -147,8 +156,12 @@ def _save(session, s) -> Result:
             reader.close()
         book.close()
         os.replace(staging, path)
+        if on_store:
+            object_files.upload(path, target, "excel")
     finally:
         staging.unlink(missing_ok=True)
+        if on_store:
+            path.unlink(missing_ok=True)
     return Result(s, f"saved {rows} rows of {s.table} to excel.`{s.path}` (mode {s.mode})", num_rows=rows)
 
 
