@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
+from .sql_types import kind, spark_type
 
 MACROS: dict[str, str] = {
     # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
@@ -495,10 +496,16 @@ def timestamp_literals(tree: exp.Expression) -> None:
 def timestamps_as_text(tree: exp.Expression) -> None:
     """Spark's ``cast(ts AS string)``/``string(ts)``: ``2020-01-01 10:00:00.5`` in the session time
     zone, where DuckDB's cast of a TIMESTAMPTZ appends the offset (``...+00``). The
-    ``spark_cast_string`` macro picks by the value's type; any other type is cast as before."""
+    ``spark_cast_string`` macro picks by the value's type when it is not known here; a value of a
+    known type is cast directly (DuckDB cannot pick the macro's overload for an aggregate's result:
+    ``cast(count(*) as string)``)."""
     for node in list(tree.find_all(exp.Cast)):
         if node.to.is_type(*exp.DataType.TEXT_TYPES) and not node.to.expressions and not isinstance(node.this, exp.Null):
-            node.replace(_call("spark_cast_string", node.this))
+            family = kind(spark_type(node.this))
+            if family == "timestamp":
+                node.replace(_call("spark_timestamp_to_string", node.this))
+            elif family is None or family == "other":
+                node.replace(_call("spark_cast_string", node.this))
 
 
 _STEPS = (extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
