@@ -39,6 +39,28 @@ def single_machine_mode():
         ray_constants.ENABLE_RAY_CLUSTER = saved
 
 
+@contextlib.contextmanager
+def minimal_dashboard_agent():
+    """Start Ray's processes in the block with the node's dashboard agent in its minimal mode
+    (``ray._private.utils.get_dashboard_dependency_error`` answering as on a Ray without
+    ``ray[default]``; ``services.start_raylet`` asks it at call time and adds ``--minimal``).
+
+    With ``ray[default]`` installed (``mlsql-ray[cluster]``, for Ray Jobs) every node starts the
+    full agent, HTTP server and metrics included, even with ``include_dashboard=False``; it
+    triples the embedded instance's start-up, and on a busy machine misses the raylet's fixed
+    15 s wait for the agent's port. The embedded instance serves no dashboard, so it keeps the
+    agent it has without the extra. There is no public switch.
+    """
+    from ray._private import utils
+
+    saved = utils.get_dashboard_dependency_error
+    utils.get_dashboard_dependency_error = lambda: ImportError("the embedded Ray serves no dashboard")
+    try:
+        yield
+    finally:
+        utils.get_dashboard_dependency_error = saved
+
+
 def send_local_token() -> None:
     """Turn token authentication on for this process when this user has a Ray token
     (``~/.ray/auth_token``) and ``RAY_AUTH_MODE`` is unset

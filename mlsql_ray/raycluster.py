@@ -93,7 +93,7 @@ def start_local_ray(attempts: int = 3, **options):
     _token_auth_on()
     for attempt in range(1, attempts + 1):
         try:
-            with _loopback_only():
+            with _loopback_only(), ray_internals.minimal_dashboard_agent():
                 return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
             if "timed out during startup" not in str(exc) or attempt == attempts:

@@ -68,10 +68,11 @@ def finished(process: subprocess.Popen) -> tuple[int, str, str]:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A script folder: the main script includes another file, which loads a CSV beside it."""
+    """A script folder: the main script includes another file, which loads a CSV beside it (a
+    load's path is relative to the file it is in)."""
     folder = tmp_path / "project"
     (folder / "lib").mkdir(parents=True)
-    (folder / "people.csv").write_text("name,age\nada,36\nalan,41\ngrace,85\n")
+    (folder / "lib" / "people.csv").write_text("name,age\nada,36\nalan,41\ngrace,85\n")
     (folder / "lib" / "load.mlsql").write_text('load csv.`people.csv` where header="true" and inferSchema="true" as people;\n')
     (folder / "main.mlsql").write_text(
         "include project.`lib/load.mlsql`;\n"
