@@ -11,6 +11,7 @@ the job's end into an exit status.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import sys
 import time
@@ -25,6 +26,8 @@ INTERRUPTED_EXIT = 130
 NOT_SUBMITTED_EXIT = 2
 STOP_WAIT_S = 30
 MIB = 1024 * 1024
+ADDRESS_VARIABLES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
+LOCAL_DASHBOARD = "http://127.0.0.1:8265"
 
 
 def upload_folder(script: Path, project_root: Path | None) -> tuple[Path, str]:
@@ -88,13 +91,16 @@ def connect(address: str | None):
     """A ``JobSubmissionClient`` for the dashboard at ``address``. A head on this machine gets this
     user's Ray token, as ``--ray-address`` does (``use_local_token``); elsewhere the token comes
     from ``RAY_AUTH_MODE=token`` with ``RAY_AUTH_TOKEN`` or ``~/.ray/auth_token``, and Ray's client
-    sends it as an ``Authorization: Bearer`` header."""
+    sends it as an ``Authorization: Bearer`` header. Without ``address``, Ray's defaults: the
+    variables in ``ADDRESS_VARIABLES``, else a cluster on this machine."""
     try:
         from ray.job_submission import JobSubmissionClient
     except ImportError as exc:
         raise MLSQLError(f"mlsql-ray submit needs Ray's job client ({exc}): pip install 'mlsql-ray[cluster]'") from exc
-    if address:
-        use_local_token(address)
+    if address:  # Ray lets these variables win over an explicit address; on a command line, the option wins
+        for variable in ADDRESS_VARIABLES:
+            os.environ.pop(variable, None)
+    use_local_token(address or next(filter(None, map(os.environ.get, ADDRESS_VARIABLES)), LOCAL_DASHBOARD))
     try:
         return JobSubmissionClient(address)
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError or ValueError
