@@ -1,4 +1,5 @@
-"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks.
+"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks
+(``mlsql-ray submit FILE`` sends one to a cluster as a Ray job: ``mlsql_ray.submit``).
 
 What to show comes from ``mlsql_ray.present``, as in the kernel: tables (a ``load``'s first rows
 too) on stdout, warnings and training progress on stderr. Errors print as
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a .mlsql script or an .ipynb notebook written for the mlsql kernel")
     _script_arguments(run)
-    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
+    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto or host:port (ray://host:port only with RAY_AUTH_MODE=disabled; else use mlsql-ray submit) (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--project-root", type=Path, metavar="FOLDER",

@@ -11,6 +11,7 @@ the job's end into an exit status.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shlex
 import sys
@@ -137,6 +138,10 @@ def submit(args) -> int:
     """Submit, follow, and exit as the job did: 0 when it succeeded, its driver's exit code when
     it failed (1: the script's error, 3: a bug in mlsql-ray), 130 when stopped (Ctrl-C here stops
     it), 2 when it could not be submitted."""
+    if not args.verbose:  # Ray's client logs each upload and its token mode at INFO/WARNING; its errors raise
+        import ray  # noqa: F401 - importing Ray sets up its loggers, which would undo the level set here
+
+        logging.getLogger("ray").setLevel(logging.ERROR)
     try:
         folder, script = upload_folder(args.file, args.project_root)
         size = check_upload_size(folder, args.excludes, args.max_upload_mib)
