@@ -81,6 +81,7 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow  # a job on the module's head
 def test_submit_runs_the_script_and_its_include_on_the_cluster(jobs_head, project, tmp_path):
     warehouse = tmp_path / "warehouse"
     code, out, err = finished(submit(str(project / "main.mlsql"), "--address", jobs_head, "--no-install",
@@ -92,6 +93,7 @@ def test_submit_runs_the_script_and_its_include_on_the_cluster(jobs_head, projec
     assert rows == [{"name": "alan", "age": 42}, {"name": "grace", "age": 86}]
 
 
+@pytest.mark.slow  # a job on the module's head
 def test_a_failing_script_exits_with_its_error_line(jobs_head, tmp_path):
     folder = tmp_path / "bad"
     folder.mkdir()
@@ -103,6 +105,7 @@ def test_a_failing_script_exits_with_its_error_line(jobs_head, tmp_path):
     assert "FAILED" in err
 
 
+@pytest.mark.slow  # a job on the module's head
 def test_ctrl_c_stops_the_job(jobs_head, tmp_path):
     folder = tmp_path / "slow"
     folder.mkdir()
@@ -120,6 +123,7 @@ def test_ctrl_c_stops_the_job(jobs_head, tmp_path):
     assert "STOPPED" in err
 
 
+@pytest.mark.slow  # a job on the module's head
 def test_a_wrong_token_is_refused_before_anything_runs(jobs_head, project):
     code, out, err = finished(submit(str(project / "main.mlsql"), "--address", jobs_head, "--no-install",
                                      env={"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "not-the-token"}))
@@ -138,14 +142,11 @@ def test_a_big_folder_is_not_uploaded_unless_its_data_is_left_out(tmp_path):
     assert check_upload_size(tmp_path, [], 1) < 1024
 
 
-def test_ray_client_addresses_are_refused_with_a_pointer_to_submit(tmp_path):
-    script = tmp_path / "cell.mlsql"
-    script.write_text("--%python\nfrom pyjava.api.mlsql import RayContext\n"
-                      "RayContext.connect(globals(), None)\nprint('never printed')\n")
-    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
-    done = subprocess.run([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--ray-address",
-                           "ray://127.0.0.1:10001", "--warehouse", str(tmp_path / "wh")],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "mlsql-ray submit" in done.stderr and "ray://127.0.0.1:10001" in done.stderr
-    assert "never printed" not in done.stdout
+def test_ray_client_addresses_are_refused_with_a_pointer_to_submit(tmp_path, monkeypatch):
+    from mlsql_ray import Session
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    cell = "--%python\nfrom pyjava.api.mlsql import RayContext\nRayContext.connect(globals(), None)\nprint('never printed')\n"
+    with Session(warehouse=tmp_path / "wh", ray_address="ray://127.0.0.1:10001") as session:
+        with pytest.raises(MLSQLError, match=r"ray://127\.0\.0\.1:10001.*mlsql-ray submit"):
+            session.execute(cell)
