@@ -168,7 +168,9 @@ def submit(args) -> int:
     info = _wait_terminal(client, job_id, STOP_WAIT_S)
     if info.status.value == "SUCCEEDED":
         return 0
-    print(f"mlsql-ray submit: job {job_id} {info.status.value}: {info.message}", file=sys.stderr)
+    # Ray's message repeats the job's last logs after its first line: they were streamed already
+    reason = (info.message or "").partition("\n")[0].rstrip(":")
+    print(f"mlsql-ray submit: job {job_id} {info.status.value}: {reason}", file=sys.stderr)
     if info.status.value == "STOPPED":
         return INTERRUPTED_EXIT
     return info.driver_exit_code or 1
