@@ -146,15 +146,18 @@ def submit(args) -> int:
         folder, script = upload_folder(args.file, args.project_root)
         size = check_upload_size(folder, args.excludes, args.max_upload_mib)
         client = connect(args.address)
-        job_id = client.submit_job(
-            entrypoint=entrypoint(script, args.warehouse, args.variables, args.verbose),
-            runtime_env=runtime_env(folder, args.excludes, args.pip, args.image, not args.no_install))
+        job_env = runtime_env(folder, args.excludes, args.pip, args.image, not args.no_install)
+        try:
+            job_id = client.submit_job(entrypoint=entrypoint(script, args.warehouse, args.variables, args.verbose),
+                                       runtime_env=job_env)
+        except Exception as exc:  # noqa: BLE001 - Ray's client reports a refused submission this way
+            raise MLSQLError(f"the cluster refused the job: {exc}{_token_hint(exc)}") from exc
     except MLSQLError as exc:
         print(f"mlsql-ray submit: {exc}", file=sys.stderr)
         return NOT_SUBMITTED_EXIT
-    except Exception as exc:  # noqa: BLE001 - Ray's client reports a refused submission this way
-        print(f"mlsql-ray submit: the cluster refused the job: {exc}{_token_hint(exc)}", file=sys.stderr)
-        return NOT_SUBMITTED_EXIT
+    except KeyboardInterrupt:
+        print("mlsql-ray submit: interrupted before the job was submitted", file=sys.stderr)
+        return INTERRUPTED_EXIT
     print(f"mlsql-ray submit: job {job_id} ({size / MIB:.1f} MiB uploaded from {folder})", file=sys.stderr, flush=True)
     try:
         asyncio.run(_stream_logs(client, job_id))
