@@ -1,4 +1,5 @@
-"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks.
+"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks
+(``mlsql-ray submit FILE`` sends one to a cluster as a Ray job: ``mlsql_ray.submit``).
 
 What to show comes from ``mlsql_ray.present``, as in the kernel: tables (a ``load``'s first rows
 too) on stdout, warnings and training progress on stderr. Errors print as
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 from . import progress, quiet
+from . import submit as submit_job
 from .errors import MLSQLError
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
@@ -46,19 +48,48 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mlsql-ray", description="Run MLSQL scripts and notebooks.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a .mlsql script or an .ipynb notebook written for the mlsql kernel")
-    run.add_argument("file", type=Path)
-    run.add_argument("--set", dest="variables", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
-                     help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
-    run.add_argument("--warehouse", help="root of the Delta tables, a folder or s3://bucket/prefix (default: $MLSQL_WAREHOUSE or ./warehouse)")
-    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto, host:port or ray://host:port (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
+    _script_arguments(run)
+    run.add_argument("--ray-address", help="Ray cluster for Python cells: auto or host:port (ray://host:port only with RAY_AUTH_MODE=disabled; else use mlsql-ray submit) (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--project-root", type=Path, metavar="FOLDER",
                      help="where include project.`path` starts (default: the folder of the script)")
-    run.add_argument("--verbose", action="store_true",
-                     help="print Python tracebacks with errors, and the log lines of TensorFlow, absl and Ray "
-                          "that are left out by default")
+    _verbose_argument(run)
+    submit = commands.add_parser("submit", help="run a script on a Ray cluster as a Ray job (needs mlsql-ray[cluster])")
+    _script_arguments(submit)
+    submit.add_argument("--address", help="the head's dashboard, http://HOST:8265 (default: $RAY_API_SERVER_ADDRESS, "
+                                          "$RAY_ADDRESS, else a local cluster's)")
+    submit.add_argument("--project-root", type=Path, metavar="FOLDER",
+                        help="the folder uploaded as the job's working directory, where include project.`path` starts "
+                             "(default: the folder of the script)")
+    submit.add_argument("--exclude", dest="excludes", action="append", default=[], metavar="PATTERN",
+                        help="leave files matching this gitignore-style pattern out of the upload (repeatable; "
+                             ".gitignore and .rayignore are honoured too)")
+    submit.add_argument("--max-upload-mib", type=float, default=submit_job.DEFAULT_MAX_UPLOAD_MIB, metavar="MIB",
+                        help=f"refuse to upload more than this (default: {submit_job.DEFAULT_MAX_UPLOAD_MIB:g} MiB)")
+    install = submit.add_mutually_exclusive_group()
+    install.add_argument("--pip", action="append", metavar="REQUIREMENT",
+                         help="pip requirements the job installs instead of mlsql-ray==<this version> (repeatable)")
+    install.add_argument("--image", help="a container image with mlsql-ray in it, for the job (Ray's image_uri)")
+    install.add_argument("--no-install", action="store_true",
+                         help="install nothing: the cluster's Python has mlsql-ray already")
+    _verbose_argument(submit)
     return parser
+
+
+def _script_arguments(parser: argparse.ArgumentParser) -> None:
+    """What ``run`` and ``submit`` both take: the script, its variables, the warehouse."""
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--set", dest="variables", action="append", type=_key_value, default=[], metavar="KEY=VALUE",
+                        help="define ${KEY} for the script (a `set ... where type=\"defaultParam\"` keeps this value)")
+    parser.add_argument("--warehouse", help="root of the Delta tables, a folder or s3://bucket/prefix (default: "
+                                            "$MLSQL_WAREHOUSE or ./warehouse; for submit, where the job runs)")
+
+
+def _verbose_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", action="store_true",
+                        help="print Python tracebacks with errors, and the log lines of TensorFlow, absl and Ray "
+                             "that are left out by default")
 
 
 def run_file(args: argparse.Namespace) -> int:
@@ -135,7 +166,7 @@ def _format_error(path: Path, cell: int | None, view) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_file(args)
+    return submit_job.submit(args) if args.command == "submit" else run_file(args)
 
 
 if __name__ == "__main__":

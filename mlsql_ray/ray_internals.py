@@ -14,6 +14,7 @@ Ray is imported inside each function: importing this module must stay cheap.
 from __future__ import annotations
 
 import contextlib
+import os
 
 
 @contextlib.contextmanager
@@ -36,6 +37,28 @@ def single_machine_mode():
         yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+@contextlib.contextmanager
+def minimal_dashboard_agent():
+    """Start Ray's processes in the block with the node's dashboard agent in its minimal mode
+    (``ray._private.utils.get_dashboard_dependency_error`` answering as on a Ray without
+    ``ray[default]``; ``services.start_raylet`` asks it at call time and adds ``--minimal``).
+
+    With ``ray[default]`` installed (``mlsql-ray[cluster]``, for Ray Jobs) every node starts the
+    full agent, HTTP server and metrics included, even with ``include_dashboard=False``; it
+    triples the embedded instance's start-up, and on a busy machine misses the raylet's fixed
+    15 s wait for the agent's port. The embedded instance serves no dashboard, so it keeps the
+    agent it has without the extra. There is no public switch.
+    """
+    from ray._private import utils
+
+    saved = utils.get_dashboard_dependency_error
+    utils.get_dashboard_dependency_error = lambda: ImportError("the embedded Ray serves no dashboard")
+    try:
+        yield
+    finally:
+        utils.get_dashboard_dependency_error = saved
 
 
 def send_local_token() -> None:
@@ -189,3 +212,28 @@ def wrap_error_printer(wrap) -> None:
     from ray._private import worker
 
     worker.print_to_stdstream = wrap(worker.print_to_stdstream)
+
+
+def working_dir_files(directory: str, excludes: list[str]) -> list[tuple[str, int]]:
+    """(path relative to ``directory``, bytes) of every file Ray Jobs would upload as the job's
+    ``working_dir``: the same walk (``ray._private.runtime_env.packaging._dir_travel``) with the
+    same exclusions (Ray's default excludes, ``excludes`` as gitignore patterns, ``.rayignore``
+    and, unless ``RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1``, ``.gitignore``). ``mlsql-ray submit``
+    measures a folder before uploading it; Ray only warns near its 512 MiB ceiling, after
+    zipping everything."""
+    from pathlib import Path
+
+    from ray._private import ray_constants
+    from ray._private.runtime_env.packaging import _dir_travel, _get_excludes
+
+    root = Path(directory).absolute()
+    include_gitignore = os.environ.get(ray_constants.RAY_RUNTIME_ENV_IGNORE_GITIGNORE, "0") != "1"
+    files = []
+
+    def add(path: Path) -> None:
+        if path.is_file():
+            files.append((str(path.relative_to(root)), path.stat().st_size))
+
+    patterns = ray_constants.get_runtime_env_default_excludes() + list(excludes)
+    _dir_travel(root, [_get_excludes(root, patterns)], add, include_gitignore=include_gitignore)
+    return files

@@ -93,7 +93,7 @@ def start_local_ray(attempts: int = 3, **options):
     _token_auth_on()
     for attempt in range(1, attempts + 1):
         try:
-            with _loopback_only():
+            with _loopback_only(), ray_internals.minimal_dashboard_agent():
                 return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
             if "timed out during startup" not in str(exc) or attempt == attempts:
@@ -162,6 +162,17 @@ def _token_auth_on() -> None:
         pass
 
 
+def refuse_ray_client_with_token(address: str) -> None:
+    """Refuse a Ray Client address (``ray://``) unless token authentication is off here
+    (``RAY_AUTH_MODE=disabled``): with the token on, Ray 2.60's client never connected in our
+    tests, it only retried until its timeout. Ray Jobs (``mlsql-ray submit``) or the head's GCS
+    address do the same work with the token."""
+    if address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE", "").lower() != "disabled":
+        raise MLSQLError(f"Ray Client addresses ({address}) do not work with Ray's token authentication: run the "
+                         f"script on the cluster with `mlsql-ray submit SCRIPT --address http://HEAD:8265` "
+                         f"(Ray Jobs), or connect to the head's GCS address HOST:PORT")
+
+
 class RayLink:
     """Connects on demand and remembers whether it owns the Ray it connected to."""
 
@@ -175,6 +186,8 @@ class RayLink:
         import ray
 
         wanted = address if address is not None else self.default_address
+        if wanted is not None:
+            refuse_ray_client_with_token(wanted)
         if ray.is_initialized():
             if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
                 quiet_ray()  # a Ray someone else started prints through the same handler
@@ -200,9 +213,6 @@ class RayLink:
                 if _auth_refused(exc):
                     hint = (" (it requires a Ray token we did not send: set RAY_AUTH_MODE=token, with the cluster's "
                             "token in RAY_AUTH_TOKEN or ~/.ray/auth_token)")
-                elif wanted.startswith("ray://"):
-                    hint = (" (Ray Client with token authentication did not connect in our tests with Ray 2.60; "
-                            "connect to the head's GCS address host:port instead, see README)")
                 raise MLSQLError(f"cannot connect to Ray at {wanted}: {exc}{hint}") from exc
             self.owned = False
         self.address = wanted

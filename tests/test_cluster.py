@@ -75,11 +75,13 @@ def start_head(log: Path, command: list[str]) -> tuple[int, subprocess.Popen, st
                                             "dashboard-agent-listen-port", "runtime-env-agent-port",
                                             "metrics-export-port")
              if not any(word.startswith(f"--{flag}=") for word in command)}
+    # no dashboard unless the command asks for one (tests/test_submit.py's Ray Jobs need it)
+    dashboard_off = [] if any(w.startswith("--include-dashboard") for w in command) else ["--include-dashboard=false"]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_AUTH_MODE"] = "token"
     with open(log, "w") as out:
         head = subprocess.Popen(
-            [str(RAY), *command[1:], "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}",
+            [str(RAY), *command[1:], *dashboard_off, "--disable-usage-stats", f"--temp-dir={temp_dir}",
              "--block", *(f"--{flag}={value}" for flag, value in ports.items())],
             stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + HEAD_START_TIMEOUT_S

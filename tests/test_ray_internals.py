@@ -63,6 +63,14 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     # constant at call time: that is how single_machine_mode keeps the node on loopback
     assert "get_node_ip_address()" in inspect.getsource(services.resolve_ip_for_localhost)
     assert "ray_constants.ENABLE_RAY_CLUSTER" in inspect.getsource(services.get_node_ip_address)
+    # minimal_dashboard_agent: the raylet's agent command asks the module's function at call time
+    assert "ray._private.utils.get_dashboard_dependency_error() is not None" in inspect.getsource(services.start_raylet)
+    # working_dir_files: Ray's own walk and exclude matcher for the working_dir upload
+    from ray._private.runtime_env import packaging
+
+    assert parameters(packaging._dir_travel)[:4] == ["path", "excludes", "handler", "include_gitignore"]
+    assert parameters(packaging._get_excludes) == ["path", "excludes"]
+    assert isinstance(ray_constants.get_runtime_env_default_excludes(), list)
 
 
 @pytest.mark.slow

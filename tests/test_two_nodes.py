@@ -106,7 +106,8 @@ def start_cluster() -> Cluster:
                 raise
 
 
-with ray_internals.single_machine_mode():  # every raylet on 127.0.0.1 only
+# every raylet on 127.0.0.1 only, its dashboard agent minimal even with ray[default] installed
+with ray_internals.single_machine_mode(), ray_internals.minimal_dashboard_agent():
     cluster = start_cluster()
     ray.init(address=cluster.address, log_to_driver=False)
 try:
