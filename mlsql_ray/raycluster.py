@@ -184,16 +184,20 @@ class RayLink:
                 raise error
             return self._ensure(address)
 
-    def ensure_ahead(self) -> bool:
+    def ensure_ahead(self) -> str | None:
         """``ensure()`` before it is needed (from a background thread): an error is kept for the
-        next ``ensure``, where the statement that needs Ray meets it. Whether it connected."""
+        next ``ensure``, where the statement that needs Ray meets it. "started" if this call started
+        the Ray it is connected to, "connected" if Ray was up already or reached, None on error."""
+        import ray
+
         with self._lock:
+            was_up = ray.is_initialized()
             try:
                 self._ensure(None)
-                return True
             except Exception as exc:  # noqa: BLE001 - raised again by the ensure that needs Ray
                 self._ahead_error = exc
-                return False
+                return None
+            return "started" if self.owned and not was_up else "connected"
 
     def _ensure(self, address: str | None):
         import ray

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -77,21 +78,36 @@ def test_a_script_that_trains_starts_its_workers_while_the_select_runs_and_the_t
 
 def test_a_script_without_training_starts_nothing(session):
     before = session.workers.idle_actors()
-    session.execute(LOAD + "--%python\nprint('hello')\n")
+    session.execute(LOAD)
+    assert session.prestart is None
+    session.execute("--%python\nprint('hello')\n")
+    assert session.prestart is None
     session.execute("register ScriptUDF.`` as plus_one where lang=\"python\" and dataType=\"long\" "
                     "and code='''def apply(self, a): return a + 1''';")
     assert session.prestart is None
     assert session.workers.idle_actors() == before
 
 
-def test_an_error_before_the_training_releases_the_workers_started_for_it(session):
-    session.workers.release()
-    with pytest.raises(MLSQLError, match="no_such_column") as caught:
-        session.execute(LOAD + "select no_such_column from small as broken;\n" + TRAIN)
-    assert caught.value.line == 3
+def wait_for(condition, seconds: float = 120) -> None:
+    """Wait (boundedly) until ``condition()`` holds; the test's assertions then say whether it did."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_an_error_before_the_training_releases_the_workers_started_for_it(session, ray_runtime):
+    session.workers.release()  # the last test's hosts: the start ahead starts only what free CPUs allow
+    wait_for(lambda: ray_runtime.available_resources().get("CPU", 0) >= 2)
+    run = session.execute_iter(LOAD + "select no_such_column from small as broken;\n" + TRAIN)
+    next(run)  # the load ran: the start is under way; let it get its hosts up before the error comes
     started = session.prestart
+    wait_for(lambda: started.workers_ready is not None)
+    assert len(session.workers.idle_actors()) == 2  # waiting in the pool for the training
+    with pytest.raises(MLSQLError, match="no_such_column") as caught:
+        list(run)
+    assert caught.value.line == 3
     assert not started.reached and not started.started_ray  # the test run's Ray stays up
-    assert started.actors and session.workers.idle_actors() == []
+    assert len(started.actors) == 2 and session.workers.idle_actors() == []
     assert all(ray_internals.actor_states(ray_internals.actor_id(a)).get("State") == "DEAD" for a in started.actors)
 
 

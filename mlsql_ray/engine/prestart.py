@@ -153,7 +153,7 @@ class Prestart:
         if self.needs.tensorflow_workers is not None:
             shapes.append(_worker_shape())
         if self.needs.group_hosts is not None:
-            shapes.append(_host_shape(*self._host_layout(None)))
+            shapes.append(_host_shape(self._host_layout(None)[0]))
         return shapes
 
     def _host_layout(self, cpus: int | None) -> tuple[int, int]:
@@ -170,10 +170,10 @@ class Prestart:
         try:
             import ray
 
-            was_up = ray.is_initialized()
-            if not link.ensure_ahead():
+            connected = link.ensure_ahead()
+            if connected is None:
                 return  # the statement that needs Ray raises the error
-            self.started_ray = not was_up and link.owned
+            self.started_ray = connected == "started"
             self.ray_ready = dt.datetime.now().astimezone()
             if self._cancelled.is_set():
                 return
