@@ -114,7 +114,7 @@ def test_an_error_before_the_training_releases_the_workers_started_for_it(sessio
 def test_an_error_of_the_background_start_shows_at_the_training_statement(tmp_path):
     with Session(warehouse=tmp_path / "warehouse", ray_address="127.0.0.1:1") as unreachable:
         with pytest.raises(MLSQLError, match="cannot reach Ray at 127.0.0.1:1") as caught:
-            unreachable.execute(LOAD + "register RandomForest.`db.none` as classify;")
+            unreachable.execute(LOAD + TRAIN)
     assert caught.value.line == 3
 
 

@@ -131,7 +131,9 @@ class Prestart:
         if _where(statement) in self.triggers:
             self.reached = True
 
-    def join(self) -> None:
+    def stop(self) -> None:
+        """Stop waiting for actors still starting (they are stopped), and wait for the start to end."""
+        self._cancelled.set()
         self._thread.join()
 
     def cancel(self) -> None:
@@ -140,8 +142,7 @@ class Prestart:
         start in progress is waited for)."""
         if self.reached:
             return
-        self._cancelled.set()
-        self.join()
+        self.stop()
         self.session.workers.release(self.actors)
         if self.started_ray:
             self.session.ray_link.shutdown()

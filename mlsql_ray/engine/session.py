@@ -189,7 +189,7 @@ class Session:
         """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
         if this session started it."""
         if self.prestart is not None:
-            self.prestart.join()  # a start still running would connect after the shutdown below
+            self.prestart.stop()  # a start still running would connect after the shutdown below
         if self._functions is not None:
             self._functions.close()
         if self._owns_workers:
