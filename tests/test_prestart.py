@@ -148,7 +148,7 @@ def test_a_failed_script_stops_the_embedded_ray_it_started(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert "no_such_column" in report["error"]
-    assert report["started_ray"] and report["began_before_the_select_ended"]
+    assert report["started_ray"] and report["began_before_the_select_ended"], (report, done.stderr[-2000:])
     assert not report["ray_up_after_the_error"]
 
 
