@@ -15,7 +15,7 @@ on the same cluster, where Ray has to start new worker processes first. Last, (3
 warm pool, as a session runs a notebook's training cell twice (issue 16): the second run trains
 on the first one's actors (TensorFlow imported, partitions read); target: its start-up <= 1 s and
 its setup + training <= 0.6x (1). Then (issue 27) the first `train.fit` of a session, in a script
-with a load and a select before it (a `--%python` cell over the selected table, the same model,
+with a load and a select before it (a Python cell over the selected table, as `run ... as Ray.`` `, the same model,
 initial weights and passes): the session starts its training workers as soon as the script is
 parsed (mlsql_ray.engine.prestart), while the load and the select run. Measured: the cell
 statement's own time and the whole script's, on a just-started cluster again; target: the cell
@@ -154,8 +154,7 @@ def accuracy_of(model_file: bytes) -> float:
 
 SCRIPT = """load parquet.`{train}` as mnist;
 select image, label from mnist as train_set;
---%python
---%input=train_set
+run train_set as Ray.`` where outputTable="trained" and code='''
 from mlsql_ray import train
 from pyjava.api.mlsql import RayContext
 
@@ -171,6 +170,7 @@ def seeded_model():
 
 result = train.fit(seeded_model, ray_context.data_servers(), rounds={rounds}, batch_size=128, scale=1 / 255, one_hot=10)
 ray_context.build_result([{{"model": result.model_file}}])
+''';
 """
 
 
@@ -227,7 +227,7 @@ def main() -> None:
     single = single_process(args.rounds)
     fresh_cluster()
     cell_time, script_time, script_file = script_run(args.rounds, not args.no_prestart)
-    print(f"session script (load, select, --%python train.fit), first training of the session, "
+    print(f"session script (load, select, a Python cell calling train.fit), first training of the session, "
           f"{'without' if args.no_prestart else 'with'} the start ahead: the cell {cell_time:.1f} s = "
           f"x{cell_time / single['wall']:.2f} single-process (target <= 1.0), the whole script {script_time:.1f} s "
           f"= x{script_time / single['wall']:.2f}; single process {single['wall']:.1f} s; "
