@@ -95,7 +95,7 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
 def run_file(args: argparse.Namespace) -> int:
     from . import lang
     from .engine import Session
-    from .present import ProgressPresenter, present_error, present_result
+    from .present import ProgressPresenter, present_error
 
     path: Path = args.file
     try:
@@ -118,11 +118,7 @@ def run_file(args: argparse.Namespace) -> int:
                         allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
                 progress.reporting_to(lambda kind, fields: _print_progress(presenter(kind, fields))):
             for cell, statements in enumerate(units, start=1):
-                for result in session.run(statements, source=path, previews=True):
-                    view = present_result(result, session.catalog)
-                    for warning in view.warnings:
-                        print(f"{path}: warning: {warning}", file=sys.stderr)
-                    print(view.table.text() if view.table is not None else view.message, flush=True)
+                print_results(session, statements, path)
     except KeyboardInterrupt as exc:  # its text, if any, says what the interrupt came too late to stop
         print(f"{path}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
@@ -136,6 +132,21 @@ def run_file(args: argparse.Namespace) -> int:
             print("\n".join(view.traceback) if view.internal else _traceback_text(exc), file=sys.stderr)
         return INTERNAL_ERROR_EXIT if view.internal else 1
     return 0
+
+
+def print_results(session, statements, path: Path) -> None:
+    """Run ``statements`` and print each result as it comes. A select's first rows are computed
+    when they are printed, by reading its result (``PreviewedResult``): the run itself asks for no
+    previews, so what the CLI does not print is never computed. Every select is printed today, so
+    each one's first rows are computed once, right after it ran, and a run-time error in them
+    still stops the run at that select."""
+    from .present import present_result
+
+    for result in session.run(statements, source=path):
+        view = present_result(result, session.catalog)
+        for warning in view.warnings:
+            print(f"{path}: warning: {warning}", file=sys.stderr)
+        print(view.table.text() if view.table is not None else view.message, flush=True)
 
 
 def _traceback_text(exc: BaseException) -> str:

@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 
 from . import ray_internals
@@ -174,15 +175,42 @@ def refuse_ray_client_with_token(address: str) -> None:
 
 
 class RayLink:
-    """Connects on demand and remembers whether it owns the Ray it connected to."""
+    """Connects on demand and remembers whether it owns the Ray it connected to. One thread
+    connects at a time: a start begun ahead of need (``ensure_ahead``, in a background thread) is
+    joined, not repeated, by the ``ensure`` that needs it."""
 
     def __init__(self, address: str | None = None):
         self.default_address = address
         self.address: str | None = None  # what we are connected to; None for an embedded Ray
         self.owned = False
+        self._lock = threading.Lock()
+        self._ahead_error: BaseException | None = None  # what ensure_ahead met, for the next ensure
 
     def ensure(self, address: str | None = None):
-        """Be connected to ``address`` (None: the session's default, else an embedded Ray)."""
+        """Be connected to ``address`` (None: the session's default, else an embedded Ray). If a
+        start begun ahead failed, this raises its error (once), as if this call had met it."""
+        with self._lock:
+            error, self._ahead_error = self._ahead_error, None
+            if error is not None:
+                raise error
+            return self._ensure(address)
+
+    def ensure_ahead(self) -> str | None:
+        """``ensure()`` before it is needed (from a background thread): an error is kept for the
+        next ``ensure``, where the statement that needs Ray meets it. "started" if this call started
+        the Ray it is connected to, "connected" if Ray was up already or reached, None on error."""
+        import ray
+
+        with self._lock:
+            was_up = ray.is_initialized()
+            try:
+                self._ensure(None)
+            except Exception as exc:  # noqa: BLE001 - raised again by the ensure that needs Ray
+                self._ahead_error = exc
+                return None
+            return "started" if self.owned and not was_up else "connected"
+
+    def _ensure(self, address: str | None):
         import ray
 
         wanted = address if address is not None else self.default_address
@@ -233,6 +261,7 @@ class RayLink:
             ray.shutdown()
         self.owned = False
         self.address = None
+        self._ahead_error = None
 
 
 def remote_error_line(exc: BaseException) -> str:

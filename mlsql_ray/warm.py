@@ -84,6 +84,7 @@ class WarmPool:
         self._idle: list[_Idle] = []
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
+        self._expected: dict[Shape, list[threading.Event]] = {}  # actors being started ahead (expect)
         _pools.add(self)
 
     # -- use by runs ---------------------------------------------------------------------------
@@ -97,6 +98,15 @@ class WarmPool:
         finally:
             _current.reset(token)
 
+    def expect(self, shape: Shape) -> threading.Event:
+        """Announce actors of ``shape`` being started ahead of need (``engine.prestart``): until the
+        returned event is set (after they were ``give``n, or failed), ``take`` of that shape waits for
+        them instead of starting its own."""
+        arrival = threading.Event()
+        with self._lock:
+            self._expected.setdefault(shape, []).append(arrival)
+        return arrival
+
     def take(self, shape: Shape, count: int) -> list:
         """Up to ``count`` live idle actors of ``shape``, now the caller's: the newest ``count``, in the
         order they were given, so a run's worker N gets the last run's worker N (and its partition)."""
@@ -109,6 +119,10 @@ class WarmPool:
         node must be on it already; idle actors elsewhere stay idle."""
         import ray
 
+        with self._lock:
+            expected = self._expected.pop(shape, [])
+        for arrival in expected:
+            arrival.wait()
         job = _job_id(ray)
         with self._lock:
             candidates = [i for i in self._idle if i.shape == shape and i.job == job][::-1]
@@ -152,9 +166,14 @@ class WarmPool:
             actor.forget.remote()
         self.give(shape, actors)
 
-    def release(self) -> None:
-        """Stop every idle actor (session closed, run interrupted) and wait until Ray says so."""
-        self._release(lambda i: True)
+    def release(self, actors: list | None = None) -> None:
+        """Stop every idle actor (session closed, run interrupted), or those of ``actors`` still
+        idle here, and wait until Ray says so."""
+        if actors is None:
+            self._release(lambda i: True)
+        else:
+            chosen = {id(a) for a in actors}
+            self._release(lambda i: id(i.actor) in chosen)
 
     def idle_actors(self) -> list:
         """The idle actors' handles (for tests and diagnostics)."""

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -378,11 +379,11 @@ def test_training_progress_updates_one_display_then_plots(kernel):
 @pytest.fixture(scope="module")
 def ray_kernel(kernelspec, tmp_path_factory):
     """A kernel of its own for the cells that use Ray: the embedded Ray a notebook user gets,
-    started by the first cell that needs it, stopped with the kernel. The suite's one test of the
-    embedded start: every other kernel, notebook and CLI run with Python cells joins the test
-    run's Ray (the ``ray_address`` fixture)."""
+    started in the background at kernel start-up, stopped with the kernel. The suite's one test of
+    the embedded start: every other kernel, notebook and CLI run with Python cells joins the test
+    run's Ray (the ``ray_address`` fixture), and no other kernel starts Ray at start-up."""
     work = tmp_path_factory.mktemp("ray-kernel-cwd")
-    k = Kernel(cwd=work, warehouse=work / "warehouse")
+    k = Kernel(cwd=work, warehouse=work / "warehouse", MLSQL_KERNEL_RAY_AT_START="1")
     reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
     assert reply["status"] == "ok"
     yield k
@@ -406,6 +407,18 @@ def test_the_wait_for_ray_worker_output_follows_what_a_cell_runs(code, runs_on_r
     from mlsql_ray.kernel.kernel import uses_ray
 
     assert uses_ray(lang.parse(code)) is runs_on_ray
+
+
+@pytest.mark.slow
+def test_the_kernel_starts_its_ray_at_start_up(ray_kernel):
+    """Issue 27: Ray is started in the background at kernel start-up: after cells of SQL only, the
+    kernel already runs Ray's processes (its GCS server and raylet are the kernel's children)."""
+    deadline = time.monotonic() + 120
+    names: set[str] = set()
+    while not {"gcs_server", "raylet"} <= names and time.monotonic() < deadline:
+        names = {p.name() for p in ray_kernel.process.children(recursive=True)}
+        time.sleep(0.5)
+    assert {"gcs_server", "raylet"} <= names, names
 
 
 @pytest.mark.slow

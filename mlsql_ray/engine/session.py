@@ -29,6 +29,7 @@ from .connection import SETUP_SQL, define_macros, macro_statements, new_connecti
 from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets
 from .jobs import Jobs
+from .prestart import Prestart
 from .result import Result
 from .sql import duckdb_message, translate
 
@@ -80,6 +81,7 @@ class Session:
         self._thread = threading.local()  # per thread: the job it runs and the DuckDB names it registered for it
         self._requests = threading.RLock()  # held by the thread running a request (see run)
         self._previews = False  # whether the running request's front end shows each select's first rows
+        self.prestart: Prestart | None = None  # the last request's start ahead of its training (engine.prestart)
 
     # -- public API ------------------------------------------------------------------------
 
@@ -105,13 +107,21 @@ class Session:
         branch would define does not linger from an earlier run).
 
         A session runs one request at a time. While one runs, another thread may run only
-        ``!show jobs`` and ``!kill`` (a side request: it leaves the running request's state alone)."""
+        ``!show jobs`` and ``!kill`` (a side request: it leaves the running request's state alone).
+
+        A request that will train starts Ray and the workers its training takes in the background
+        first (``engine.prestart``); if it fails before the training runs, they are stopped."""
         if not self._requests.acquire(blocking=False):
             yield from self._side_request(statements)
             return
         self._previews = previews
+        self.prestart = Prestart.begin(self, statements)
         try:
             yield from self._request(statements, source)
+        except BaseException:
+            if self.prestart is not None:
+                self.prestart.cancel()
+            raise
         finally:
             self._previews = False
             self._requests.release()
@@ -162,6 +172,8 @@ class Session:
     def close(self) -> None:
         """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
         if this session started it."""
+        if self.prestart is not None:
+            self.prestart.stop()  # a start still running would connect after the shutdown below
         if self.model_functions is not None:
             self.model_functions.close()
         if self._owns_workers:
@@ -204,6 +216,8 @@ class Session:
             return
         job = self.jobs.start(statement)
         self._thread.job, self._thread.tables = job, []
+        if self.prestart is not None:
+            self.prestart.reach(statement)
         try:
             yield from self._run_statement(statement)
         except BaseException as exc:

@@ -21,11 +21,15 @@ working directory); ``$MLSQL_RAY_ADDRESS`` names a Ray cluster (default: an embe
 by the first cell that needs it).
 
 Nothing heavy is imported at start: the engine is imported in the background once the kernel has
-answered its first ``kernel_info_request``, and Ray and TensorFlow only when a cell needs them.
+answered its first ``kernel_info_request``, then the session's Ray is started (or joined) in the
+background too, so that the first cell that needs it finds it up or joins the start in progress
+(``RayLink.ensure_ahead``; ``$MLSQL_KERNEL_RAY_AT_START=0`` leaves it to that first cell, as the
+test suite's kernels do). TensorFlow is imported only when a cell needs it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -40,6 +44,8 @@ from ..lang import ast
 from . import assist
 
 WORKER_OUTPUT_GRACE_S = 0.3
+#: "0" keeps the kernel from starting Ray before a cell needs it
+RAY_AT_START_ENV = "MLSQL_KERNEL_RAY_AT_START"
 
 
 def _text_progress_bars() -> None:
@@ -82,6 +88,7 @@ class MLSQLKernel(Kernel):
         super().__init__(**kwargs)
         _text_progress_bars()
         self._session = None
+        self._session_lock = threading.Lock()  # the warm-up thread may create the session too
         self._warmed = False
         self._interrupted = False
         self._cell_uses_ray = False  # set by each cell once it has parsed
@@ -89,14 +96,16 @@ class MLSQLKernel(Kernel):
     # -- the session -----------------------------------------------------------------------------
 
     def mlsql_session(self):
-        if self._session is None:
-            from ..engine import Session
+        with self._session_lock:
+            if self._session is None:
+                from ..engine import Session
 
-            self._session = Session()  # warehouse and Ray address from the environment (mlsql_ray.config)
-        return self._session
+                self._session = Session()  # warehouse and Ray address from the environment (mlsql_ray.config)
+            return self._session
 
     def _warm_up(self) -> None:
-        """Import the engine (DuckDB, pyarrow, sqlglot, deltalake) while the user types the first cell."""
+        """Import the engine (DuckDB, pyarrow, sqlglot, deltalake), then start the session's Ray,
+        while the user types the first cell."""
         if self._warmed:
             return
         self._warmed = True
@@ -104,6 +113,9 @@ class MLSQLKernel(Kernel):
         def work():
             try:
                 from .. import display, engine  # noqa: F401
+
+                if os.environ.get(RAY_AT_START_ENV, "1") != "0":
+                    self.mlsql_session().ray_link.ensure_ahead()  # an error waits for the cell needing Ray
             except Exception:  # noqa: BLE001 - the first cell will report it properly
                 pass
 

@@ -270,9 +270,21 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
 
+HOST_KIND = "ml.GroupHost"  # GroupHosts' kind in the warm pool
+
+
 class GroupHost(warm.WarmActor):
     """A Ray actor that fits groups, one at a time; its imports (scikit-learn, XGBoost, ...) stay
     for the next group and, through the warm pool, the next ``train``."""
+
+    def load(self, algorithms: tuple[str, ...]) -> None:
+        """Import what fitting ``algorithms`` needs, ahead of the first group (``engine.prestart``):
+        their libraries and serialisers, by building each one's default estimator."""
+        for name in algorithms:
+            alg = registry.get(name)
+            alg.estimator({}, 1)
+            if alg.library == "skops":
+                import skops.io  # noqa: F401 - what dumps will import
 
     def fit(self, group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
         return fit_group(group, train, check, min(threads, local_cpus()))
@@ -283,7 +295,7 @@ class _Hosts:
     alive at the end go back to the pool after a run that ended well; the rest are stopped."""
 
     def __init__(self, ray, count: int, threads: int):
-        self.ray, self.pool, self.shape = ray, warm.current(), warm.Shape("ml.GroupHost", threads)
+        self.ray, self.pool, self.shape = ray, warm.current(), warm.Shape(HOST_KIND, threads)
         self.actor_class = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
         self.idle = self.pool.take(self.shape, count) if self.pool is not None else []
         warm.make_room(ray, (count - len(self.idle)) * threads)

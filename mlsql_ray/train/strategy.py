@@ -50,8 +50,7 @@ class Strategy(abc.ABC):
         worker 0 the validation data too); handed to the warm pool when the block ends well."""
         config, workers = self.config, len(data)
         pool = warm.current()
-        shape = warm.Shape(f"{self.actor_class.__module__}.{self.actor_class.__qualname__}",
-                           config.cpus_per_worker, config.gpus_per_worker)
+        shape = worker_shape(self.actor_class, config.cpus_per_worker, config.gpus_per_worker)
         reused = pool.take(shape, workers) if pool is not None else []
         try:
             check_resources(ray, workers, config.cpus_per_worker, config.gpus_per_worker, workers - len(reused))
@@ -70,6 +69,11 @@ class Strategy(abc.ABC):
         with warm.released_on_interrupt(pool), Crew(ray, lambda: actor.remote(config.threads), setup_args, workers,
                                                       config.max_failures, reused, keep) as crew:
             yield crew
+
+
+def worker_shape(actor_class: type, cpus: float, gpus: float) -> warm.Shape:
+    """What a warm pool files a training worker under (``engine.prestart`` starts some ahead)."""
+    return warm.Shape(f"{actor_class.__module__}.{actor_class.__qualname__}", cpus, gpus)
 
 
 def check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int, patience: float = 15) -> None:
