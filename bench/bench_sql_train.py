@@ -62,8 +62,8 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     from mlsql_ray import Session
-    from mlsql_ray.engine.learning import CatalogTable
     from mlsql_ray.arrays import matrix
+    from mlsql_ray.engine.learning import CatalogTable
     from mlsql_ray.ml import runner
     from mlsql_ray.raycluster import local_cpus
 
