@@ -82,8 +82,8 @@ def test_a_computed_table_reaches_workers_through_the_object_store(session, warm
     session.execute(TRAIN.format(table="ordered"))
     feeds = fed(warm_workers)
     assert len(feeds) == 2
-    for key, _, _ in feeds:
-        assert key and all(isinstance(span[0], str) for span in key)  # (object id, offset, length) spans
+    for (spans,), _, _ in feeds:  # one data server each: (object id, offset, length) spans
+        assert spans and all(isinstance(ref, str) and length for ref, _, length in spans)
     assert sum(rows for _, _, rows in feeds) == ROWS
     assert accuracy(session) > 0.9
 
