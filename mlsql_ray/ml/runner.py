@@ -42,8 +42,9 @@ class GroupPlan:
 
     @property
     def inputs(self) -> tuple:
-        """What its data is read by: groups with the same inputs share one dataset."""
-        return tuple(self.columns.items())
+        """What its data is read by, and whether as arrays here or as partitions on workers
+        (``Algorithm.reads_partitions``): groups with the same inputs share one dataset."""
+        return (registry.get(self.alg).reads_partitions, *self.columns.items())
 
 
 @dataclass
@@ -338,7 +339,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     ray = ray_link.ensure()
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))
-    refs = {key: (ray.put(train), ray.put(check)) for key, (train, check) in data.items()}
+    refs = {key: (ray.put(data[key][0]), ray.put(data[key][1])) for key in {p.inputs for p in plans}}
     with warm.released_on_interrupt(warm.current()), _Hosts(ray, min(len(plans), max(1, cpus // threads)), threads) as hosts:
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
