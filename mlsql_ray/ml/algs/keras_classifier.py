@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..algorithm import CLASSIFIER, Algorithm, Param, to_int
+from ..columns import features_of, labels_of
 
 
 def _layers(text: str) -> tuple[int, ...]:
@@ -38,8 +39,6 @@ class LabelledRows:
     what: str  # the table's name, for errors
 
     def __call__(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-        from ..runner import features_of, labels_of
-
         x = features_of(table, self.features, self.what, np.float32)
         y = np.searchsorted(np.asarray(self.classes), labels_of(table, self.label, self.what))
         return x, np.eye(len(self.classes), dtype=np.float32)[y]
