@@ -94,6 +94,7 @@ def main() -> None:
 
     from mlsql_ray import Session
     from mlsql_ray.arrays import matrix
+    from mlsql_ray.engine.learning import CatalogTable
     from mlsql_ray.ml import runner
     from mlsql_ray.raycluster import local_cpus
 
@@ -130,7 +131,7 @@ def main() -> None:
         print(f"one group (maxDepth {depths[-1]}): direct {one_direct:6.2f} s, SQL in this process {one_sql:6.2f} s "
               f"({one_sql / one_direct:.2f}x direct)")
         plans = runner.plan("RandomForest", {"featuresCol": "image", "numTrees": str(args.trees), "maxDepth": str(depths[-1])})
-        data = runner.datasets(plans, session.table("train"), "train", session.table("test"), "test")
+        data = runner.datasets(plans, CatalogTable(session, "train"), session.table("test"), "test")
         start = time.perf_counter()
         runner.run_groups(plans, data, session.ray_link, in_process=False)
         print(f"one group on a Ray actor (fit only):            {time.perf_counter() - start:6.2f} s")

@@ -14,6 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -23,6 +24,7 @@ from ..ml import predictor as ml_predictor, registry, runner, sources, store
 from ..ml.algorithm import TOPICS
 from ..storage import delta
 from . import vectors
+from .catalog import quoted
 from .result import PREVIEW_ROWS, Result
 
 
@@ -40,10 +42,9 @@ def _target(session, name: str, options: dict) -> Path:
 def train(session, s: ast.Train) -> Result:
     options = dict(s.options)
     plans = runner.plan(s.format, options)
-    table = session.catalog.arrow(s.table)
     evaluate_name = options.get("evaluateTable")
     evaluate = session.catalog.arrow(evaluate_name) if evaluate_name else None
-    data = runner.datasets(plans, table, s.table, evaluate, evaluate_name)
+    data = runner.datasets(plans, CatalogTable(session, s.table), evaluate, evaluate_name)
     with session.workers.active():
         groups = runner.run_groups(plans, data, session.ray_link)
     if all(g.status == "fail" for g in groups):
@@ -61,6 +62,39 @@ def train(session, s: ast.Train) -> Result:
     return Result(s, f"trained {len(groups)} {s.format} model(s) into {s.path} version {version}"
                      + (f" ({failed} failed)" if failed else ""),
                   table=result, num_rows=result.num_rows, name=output, version=version)
+
+
+class CatalogTable:
+    """The table a train statement reads (``runner.TrainTable``): whole from the catalog, or
+    described by DuckDB (row count, distinct labels) and split into data servers as a cell's
+    input is (``cells.runner.partition``), without its rows coming into this process."""
+
+    def __init__(self, session, name: str):
+        self.session, self.name = session, name
+        self._whole: pa.Table | None = None
+
+    def arrow(self) -> pa.Table:
+        if self._whole is None:
+            self._whole = self.session.catalog.arrow(self.name)
+        return self._whole
+
+    def head(self) -> pa.Table:
+        return self.session.catalog.relation(self.name).limit(1).to_arrow_table()
+
+    def summary(self, label: str | None) -> tuple[int, np.ndarray | None]:
+        relation = self.session.catalog.relation(self.name)
+        [(rows,)] = relation.aggregate("count(*)").fetchall()
+        if label is None:
+            return rows, None
+        distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({quoted(label)} AS DOUBLE) AS v "
+                                                 "FROM _train_rows ORDER BY v").to_arrow_table()
+        return rows, distinct.column("v").to_numpy()
+
+    def servers(self, count: int) -> list:
+        from ..cells.runner import partition
+
+        self.session.ray_link.ensure()
+        return partition(self.session, self.name, count)
 
 
 def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:

@@ -61,6 +61,9 @@ class Algorithm:
     build: Callable[[dict, int], Any]  # build(library_kwargs, n_rows) → an unfitted estimator
     threads_param: str | None = None  # the estimator keyword for its thread count
     in_process: bool = False  # fitted by the driver (it starts Ray actors itself), never in a Ray task
+    #: a classifier whose workers read their partitions of the table themselves: it gets a
+    #: ``runner.Described`` table (``fit_partitions``), never the rows as arrays
+    reads_partitions: bool = False
     #: options of the whole statement, not of a group (ALS's userRec/itemRec), checked as parameters are
     statement_params: tuple[Param, ...] = ()
     #: parameters naming whole-number id columns read as the features instead of featuresCol (ALS's

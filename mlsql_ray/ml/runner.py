@@ -14,17 +14,18 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from .. import progress, warm
-from ..arrays import matrix
 from ..errors import MLSQLError
 from ..raycluster import local_cpus, remote_error_line, stop_actors
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)
+from .columns import features_of, ids_of, labels_of
 from .store import StoredGroup, byzer_alg_index
 
 _FIT_PARAM = re.compile(r"fitParam\.(\d+)\.(\w+)")
@@ -41,8 +42,9 @@ class GroupPlan:
 
     @property
     def inputs(self) -> tuple:
-        """What its data is read by: groups with the same inputs share one dataset."""
-        return tuple(self.columns.items())
+        """What its data is read by, and whether as arrays here or as partitions on workers
+        (``Algorithm.reads_partitions``): groups with the same inputs share one dataset."""
+        return (registry.get(self.alg).reads_partitions, *self.columns.items())
 
 
 @dataclass
@@ -51,6 +53,54 @@ class Dataset:
 
     x: np.ndarray
     y: np.ndarray | None
+
+    @property
+    def rows(self) -> int:
+        return len(self.x)
+
+    @property
+    def width(self) -> int:
+        return int(self.x.shape[1])
+
+    def labels(self) -> np.ndarray:
+        """The distinct labels, sorted."""
+        return np.unique(self.y)
+
+
+@dataclass
+class Described:
+    """A table the driver does not read, for an algorithm whose workers read their own partitions
+    (``Algorithm.reads_partitions``): its size and labels, found by the engine's SQL, and
+    ``servers(count)``, its partitions as data servers (``cells.partitions``: what to read, or
+    where its batches are in Ray's object store) that ``train.fit`` hands to its workers."""
+
+    name: str
+    rows: int
+    width: int
+    distinct: np.ndarray  # the label column's distinct values as float64, sorted
+    servers: Callable[[int], list]
+
+    def labels(self) -> np.ndarray:
+        return self.distinct
+
+
+class TrainTable(Protocol):
+    """The table a train statement reads, as the engine offers it: whole, for algorithms fitted
+    from arrays, or described, for those that read their partitions on their workers."""
+
+    name: str
+
+    def arrow(self) -> pa.Table:
+        """Every row, in this process."""
+
+    def head(self) -> pa.Table:
+        """The first row (none when the table is empty): enough to check the columns' types."""
+
+    def summary(self, label: str | None) -> tuple[int, np.ndarray | None]:
+        """(rows, the distinct values of ``label`` as float64, sorted, nulls included as NaN)."""
+
+    def servers(self, count: int) -> list:
+        """The table's rows as at most ``count`` data servers."""
 
 
 def plan(alg_name: str, options: dict) -> list[GroupPlan]:
@@ -93,53 +143,6 @@ def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list
     return plans
 
 
-def features_of(table: pa.Table, column: str, what: str) -> np.ndarray:
-    """The feature column as a float64 matrix; a missing or non-numeric column is an error."""
-    if column not in table.column_names:
-        raise MLSQLError(f"{what} has no features column {column!r} (featuresCol; columns: {', '.join(table.column_names)})")
-    kind = table.schema.field(column).type
-    values = kind.value_type if hasattr(kind, "value_type") else kind
-    if not _numeric(values):
-        raise MLSQLError(f"features column {column!r} of {what} must hold numbers or lists of numbers "
-                         f"(e.g. vec_dense(array(...))), not {kind}")
-    data = table.column(column)
-    if pa.types.is_decimal(values):  # SQL literals such as 5.1 are decimals
-        data = data.cast(pa.list_(pa.float64()) if values is not kind else pa.float64())
-    return matrix(data, np.float64)
-
-
-def _numeric(kind: pa.DataType) -> bool:
-    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
-
-
-def labels_of(table: pa.Table, column: str, what: str, option: str = "labelCol") -> np.ndarray:
-    if column not in table.column_names:
-        raise MLSQLError(f"{what} has no label column {column!r} ({option}; columns: {', '.join(table.column_names)})")
-    kind = table.schema.field(column).type
-    if not _numeric(kind):
-        raise MLSQLError(f"label column {column!r} of {what} must be numeric (as in Spark), not {kind}; "
-                         "index strings first, e.g. with a CASE expression")
-    if table.column(column).null_count:
-        raise MLSQLError(f"label column {column!r} of {what} has nulls; fill or filter them first")
-    return table.column(column).cast(pa.float64()).to_numpy()
-
-
-def ids_of(table: pa.Table, column: str, what: str, option: str) -> np.ndarray:
-    """An id column (ALS's userCol, itemCol) as float64: whole numbers in Spark's Integer range."""
-    if column not in table.column_names:
-        raise MLSQLError(f"{what} has no id column {column!r} ({option}; columns: {', '.join(table.column_names)})")
-    kind = table.schema.field(column).type
-    if not _numeric(kind) or pa.types.is_boolean(kind):
-        raise MLSQLError(f"id column {column!r} ({option}) of {what} must hold whole numbers, not {kind}")
-    if table.column(column).null_count:
-        raise MLSQLError(f"id column {column!r} ({option}) of {what} has nulls; fill or filter them first")
-    values = table.column(column).cast(pa.float64()).to_numpy()
-    if np.any(values != np.floor(values)) or np.any(np.abs(values) > 2 ** 31 - 1):
-        raise MLSQLError(f"id column {column!r} ({option}) of {what} must hold whole numbers in Integer range, "
-                         "as Spark's ALS")
-    return values
-
-
 def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Dataset:
     """A group's data from ``table``: the columns the algorithm reads (``Algorithm.columns``)."""
     if alg.id_params:
@@ -150,33 +153,54 @@ def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Datase
     return Dataset(x, y)
 
 
-def datasets(plans: list[GroupPlan], table: pa.Table, name: str, evaluate: pa.Table | None,
-             evaluate_name: str | None) -> dict[tuple, tuple[Dataset, Dataset | None]]:
-    """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked."""
+def described(alg: Algorithm, columns: dict, table: TrainTable) -> Described:
+    """A group's data as a description: its first row checked as ``dataset`` checks every row,
+    its size and labels counted by SQL; the rows stay where they are until workers read them."""
+    head = table.head()
+    width = features_of(head, columns["featuresCol"], table.name).shape[1]
+    label = columns.get(alg.label_param) if alg.kind in SUPERVISED else None
+    if label is not None:
+        labels_of(head, label, table.name, alg.label_param)
+    rows, distinct = table.summary(label)
+    if distinct is not None and np.isnan(distinct).any():
+        raise MLSQLError(f"label column {label!r} of {table.name} has nulls; fill or filter them first")
+    if rows and not width:  # an empty list in the first row: workers would read no features
+        raise MLSQLError(f"features column {columns['featuresCol']!r} of {table.name} holds empty lists")
+    return Described(table.name, rows, width, distinct, table.servers)
+
+
+def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: pa.Table | None,
+             evaluate_name: str | None) -> dict[tuple, tuple[Dataset | Described, Dataset | None]]:
+    """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked.
+    The table is read into this process only for algorithms fitted from arrays."""
     out = {}
+    name = table.name
     for p in plans:
         if p.inputs in out:
             continue
         alg = registry.get(p.alg)
-        train = dataset(alg, p.columns, table, name)
+        if alg.reads_partitions:
+            train = described(alg, p.columns, table)
+        else:
+            train = dataset(alg, p.columns, table.arrow(), name)
         check = None
         if evaluate is not None:
             check = dataset(alg, p.columns, evaluate, f"evaluateTable {evaluate_name}")
-            if check.x.shape[1] != train.x.shape[1]:
-                raise MLSQLError(f"evaluateTable {evaluate_name} has {check.x.shape[1]} features per row, "
-                                 f"{name} has {train.x.shape[1]}")
-        if len(train.x) == 0:
+            if check.width != train.width:
+                raise MLSQLError(f"evaluateTable {evaluate_name} has {check.width} features per row, "
+                                 f"{name} has {train.width}")
+        if train.rows == 0:
             raise MLSQLError(f"{name} has no rows to train on")
         out[p.inputs] = (train, check)
     for p in plans:
-        y = out[p.inputs][0].y
-        if registry.get(p.alg).kind == CLASSIFIER and len(np.unique(y)) < 2:
-            raise MLSQLError(f"label column {p.columns['labelCol']!r} of {name} has one class ({np.unique(y)[0].item()!r}): "
+        labels = out[p.inputs][0].labels()
+        if registry.get(p.alg).kind == CLASSIFIER and len(labels) < 2:
+            raise MLSQLError(f"label column {p.columns['labelCol']!r} of {name} has one class ({labels[0].item()!r}): "
                              f"{p.alg} needs at least two")
     return out
 
 
-def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
+def fit_group(group: GroupPlan, train: Dataset | Described, check: Dataset | None, threads: int) -> StoredGroup:
     """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason."""
     from threadpoolctl import threadpool_limits
 
@@ -185,13 +209,16 @@ def fit_group(group: GroupPlan, train: Dataset, check: Dataset | None, threads: 
     metadata = {"algorithm": alg.name, "implementation": alg.implementation, "library": alg.library,
                 "kind": alg.kind, "algIndex": group.index, "params": group.params, "given": group.given,
                 **group.columns, "columns": list(group.columns),
-                "numFeatures": int(train.x.shape[1]), "trainRows": int(len(train.x)), "metrics": {}}
+                "numFeatures": train.width, "trainRows": train.rows, "metrics": {}}
     data = b""
     try:
-        estimator = alg.estimator(group.params, len(train.x), threads)
+        estimator = alg.estimator(group.params, train.rows, threads)
         metadata["implementation"] = alg.implementation_of(estimator)
         with threadpool_limits(threads):
-            if alg.kind == CLASSIFIER:
+            if isinstance(train, Described):  # a classifier whose workers read their partitions
+                metadata["classes"] = train.distinct.tolist()
+                estimator.fit_partitions(train, group.columns)
+            elif alg.kind == CLASSIFIER:
                 classes, y = np.unique(train.y, return_inverse=True)
                 metadata["classes"] = classes.tolist()
                 estimator.fit(train.x, y)
@@ -265,7 +292,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     ray = ray_link.ensure()
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))
-    refs = {key: (ray.put(train), ray.put(check)) for key, (train, check) in data.items()}
+    refs = {key: (ray.put(data[key][0]), ray.put(data[key][1])) for key in {p.inputs for p in plans}}
     with warm.released_on_interrupt(warm.current()), _Hosts(ray, min(len(plans), max(1, cpus // threads)), threads) as hosts:
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 

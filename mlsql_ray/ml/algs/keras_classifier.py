@@ -1,14 +1,19 @@
 """KerasClassifier → the seed notebook's dense network trained by ``mlsql_ray.train.fit`` (weight
-averaging on Ray actors, ``workers`` of them). ``scale`` is baked into the model as its first
-layer, so the saved ``.keras`` file scores raw features; it is loaded in Keras's safe mode."""
+averaging on Ray actors, ``workers`` of them), each actor reading its partition of the table
+itself, as a cell's workers do: the driver never holds the training rows. ``scale`` is baked
+into the model as its first layer, so the saved ``.keras`` file scores raw features; it is
+loaded in Keras's safe mode."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
 
 from ..algorithm import CLASSIFIER, Algorithm, Param, to_int
+from ..columns import features_of, labels_of
 
 
 def _layers(text: str) -> tuple[int, ...]:
@@ -20,6 +25,23 @@ def _layers(text: str) -> tuple[int, ...]:
 
 def _fraction(text: str) -> float:
     return float(Fraction(text.strip()))
+
+
+@dataclass(frozen=True)
+class LabelledRows:
+    """A worker's partition → (float32 features, one-hot labels): ``train.fit``'s ``prepare``
+    for a table read by the workers. Frozen and hashable, so a warm worker given the same
+    partition read the same way keeps the rows it read (``train.worker.Worker.setup``)."""
+
+    features: str
+    label: str
+    classes: tuple[float, ...]  # every label of the table, sorted: a label's index is its class
+    what: str  # the table's name, for errors
+
+    def __call__(self, table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+        x = features_of(table, self.features, self.what, np.float32)
+        y = np.searchsorted(np.asarray(self.classes), labels_of(table, self.label, self.what))
+        return x, np.eye(len(self.classes), dtype=np.float32)[y]
 
 
 class KerasClassifier:
@@ -34,13 +56,23 @@ class KerasClassifier:
         self._model = None
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> "KerasClassifier":
-        from ...train import fit
-
+        """From arrays in this process, split into ``workers`` partitions."""
         classes = int(y.max()) + 1
         one_hot = np.eye(classes, dtype=np.float32)[y.astype(np.int64)]
         parts = np.array_split(np.arange(len(x)), self.workers)
-        data = [(x[p].astype(np.float32), one_hot[p]) for p in parts]
-        shape, layers, rate, scale, seed = x.shape[1], self.layers, self.learning_rate, self.scale, self.seed
+        return self._train([(x[p].astype(np.float32), one_hot[p]) for p in parts], None, x.shape[1], classes)
+
+    def fit_partitions(self, table, columns: dict) -> "KerasClassifier":
+        """From a table this process does not read (``runner.Described``): each worker reads its
+        partition itself, wherever it runs."""
+        classes = tuple(table.distinct.tolist())
+        prepare = LabelledRows(columns["featuresCol"], columns["labelCol"], classes, table.name)
+        return self._train(table.servers(self.workers), prepare, table.width, len(classes))
+
+    def _train(self, data: list, prepare, shape: int, classes: int) -> "KerasClassifier":
+        from ...train import fit
+
+        layers, rate, scale, seed = self.layers, self.learning_rate, self.scale, self.seed
 
         def network():
             import keras
@@ -53,7 +85,8 @@ class KerasClassifier:
                         metrics=["accuracy"])
             return net
 
-        result = fit(network, data, rounds=self.epochs, batch_size=self.batch_size, cpus_per_worker=self.cpus_per_worker)
+        result = fit(network, data, prepare=prepare, rounds=self.epochs, batch_size=self.batch_size,
+                     cpus_per_worker=self.cpus_per_worker)
         self.model_file = result.model_file
         self._model = result.model
         return self
@@ -85,5 +118,5 @@ ALGORITHMS = (Algorithm(
         Param("cpusPerWorker", "cpus_per_worker", float, 1.0, "CPUs per actor"),
         Param("seed", "seed", to_int, 0, "random seed of the initial weights"),
     ),
-    build=lambda kwargs, n_rows: KerasClassifier(**kwargs), in_process=True,
+    build=lambda kwargs, n_rows: KerasClassifier(**kwargs), in_process=True, reads_partitions=True,
 ),)

@@ -1,0 +1,100 @@
+"""Issue 26 item 2: ``train … as KerasClassifier`` feeds its workers as cells are fed: each Ray
+worker gets a description of its partition (the files and row range to read, or where the
+batches of a computed table are in Ray's object store) and reads it itself; the driver never
+holds the training rows. Shown from what the warm workers hold after the statement: the key of
+the partition they read (what they were given) and its rows.
+
+Tiny generated data (two separable classes labelled 2 and 5), a tiny network, the module's warm
+workers (``warm_workers``) shared by the statements."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mlsql_ray import Session
+from mlsql_ray.cells.partitions import FileRows
+from mlsql_ray.errors import MLSQLError
+from mlsql_ray.ml.algs.keras_classifier import LabelledRows
+
+ROWS = 160
+TRAIN = ('train {table} as KerasClassifier.`db.k` where featuresCol="features" and layers="8" and epochs="12" '
+         'and batchSize="16" and learningRate="0.2" and workers="2" as res;')
+
+
+@pytest.fixture(scope="module")
+def points(tmp_path_factory):
+    """A parquet file of ROWS points in [0, 1]²: label 5 above the diagonal, 2 below."""
+    rng = np.random.default_rng(3)
+    xy = rng.random((ROWS, 2))
+    label = np.where(xy[:, 1] > xy[:, 0], 5.0, 2.0)
+    path = tmp_path_factory.mktemp("feed") / "points.parquet"
+    pq.write_table(pa.table({"features": pa.array(list(xy), pa.list_(pa.float64())), "label": label,
+                             "id": np.arange(ROWS)}), path)
+    return path
+
+
+@pytest.fixture
+def session(warm_workers, warehouse, points):
+    with Session(warehouse=warehouse, workers=warm_workers) as s:
+        s.execute(f"load parquet.`{points}` as raw;")
+        yield s
+
+
+def fed(pool) -> list[tuple]:
+    """(partition key, prepare, rows) of each idle training worker of the pool: what it was fed."""
+    import ray
+
+    def held(worker):
+        key = getattr(worker, "source_key", None)
+        return None if key is None else (key[0], key[1], len(worker.x))
+
+    return [h for h in ray.get([a.__ray_call__.remote(held) for a in pool.idle_actors()]) if h is not None]
+
+
+def accuracy(session) -> float:
+    session.execute("predict raw as KerasClassifier.`db.k` as scored;")
+    scored = session.table("scored")
+    return float(np.mean(np.asarray(scored.column("prediction").to_pylist()) == np.asarray(scored.column("label").to_pylist())))
+
+
+def test_workers_read_their_file_ranges_themselves(session, warm_workers):
+    """A select over a parquet load: each worker is given the file and a row range (FileRows)."""
+    session.execute("select features, label from raw where id % 8 != 7 as kept;")
+    session.execute(TRAIN.format(table="kept"))
+    result = {r["name"]: r["value"] for r in session.table("res").to_pylist()}
+    assert result["status"] == "success", result["message"]
+    feeds = fed(warm_workers)
+    assert len(feeds) == 2
+    for key, prepare, _ in feeds:
+        assert [type(piece) for piece in key] == [FileRows]
+        assert prepare == LabelledRows("features", "label", (2.0, 5.0), "kept")
+    assert sum(rows for _, _, rows in feeds) == ROWS - ROWS // 8  # the filter ran on the workers
+    assert accuracy(session) > 0.9
+
+
+def test_a_computed_table_reaches_workers_through_the_object_store(session, warm_workers):
+    """A table that is not a row-wise select of files (here ordered) is streamed into Ray's object
+    store a batch at a time, as for a cell, and each worker is told which batches are its own."""
+    session.execute("select features, label from raw order by id desc as ordered;")
+    session.execute(TRAIN.format(table="ordered"))
+    feeds = fed(warm_workers)
+    assert len(feeds) == 2
+    for (spans,), _, _ in feeds:  # one data server each: (object id, offset, length) spans
+        assert spans and all(isinstance(ref, str) and length for ref, _, length in spans)
+    assert sum(rows for _, _, rows in feeds) == ROWS
+    assert accuracy(session) > 0.9
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("select features, case when id = 100 then null else label end as label from raw as nolabel;",
+     "label column 'label' of t has nulls"),
+    ("select features, 5.0 as label from raw as nolabel;", "label column 'label' of t has one class (5.0)"),
+    ("select features, label from raw where id < 0 as nolabel;", "t has no rows to train on"),
+])
+def test_bad_tables_are_errors_before_any_worker_starts(session, statement, message):
+    session.execute(statement.replace("nolabel", "t"))
+    with pytest.raises(MLSQLError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        session.execute(TRAIN.format(table="t"))
