@@ -79,6 +79,8 @@ def start_head(log: Path, command: list[str]) -> tuple[int, subprocess.Popen, st
     dashboard_off = [] if any(w.startswith("--include-dashboard") for w in command) else ["--include-dashboard=false"]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_AUTH_MODE"] = "token"
+    # the head's jobs run `python` as a cluster's image would: this test run's interpreter
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     with open(log, "w") as out:
         head = subprocess.Popen(
             [str(RAY), *command[1:], *dashboard_off, "--disable-usage-stats", f"--temp-dir={temp_dir}",
