@@ -103,6 +103,30 @@ def outward_ip() -> str:
     return node_ip_address_from_perspective()
 
 
+def stop_failed_start(exc: BaseException) -> int:
+    """Stop the processes a local ``ray.init`` started before it raised ``exc``; returns how many.
+
+    ``ray.init`` builds the head node (``ray._private.node.Node``), whose constructor starts the
+    reaper, GCS, raylet, monitors and log monitor and then waits 30 s for the raylet to register.
+    When that wait runs out ("timed out during startup") the constructor raises, ``ray.init``
+    never stores the node in ``ray._private.worker._global_node``, and ``ray.shutdown()`` leaves
+    its processes running, eating the CPU the next try needs. The half-built node is still the
+    ``self`` of the constructor's frame in the exception's traceback: its ``kill_all_processes``
+    stops exactly what it started (``all_processes``), the reaper last. No public API exposes it.
+    """
+    from ray._private.node import Node
+
+    tb = exc.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("self")
+        if tb.tb_frame.f_code is Node.__init__.__code__ and isinstance(node, Node):
+            started = sum(len(infos) for infos in node.all_processes.values())
+            node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+            return started
+        tb = tb.tb_next
+    return 0
+
+
 def actor_id(actor) -> str:
     """The hex id of an actor handle (``ActorHandle._actor_id``; the public
     ``ray.get_runtime_context().get_actor_id()`` works only inside the actor itself)."""

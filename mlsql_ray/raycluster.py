@@ -88,7 +88,9 @@ def start_local_ray(attempts: int = 3, **options):
     """Start a local Ray instance of our own (``address="local"``: never join a ``ray start``
     cluster by accident), reachable from this machine only and with token authentication on
     (see ``_loopback_only`` and ``_token_auth_on``). On a busy machine Ray's 30 s wait for its
-    raylet can run out; a second try usually succeeds, so try again before giving up."""
+    raylet can run out; a second try usually succeeds, so try again before giving up. A failed
+    try first stops the processes it started (``ray.shutdown`` does not: see
+    ``ray_internals.stop_failed_start``), or they would slow the next try down."""
     import ray
 
     _token_auth_on()
@@ -97,6 +99,7 @@ def start_local_ray(attempts: int = 3, **options):
             with _loopback_only(), ray_internals.minimal_dashboard_agent():
                 return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            ray_internals.stop_failed_start(exc)
             if "timed out during startup" not in str(exc) or attempt == attempts:
                 raise
             ray.shutdown()

@@ -28,14 +28,28 @@ def trained(mnist_servers, mnist_trained):
 
 
 @pytest.fixture
-def model_session(ray_session, trained):
-    """A session whose warehouse holds ai_model.mnist_model version 0 (weak) and 1 (good)."""
+def model_session(ray_runtime, module_pool, warehouse, trained):
+    """A session whose warehouse holds ai_model.mnist_model version 0 (weak) and 1 (good). Its
+    Predictor actors come from, and go back to, the module's warm pool: each fresh one imports
+    TensorFlow (seconds), and what these tests check is what the functions do, not how actors
+    start (test_unregister_... checks that too, and that the pool stops them)."""
+    from mlsql_ray import Session
+
     weak, good = trained
-    for result in (weak, good):
-        ray_session.catalog.add_arrow("model_rows", result.model_table(), "test")
-        ray_session.execute("save overwrite model_rows as delta.`ai_model.mnist_model`;")
-    ray_session.execute(f"load parquet.`{TEST_PARQUET}` as mnist_test;")
-    return ray_session
+    with Session(warehouse=warehouse, workers=module_pool) as session:
+        for result in (weak, good):
+            session.catalog.add_arrow("model_rows", result.model_table(), "test")
+            session.execute("save overwrite model_rows as delta.`ai_model.mnist_model`;")
+        session.execute(f"load parquet.`{TEST_PARQUET}` as mnist_test;")
+        yield session
+
+
+def _ids(actors: list) -> set[str]:
+    return {ray_internals.actor_id(a) for a in actors}
+
+
+def _alive_predictors() -> set[str]:
+    return {a["ActorID"] for a in alive_actors("Predictor")}
 
 
 def test_registered_function_scores_mnist_like_the_model(model_session, trained, mnist_test):
@@ -89,44 +103,31 @@ def test_history_lists_versions_with_rows_and_training_metrics(model_session, tr
     assert float(metrics[0]["loss"]) == pytest.approx(good.history[-1]["loss"], rel=1e-3)
 
 
-def test_unregister_removes_the_function_and_its_actors(model_session):
-    """Its actors wait in the session's warm pool (model dropped) for the next register, which
-    loads its own model into them, and stop when the session closes."""
-    model_session.execute('register tf.`ai_model.mnist_model` as gone where scale="1/255" and workers="1";')
-    actors = alive_actors("Predictor")
-    assert len(actors) == 1
-    model_session.execute("unregister tf.`gone`;")
-    with pytest.raises(MLSQLError, match="gone"):
-        model_session.execute("select gone(image) as p from mnist_test as x;")
-    assert [ray_internals.actor_id(a) for a in model_session.workers.idle_actors()] == [actors[0]["ActorID"]]
-    model_session.execute('register tf.`ai_model.mnist_model` as again where scale="1/255" and workers="1" '
-                          'and output="argmax";')
-    assert [a["ActorID"] for a in alive_actors("Predictor")] == [actors[0]["ActorID"]]
-    model_session.execute("select again(image) as p from mnist_test as again_scored;")
-    assert model_session.table("again_scored").column("p").type == pa.int64()
-    model_session.close()
-    assert eventually(lambda: alive_actors("Predictor") == [])
-
-
 # -- bad input: one clear error, nothing half-registered --------------------------------------
 
-def _no_function(session, name: str) -> None:
+def _no_function(session, name: str, pooled_before: set[str]) -> None:
+    """No function, and no Predictor left running but the pool's idle ones, none of them new: a
+    failed register stops every actor it started or took."""
     with pytest.raises(MLSQLError, match=rf"Scalar Function with name {name} does not exist"):  # DuckDB's words
         session.execute(f"select {name}(image) as p from mnist_test as x;")
-    assert eventually(lambda: alive_actors("Predictor") == [])
+    pooled = _ids(session.workers.idle_actors())
+    assert pooled <= pooled_before
+    assert eventually(lambda: _alive_predictors() == pooled)
 
 
 def test_registering_a_table_that_is_not_a_model(model_session):
     model_session.execute("select 1 as a as plain; save overwrite plain as delta.`ai_model.not_a_model`;")
+    pooled = _ids(model_session.workers.idle_actors())
     with pytest.raises(MLSQLError, match=r"ai_model.not_a_model is not a model table.*'start'"):
         model_session.execute("register tf.`ai_model.not_a_model` as nope;")
-    _no_function(model_session, "nope")
+    _no_function(model_session, "nope", pooled)
 
 
 def test_registering_a_version_that_does_not_exist(model_session):
+    pooled = _ids(model_session.workers.idle_actors())
     with pytest.raises(MLSQLError, match=r"ai_model.mnist_model has no version 7 \(latest is 1\)"):
         model_session.execute('register tf.`ai_model.mnist_model` as nope where version="7";')
-    _no_function(model_session, "nope")
+    _no_function(model_session, "nope", pooled)
 
 
 def test_registering_a_model_file_that_does_not_load(model_session):
@@ -139,9 +140,10 @@ def test_registering_a_model_file_that_does_not_load(model_session):
         rows = list(streaming_tar.build_rows_from_file(fake))
     model_session.catalog.add_arrow("junk", pa.Table.from_pylist(rows, schema=FILE_SCHEMA), "test")
     model_session.execute("save overwrite junk as delta.`ai_model.junk`;")
+    pooled = _ids(model_session.workers.idle_actors())
     with pytest.raises(MLSQLError, match=r"cannot load the model in ai_model.junk version 0"):
         model_session.execute('register tf.`ai_model.junk` as nope where workers="1";')
-    _no_function(model_session, "nope")
+    _no_function(model_session, "nope", pooled)
 
 
 def test_an_input_column_of_the_wrong_shape_names_the_column(model_session):
@@ -153,6 +155,28 @@ def test_an_input_column_of_the_wrong_shape_names_the_column(model_session):
         model_session.execute("select mnist_predict(label) as p from mnist_test as bad;")
     model_session.execute("select count(*) as n from mnist_test as still_usable;")
     assert model_session.table("still_usable").column("n").to_pylist() == [2000]
+
+
+def test_unregister_removes_the_function_and_its_actors(model_session):
+    """Its actors wait in the warm pool (model dropped) for the next register, which loads its own
+    model into them; closing the session leaves them to the pool's owner, whose release stops them."""
+    pool = model_session.workers
+    model_session.execute('register tf.`ai_model.mnist_model` as gone where scale="1/255" and workers="1";')
+    actors = _alive_predictors() - _ids(pool.idle_actors())
+    assert len(actors) == 1
+    model_session.execute("unregister tf.`gone`;")
+    with pytest.raises(MLSQLError, match="gone"):
+        model_session.execute("select gone(image) as p from mnist_test as x;")
+    assert actors <= _ids(pool.idle_actors())
+    model_session.execute('register tf.`ai_model.mnist_model` as again where scale="1/255" and workers="1" '
+                          'and output="argmax";')
+    assert _alive_predictors() - _ids(pool.idle_actors()) == actors
+    model_session.execute("select again(image) as p from mnist_test as again_scored;")
+    assert model_session.table("again_scored").column("p").type == pa.int64()
+    model_session.close()
+    assert actors <= _ids(pool.idle_actors()) and _alive_predictors() == _ids(pool.idle_actors())
+    pool.release()
+    assert eventually(lambda: _alive_predictors() == set())
 
 
 # -- readers that know nothing of mlsql-ray ----------------------------------------------------

@@ -84,6 +84,37 @@ def test_single_machine_mode_keeps_a_loopback_node_address_and_restores_the_cons
     assert facts["outside"] == facts["outward"]  # without the mode Ray swaps loopback for the outward address
 
 
+FAILED_START = r"""
+import json
+import traceback
+import psutil
+from mlsql_ray.raycluster import start_local_ray
+
+# Ray checks the object store size in the node's start_ray_processes, after start_head_processes
+# has started the GCS, the monitors and the reaper: a start that fails there, cheaply and every
+# time, where a raylet that never registers would fail only after 30 s
+try:
+    start_local_ray(num_cpus=1, object_store_memory=10 * 1024 * 1024)
+except ValueError as exc:
+    error, frames = str(exc), [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+left = [p.name() for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+print(json.dumps({"error": error, "frames": frames, "left": left}))
+"""
+
+
+@pytest.mark.slow
+def test_a_failed_local_start_stops_the_processes_it_started():
+    """``ray.shutdown`` after a failed ``ray.init`` leaves the half-started node's GCS, monitors and
+    reaper running; ``start_local_ray`` stops them (``ray_internals.stop_failed_start``). A fresh
+    process: this one is connected to the test run's Ray, whose processes are not its children."""
+    done = subprocess.run([sys.executable, "-c", FAILED_START], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "object store memory" in facts["error"]
+    assert facts["frames"][-3:-1] == ["__init__", "start_ray_processes"]  # the node had started its head processes
+    assert facts["left"] == []
+
+
 def test_address_from_environment_reads_ray_address(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:6390")
     assert ray_internals.address_from_environment("auto") == "127.0.0.1:6390"
