@@ -379,17 +379,14 @@ def test_training_progress_updates_one_display_then_plots(kernel):
 @pytest.fixture(scope="module")
 def ray_kernel(kernelspec, tmp_path_factory):
     """A kernel of its own for the cells that use Ray: the embedded Ray a notebook user gets,
-    started in the background at kernel start-up, stopped with the kernel. The suite's one test of
-    the embedded start: every other kernel, notebook and CLI run with Python cells joins the test
-    run's Ray (the ``ray_address`` fixture), and no other kernel starts Ray at start-up."""
+    started by its first Python cell, stopped with the kernel. Every other kernel, notebook and
+    CLI run with Python cells joins the test run's Ray (the ``ray_address`` fixture)."""
     work = tmp_path_factory.mktemp("ray-kernel-cwd")
-    k = Kernel(cwd=work, warehouse=work / "warehouse", MLSQL_KERNEL_RAY_AT_START="1")
+    k = Kernel(cwd=work, warehouse=work / "warehouse", MLSQL_KERNEL_RAY_AT_START="0")
     reply, _ = k.execute(f"load parquet.`{MNIST}` as mnist;\nselect * from mnist limit 1200 as small;")
     assert reply["status"] == "ok"
     yield k
     k.close()
-
-
 
 
 @pytest.mark.parametrize("code, runs_on_ray", [
@@ -410,15 +407,21 @@ def test_the_wait_for_ray_worker_output_follows_what_a_cell_runs(code, runs_on_r
 
 
 @pytest.mark.slow
-def test_the_kernel_starts_its_ray_at_start_up(ray_kernel):
-    """Issue 27: Ray is started in the background at kernel start-up: after cells of SQL only, the
-    kernel already runs Ray's processes (its GCS server and raylet are the kernel's children)."""
-    deadline = time.monotonic() + 120
-    names: set[str] = set()
-    while not {"gcs_server", "raylet"} <= names and time.monotonic() < deadline:
-        names = {p.name() for p in ray_kernel.process.children(recursive=True)}
-        time.sleep(0.5)
-    assert {"gcs_server", "raylet"} <= names, names
+def test_the_kernel_starts_its_ray_at_start_up_when_asked(kernelspec, tmp_path):
+    """Issue 27, opt-in (``MLSQL_KERNEL_RAY_AT_START=1``): Ray is started in the background at
+    kernel start-up: after a cell of SQL only, the kernel already runs Ray's processes (its GCS
+    server and raylet are the kernel's children)."""
+    k = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse", MLSQL_KERNEL_RAY_AT_START="1")
+    try:
+        assert k.execute("select 1 as a as t;")[0]["status"] == "ok"
+        deadline = time.monotonic() + 120
+        names: set[str] = set()
+        while not {"gcs_server", "raylet"} <= names and time.monotonic() < deadline:
+            names = {p.name() for p in k.process.children(recursive=True)}
+            time.sleep(0.5)
+        assert {"gcs_server", "raylet"} <= names, names
+    finally:
+        k.close()
 
 
 @pytest.mark.slow
