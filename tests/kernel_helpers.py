@@ -52,21 +52,19 @@ def shown(msg_type: str = "display_data"):
     return lambda seen: any(m["msg_type"] == msg_type for m in seen)
 
 
-def _touches(mark: Path) -> str:
-    return f"from pathlib import Path\nPath({str(mark)!r}).touch()\n"
-
-
 # Cells that run until interrupted, made for a marker path: (code, the ``running`` test that says
-# the cell is under way, for Kernel.interrupt_once_running). A Python cell touches the marker just
-# before its loop (a printed line would not do: the interrupt can land while print still flushes).
+# the cell is under way, for Kernel.interrupt_once_running). A Python cell touches the marker from
+# inside its loop (a printed line would not do: the interrupt can land while print still flushes).
 # test_kernel.py checks what an interrupt does to them, bench/bench_interrupt.py how fast.
 INTERRUPTIBLE = {
-    # the marker is touched inside the loop, so the interrupt lands on a line of the loop (5 to 7)
     "python cell sleeping in a loop": lambda mark: (
         f"--%python\nimport time\nfrom pathlib import Path\nmark = Path({str(mark)!r})\n"
         "while True:\n    mark.touch()\n    time.sleep(0.05)\n", lambda seen: mark.exists()),
+    # the marker is touched from inside the loop: touched before it, the interrupt could land while
+    # touch() was still returning, one line short of the loop
     "busy python loop": lambda mark: (
-        f"--%python\n{_touches(mark)}n = 0\nwhile True:\n    n += 1\n", lambda seen: mark.exists()),
+        f"--%python\nfrom pathlib import Path\nmark = Path({str(mark)!r})\nn = 0\nwhile True:\n"
+        "    n += 1\n    if n == 1:\n        mark.touch()\n", lambda seen: mark.exists()),
     # ~10^14 rows of cross join: hours of work inside DuckDB's C++, where no Python handler runs;
     # the first statement's table on iopub says the cell has reached the query
     "long DuckDB query": lambda mark: (

@@ -338,7 +338,8 @@ def test_interrupt_stops_a_python_cell(kernel, tmp_path):
 def test_interrupt_stops_a_busy_python_loop(kernel, tmp_path):
     reply, messages, follow, _ = _interrupt_then_follow_up(kernel, "busy python loop", tmp_path)
     assert reply["ename"] == "KeyboardInterrupt"
-    assert error_of(messages)["evalue"] in ("interrupted at line 5", "interrupted at line 6")  # the while or its body
+    # the while or its body (line 8 if it lands while the marker is touched)
+    assert error_of(messages)["evalue"] in tuple(f"interrupted at line {n}" for n in (5, 6, 7, 8))
     assert follow["status"] == "ok"
 
 
