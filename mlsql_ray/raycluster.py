@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import logging
 import os
+import queue
 import re
 import socket
 import sys
 import threading
 import time
+from concurrent.futures import Future
 
 from . import ray_internals
 from .errors import MLSQLError
@@ -84,25 +87,82 @@ def _auth_refused(exc: BaseException) -> bool:
     return False
 
 
+class _LastingThread:
+    """One daemon thread that lives as long as the process and runs what it is given, one call
+    at a time.
+
+    Ray ties the processes it starts (GCS, raylet, their agents) to the life of the *thread* that
+    started them, not the process: it starts them with ``PR_SET_PDEATHSIG`` (``fate_share``), which
+    Linux fires when the parent thread ends. A Ray started ahead of need from a background thread
+    that then ended lost its GCS and raylet with it (the kernel's cells then waited on a dead GCS,
+    the CLI's demo exited 1). Starts off the main thread therefore run here."""
+
+    def __init__(self):
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, call):
+        """``call()`` on the lasting thread (directly on the main thread, which lasts too)."""
+        if threading.current_thread() is threading.main_thread() or threading.current_thread() is self._thread:
+            return call()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="mlsql-ray-owner", daemon=True)
+                self._thread.start()
+        result: Future = Future()
+        self._calls.put((call, result))
+        return result.result()
+
+    def _serve(self) -> None:
+        while True:
+            call, result = self._calls.get()
+            try:
+                result.set_result(call())
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                result.set_exception(exc)
+
+
+_RAY_OWNER = _LastingThread()
+
+
+class _SigtermRemark(logging.Filter):
+    """Drops Ray's "SIGTERM handler is not set because current thread is not the main thread"
+    warning for a start on the lasting thread: a remark about Ray's internals, nothing the user can act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
 def start_local_ray(attempts: int = 3, **options):
     """Start a local Ray instance of our own (``address="local"``: never join a ``ray start``
     cluster by accident), reachable from this machine only and with token authentication on
     (see ``_loopback_only`` and ``_token_auth_on``). On a busy machine Ray's 30 s wait for its
     raylet can run out; a second try usually succeeds, so try again before giving up. A failed
     try first stops the processes it started (``ray.shutdown`` does not: see
-    ``ray_internals.stop_failed_start``), or they would slow the next try down."""
+    ``ray_internals.stop_failed_start``), or they would slow the next try down. Asked for from a
+    thread other than the main one, the start runs on a thread that lasts (``_LastingThread``)."""
+    return _RAY_OWNER.run(lambda: _start_local_ray(attempts, **options))
+
+
+def _start_local_ray(attempts: int, **options):
     import ray
 
     _token_auth_on()
-    for attempt in range(1, attempts + 1):
-        try:
-            with _loopback_only(), ray_internals.minimal_dashboard_agent():
-                return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
-        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
-            ray_internals.stop_failed_start(exc)
-            if "timed out during startup" not in str(exc) or attempt == attempts:
-                raise
-            ray.shutdown()
+    ray_log, remark = logging.getLogger("ray._private.worker"), _SigtermRemark()
+    ray_log.addFilter(remark)
+    try:
+        for attempt in range(1, attempts + 1):
+            try:
+                with _loopback_only(), ray_internals.minimal_dashboard_agent():
+                    return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
+            except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+                ray_internals.stop_failed_start(exc)
+                if "timed out during startup" not in str(exc) or attempt == attempts:
+                    raise
+                ray.shutdown()
+    finally:
+        ray_log.removeFilter(remark)
 
 
 LOOPBACK = "127.0.0.1"

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_MNIST = ROOT / "sample_data" / "mnist"
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# Kernels the tests start leave Ray to the first cell that needs it (most never do): one test turns
-# the start-up start on (test_kernel.py's ray_kernel)
+# Kernels the tests start leave Ray to the first cell that needs it (most never do); test_kernel.py's
+# ray_kernel starts its Ray at start-up, as a user's kernel does
 os.environ.setdefault("MLSQL_KERNEL_RAY_AT_START", "0")
 
 # Hypothesis profiles: "ci" (chosen when CI=true, as .ci/run sets) gives the fuzz suite its full

@@ -110,12 +110,13 @@ class Kernel:
     """A running kernel and a blocking client, with helpers that collect a request's messages."""
 
     def __init__(self, cwd: Path, warehouse: Path | None = None, timeout: float = 30, kernel_name: str = "mlsql",
-                 **env_vars: str):
+                 **env_vars: str | None):
         from jupyter_client import KernelManager
 
         self.timeout = timeout
         self.km = KernelManager(kernel_name=kernel_name)
         env = {**os.environ, **({"MLSQL_WAREHOUSE": str(warehouse)} if warehouse else {}), **env_vars}
+        env = {name: value for name, value in env.items() if value is not None}  # None: not set
         self.km.start_kernel(cwd=str(cwd), env=env)
         self.process = psutil.Process(self.km.provisioner.pid)
         self.kc = self.km.client()

@@ -143,7 +143,6 @@ def test_a_failed_script_stops_the_embedded_ray_it_started(tmp_path):
     is stopped (by the session's own handle)."""
     script = LOAD + "select no_such_column from small as broken;\n" + TRAIN
     env = {k: v for k, v in os.environ.items() if k not in ("MLSQL_RAY_ADDRESS", "RAY_ADDRESS")}
-    env["MLSQL_PRESTART_EMBEDDED_RAY"] = "1"  # opt-in: see engine/prestart.py
     done = subprocess.run([sys.executable, "-c", EMBEDDED, str(tmp_path / "warehouse"), script],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,16 +41,6 @@ TRAINING_CALL = re.compile(r"\btrain\s*\.\s*(?:fit|search)\s*\(|\bsearch\s*\(")
 ACTOR_START_TIMEOUT_S = 300
 #: how often that wait looks whether the request was cancelled
 CANCEL_POLL_S = 0.2
-
-
-EMBEDDED_AHEAD_ENV = "MLSQL_PRESTART_EMBEDDED_RAY"
-"""``1``: also start an embedded Ray ahead of a request's training (off by default, see ``begin``)."""
-
-
-def _ray_connected() -> bool:
-    import sys
-
-    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
 
 
 @dataclass(frozen=True)
@@ -128,11 +117,6 @@ class Prestart:
         """Start what ``statements`` will need, in the background; None if they train nothing."""
         wanted = [(s, n) for s in statements if (n := needs(s)) is not None]
         if not wanted:
-            return None
-        if (session.ray_link.default_address is None and not _ray_connected()
-                and os.environ.get(EMBEDDED_AHEAD_ENV) != "1"):
-            # an embedded Ray started from this background thread made the CLI's demo job exit
-            # with status 1 in the full test run (cause not found yet): opt-in until it is
             return None
         merged = Needs(next((n.tensorflow_workers for _, n in wanted if n.tensorflow_workers is not None), None),
                        next((n.group_hosts for _, n in wanted if n.group_hosts is not None), None))

@@ -21,11 +21,10 @@ working directory); ``$MLSQL_RAY_ADDRESS`` names a Ray cluster (default: an embe
 by the first cell that needs it).
 
 Nothing heavy is imported at start: the engine is imported in the background once the kernel has
-answered its first ``kernel_info_request``. With ``$MLSQL_KERNEL_RAY_AT_START=1`` the session's Ray
-is started (or joined) in the background too, so that the first cell that needs it finds it up or
-joins the start in progress (``RayLink.ensure_ahead``). It is off by default: in the full test run a
-Python cell sent while that start ran waited on it for minutes (issue 27; cause not found yet), so
-the first cell that needs Ray starts it. TensorFlow is imported only when a cell needs it.
+answered its first ``kernel_info_request``; then the session's Ray is started (or joined) in the
+background too, so that the first cell that needs it finds it up or joins the start in progress
+(``RayLink.ensure_ahead``). ``$MLSQL_KERNEL_RAY_AT_START=0`` leaves Ray to the first cell that needs
+it. TensorFlow is imported only when a cell needs it.
 """
 
 from __future__ import annotations
@@ -45,7 +44,8 @@ from ..lang import ast
 from . import assist
 
 WORKER_OUTPUT_GRACE_S = 0.3
-#: "0" keeps the kernel from starting Ray before a cell needs it
+#: "0" keeps the kernel from starting Ray before a cell needs it (the test suite's kernels, most of
+#: which never use Ray)
 RAY_AT_START_ENV = "MLSQL_KERNEL_RAY_AT_START"
 
 
@@ -115,7 +115,7 @@ class MLSQLKernel(Kernel):
             try:
                 from .. import display, engine  # noqa: F401
 
-                if os.environ.get(RAY_AT_START_ENV, "0") == "1":
+                if os.environ.get(RAY_AT_START_ENV) != "0":
                     self.mlsql_session().ray_link.ensure_ahead()  # an error waits for the cell needing Ray
             except Exception:  # noqa: BLE001 - the first cell will report it properly
                 pass
