@@ -35,7 +35,7 @@ DRIVER = textwrap.dedent("""
     import sys, time
     import ray, pyarrow.parquet as pq
     sys.path.insert(0, {bench!r})
-    from mlsql_ray.raycluster import RayLink
+    from mlsql_ray.cluster.link import RayLink
     RayLink({address!r}).ensure()
     from mlsql_ray import train
     import bench_advanced, ray.cloudpickle
@@ -108,7 +108,7 @@ def main() -> None:
     import pyarrow.parquet as pq
 
     from mlsql_ray import train
-    from mlsql_ray.raycluster import local_cpus, start_local_ray
+    from mlsql_ray.cluster.link import local_cpus, start_local_ray
     import ray
 
     sys.path.insert(0, str(ROOT / "tests"))

@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mlsql_ray import Session, train
-    from mlsql_ray.raycluster import local_cpus, start_local_ray
+    from mlsql_ray.cluster.link import local_cpus, start_local_ray
 
     server = pg_server.start()
     try:
@@ -96,7 +96,7 @@ def main() -> None:
             script.write_text(CELL)
 
             def unreachable_ray():
-                done = subprocess.run([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--ray-address",
+                done = subprocess.run([sys.executable, "-m", "mlsql_ray", "run", str(script), "--ray-address",
                                        f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=300)
                 if done.returncode != 0:
                     raise RuntimeError(done.stderr)

@@ -81,7 +81,7 @@ def write_features(path: Path, rows: int) -> None:
 
 def peak_of_run(script: Path, warehouse: Path, env: dict) -> tuple[int, str]:
     peak_file = warehouse.with_suffix(".peak")
-    done = subprocess.run([sys.executable, "-c", PEAK_OF_CHILD, str(peak_file), sys.executable, "-m", "mlsql_ray.cli",
+    done = subprocess.run([sys.executable, "-c", PEAK_OF_CHILD, str(peak_file), sys.executable, "-m", "mlsql_ray",
                            "run", str(script), "--warehouse", str(warehouse)], capture_output=True, text=True, env=env)
     if done.returncode:
         raise SystemExit(done.stdout + done.stderr)

@@ -81,7 +81,7 @@ def main() -> None:
                 # several writers conflicts (each would write its metadata); one of them is told so
                 session.execute("select -1 as w, -1 as i as t; save overwrite t as delta.`db.shared`;")
             start = time.perf_counter()
-            writers = [subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse",
+            writers = [subprocess.Popen([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse",
                                          warehouse, "--set", f"w={w}"], stdout=subprocess.DEVNULL)
                        for w in range(4)]
             codes = [w.wait() for w in writers]

@@ -29,7 +29,7 @@ from mnist where image[300] > 0 group by label order by label"""
 
 PROBE = """
 import sys
-from mlsql_ray.cli import main
+from mlsql_ray.frontend.cli import main
 code = main(["run", sys.argv[1], "--warehouse", sys.argv[2]])
 heavy = sorted(m for m in ("ray", "tensorflow", "keras", "torch") if m in sys.modules)
 print("HEAVY=" + ",".join(heavy), file=sys.stderr)

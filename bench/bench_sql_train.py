@@ -96,7 +96,7 @@ def main() -> None:
     from mlsql_ray.arrays import matrix
     from mlsql_ray.engine.learning import CatalogTable
     from mlsql_ray.ml import runner
-    from mlsql_ray.raycluster import local_cpus
+    from mlsql_ray.cluster.link import local_cpus
 
     train, test = pq.read_table(TRAIN), pq.read_table(TEST)
     x, y = matrix(train.column("image"), np.float64), train.column("label").to_numpy()
@@ -104,7 +104,7 @@ def main() -> None:
     cpus = local_cpus()
     print(f"MNIST {len(x)} train / {len(tx)} test, RandomForest numTrees={args.trees}, maxDepth {depths}, {cpus} CPUs")
 
-    from mlsql_ray.raycluster import start_local_ray
+    from mlsql_ray.cluster.link import start_local_ray
 
     start_local_ray(num_cpus=cpus, logging_level="ERROR")  # the cluster is up before the timings
     first = first_train_in_a_script(args.trees, depths, not args.no_prestart)

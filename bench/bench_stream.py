@@ -86,7 +86,7 @@ def main() -> None:
         size = arrow_bytes(data)
         script = folder / "job.mlsql"
         script.write_text(SCRIPT.format(path=data))
-        ours, peak = measure([sys.executable, "-m", "mlsql_ray.cli", "run", str(script),
+        ours, peak = measure([sys.executable, "-m", "mlsql_ray", "run", str(script),
                               "--warehouse", str(folder / "warehouse")])
         copy = DUCKDB_COPY.format(query=QUERY.format(table=f"read_parquet('{data}')"), out=folder / "copy.parquet")
         duckdb_seconds, duckdb_peak = measure([sys.executable, "-c", copy])

@@ -207,7 +207,7 @@ def main() -> None:
 
     from mlsql_ray import train
     from mlsql_ray.cells.context import DataServer
-    from mlsql_ray.raycluster import local_cpus, start_local_ray
+    from mlsql_ray.cluster.link import local_cpus, start_local_ray
 
     def fresh_cluster():
         """A just-started local Ray (its idle workers already running), outside any timing: both

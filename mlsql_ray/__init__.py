@@ -17,13 +17,13 @@ def __getattr__(name):
 
 
 def load_ipython_extension(shell) -> None:
-    """``%load_ext mlsql_ray``: the ``%mlsql`` and ``%%mlsql`` magics (see ``mlsql_ray.magic``)."""
-    from .magic import load_ipython_extension as load
+    """``%load_ext mlsql_ray``: the ``%mlsql`` and ``%%mlsql`` magics (see ``mlsql_ray.frontend.magic``)."""
+    from .frontend.magic import load_ipython_extension as load
 
     load(shell)
 
 
 def unload_ipython_extension(shell) -> None:
-    from .magic import unload_ipython_extension as unload
+    from .frontend.magic import unload_ipython_extension as unload
 
     unload(shell)

@@ -2,7 +2,7 @@
 
 Each registered function owns a few Ray actors that load the model once, when it is
 registered; when it goes (``unregister``, or the end of a ``predict``), its actors go to the
-session's warm pool (``mlsql_ray.warm``), TensorFlow still imported, for the next one. DuckDB hands the function whole Arrow vectors; the function cuts them into batches,
+session's warm pool (``mlsql_ray.cluster.warm``), TensorFlow still imported, for the next one. DuckDB hands the function whole Arrow vectors; the function cuts them into batches,
 spreads the batches over its actors and returns one Arrow column: no per-row model loading and
 no per-row Python call.
 """
@@ -15,9 +15,9 @@ from fractions import Fraction
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .cluster.link import remote_error_line, stop_actors
+from .cluster.warm import Shape, WarmActor, WarmPool
 from .errors import MLSQLError
-from .raycluster import remote_error_line, stop_actors
-from .warm import Shape, WarmActor, WarmPool
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}

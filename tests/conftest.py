@@ -108,7 +108,7 @@ def run_cli(tmp_path: Path):
         run's, instead of an embedded Ray started and stopped by every such run)."""
         env = {**os.environ, RAY_ADDRESS_ENV: ray_address} if ray_address else None
         return subprocess.run(
-            [sys.executable, "-m", "mlsql_ray.cli", *args],
+            [sys.executable, "-m", "mlsql_ray", *args],
             cwd=cwd or tmp_path, capture_output=True, text=True, timeout=timeout, env=env,
         )
 
@@ -121,7 +121,7 @@ def ray_runtime():
     find it running and reuse it without owning it (they do not shut it down)."""
     import ray
 
-    from mlsql_ray.raycluster import local_cpus, start_local_ray
+    from mlsql_ray.cluster.link import local_cpus, start_local_ray
 
     start_local_ray(num_cpus=min(2, local_cpus()), log_to_driver=True)
     yield ray
@@ -138,8 +138,8 @@ def ray_address(ray_runtime) -> str:
 
 @pytest.fixture(scope="module")
 def module_pool(ray_runtime):
-    """A warm pool (mlsql_ray.warm) for one test module's runs, released when the module ends."""
-    from mlsql_ray.warm import WarmPool
+    """A warm pool (mlsql_ray.cluster.warm) for one test module's runs, released when the module ends."""
+    from mlsql_ray.cluster.warm import WarmPool
 
     with WarmPool() as pool:
         yield pool

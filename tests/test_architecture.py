@@ -13,8 +13,10 @@ from conftest import ROOT
 
 
 def test_layers_only_look_down():
-    """pyproject.toml's [tool.importlinter] layers: cli/kernel → present → display → engine → predict →
-    train → cells/models → storage/lang/warm → config and the link to Ray → quiet → errors, Ray's internals."""
+    """pyproject.toml's [tool.importlinter] contracts, by folder: kernel → frontend → engine → predict/ml
+    → train → cells/models → storage/lang → config/cluster/progress/arrays → objectstore → errors →
+    masking; inside frontend/ the shells over what they share, inside cluster/ the warm pool over the
+    link to Ray over the log filters over Ray's internals."""
     assert cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
 
 
@@ -61,13 +63,13 @@ def test_no_import_cycles_between_modules():
 
 
 def test_only_ray_internals_imports_rays_private_modules():
-    """Ray's private API is reached through ``mlsql_ray.ray_internals`` alone, whose test
+    """Ray's private API is reached through ``mlsql_ray.cluster.ray_internals`` alone, whose test
     (tests/test_ray_internals.py) says which internal moved when Ray changes."""
     graph = grimp.build_graph("mlsql_ray", "ray", cache_dir=None)
     private = {m for m in graph.modules if m.split(".")[1:2] and m.split(".")[1].startswith("_")}
     users = {(importer, imported) for imported in private
              for importer in graph.find_modules_that_directly_import(imported) if importer.startswith("mlsql_ray")}
-    assert {importer for importer, _ in users} == {"mlsql_ray.ray_internals"}, sorted(users)
+    assert {importer for importer, _ in users} == {"mlsql_ray.cluster.ray_internals"}, sorted(users)
 
 
 def test_nothing_outside_the_session_reaches_into_its_private_attributes():

@@ -42,7 +42,7 @@ import pytest
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine import ets
 from mlsql_ray.engine.ets.base import PEOPLE_DATA
-from mlsql_ray.warm import WarmPool
+from mlsql_ray.cluster.warm import WarmPool
 
 DOCS = Path(__file__).resolve().parent / "fixtures" / "byzer-doc"
 PAGES = [*sorted(DOCS.glob("grammar/*.md")), *sorted(DOCS.glob("ml/eda/*.md")), *sorted(DOCS.glob("extension/et/*.md")),
@@ -589,7 +589,7 @@ def _uses_workers(key: str) -> bool:
 
 @pytest.fixture(scope="module")
 def shared_workers(ray_runtime):
-    """One warm pool (mlsql_ray.warm) for the sessions of the blocks that train or register: each
+    """One warm pool (mlsql_ray.cluster.warm) for the sessions of the blocks that train or register: each
     block still runs in a fresh Session, on actors an earlier block's session handed back (each
     told to forget its run), not on new Ray worker processes that import scikit-learn or
     TensorFlow first — seconds per block, most of such a block's time."""

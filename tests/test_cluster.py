@@ -170,7 +170,7 @@ save overwrite where as delta.`checks.where`;
 
 
 def start_cli(script: Path, warehouse: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse),
+    return subprocess.Popen([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", str(warehouse),
                              *args], cwd=script.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

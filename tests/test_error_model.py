@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import InternalError, MLSQLError, MLSQLSyntaxError, parse
-from mlsql_ray.display import render_html, render_text
+from mlsql_ray.frontend.display import render_html, render_text
 from mlsql_ray.engine import commands
 
 from kernel_helpers import Kernel, checkout_kernelspec

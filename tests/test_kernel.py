@@ -698,7 +698,7 @@ def test_cli_runs_the_quickstart_notebook(run_cli, tmp_path):
 
 def test_the_mnist_notebook_has_the_scripts_cells():
     """notebooks/mnist_distributed.ipynb and the .mlsql that ./demo.sh runs are the same job."""
-    from mlsql_ray.cli import notebook_cells
+    from mlsql_ray.frontend.cli import notebook_cells
     from mlsql_ray.lang import split_cells
 
     notebook = notebook_cells((ROOT / "notebooks" / "mnist_distributed.ipynb").read_text())

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import MNIST_ROUNDS, SAMPLE_MNIST
-from mlsql_ray import MLSQLError, ray_internals, train
+from mlsql_ray import MLSQLError, train
+from mlsql_ray.cluster import ray_internals
 from training_helpers import alive_actors, eventually, mnist_model
 
 TEST_PARQUET = SAMPLE_MNIST / "test.parquet"

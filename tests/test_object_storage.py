@@ -54,7 +54,7 @@ def test_concurrent_appends_to_one_s3_table_all_commit(s3_session, s3_server, tm
     script.write_text("".join(f"select cast(${{writer}} as int) as writer, {i} as i as t{i};\n"
                               f"save append t{i} as delta.`db.shared`;\n" for i in range(1, 6)))
     warehouse = f"s3://{BUCKET}/{s3_session.prefix}"
-    writers = [subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", warehouse,
+    writers = [subprocess.Popen([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", warehouse,
                                  "--set", f"writer={w}"], env=os.environ.copy(), cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for w in range(1, 5)]
     outputs = [(w.communicate(timeout=240)[0], w.returncode) for w in writers]

@@ -1,10 +1,10 @@
 """One presentation layer: the CLI shows what the kernel shows (a load's first rows, a caret
-under a runtime error), because both render ``mlsql_ray.present``'s views."""
+under a runtime error), because both render ``mlsql_ray.frontend.present``'s views."""
 
 from __future__ import annotations
 
 from mlsql_ray.errors import MLSQLError
-from mlsql_ray.present import ProgressPresenter, present_error, present_result
+from mlsql_ray.frontend.present import ProgressPresenter, present_error, present_result
 
 CSV = "id,name\n1,ann\n2,bob\n3,cy\n"
 

@@ -21,7 +21,9 @@ import time
 import pytest
 
 from conftest import SAMPLE_MNIST
-from mlsql_ray import Session, cli, lang, ray_internals
+from mlsql_ray import Session, lang
+from mlsql_ray.frontend import cli
+from mlsql_ray.cluster import ray_internals
 from mlsql_ray.engine import prestart
 from mlsql_ray.errors import MLSQLError
 

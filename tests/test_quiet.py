@@ -37,7 +37,7 @@ def noise_in(text: str) -> list[str]:
 
 def cli(*args: str, cwd: Path = ROOT, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    return subprocess.run([sys.executable, "-m", "mlsql_ray.cli", "run", *args], cwd=cwd, env=env, check=False,
+    return subprocess.run([sys.executable, "-m", "mlsql_ray", "run", *args], cwd=cwd, env=env, check=False,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,4 +1,4 @@
-"""The Ray internals ``mlsql_ray.ray_internals`` relies on still exist and still behave as we use
+"""The Ray internals ``mlsql_ray.cluster.ray_internals`` relies on still exist and still behave as we use
 them. Run this (and ``tests/reliability/test_containment.py``, which checks that the embedded Ray
 listens on 127.0.0.1 only and refuses clients without the user's token) before widening the Ray
 pin in pyproject.toml: a failure here names the internal that moved."""
@@ -12,14 +12,14 @@ import sys
 
 import pytest
 
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 
 from training_helpers import eventually
 
 SINGLE_MACHINE = r"""
 import json
 from ray._private import ray_constants, services
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 
 before = ray_constants.ENABLE_RAY_CLUSTER
 with ray_internals.single_machine_mode():
@@ -88,7 +88,7 @@ FAILED_START = r"""
 import json
 import traceback
 import psutil
-from mlsql_ray.raycluster import start_local_ray
+from mlsql_ray.cluster.link import start_local_ray
 
 # Ray checks the object store size in the node's start_ray_processes, after start_head_processes
 # has started the GCS, the monitors and the reaper: a start that fails there, cheaply and every

@@ -53,7 +53,7 @@ def peak_rss_of_run(script: Path, warehouse: Path, env: dict[str, str] | None = 
     so a small run's peak could be missed and a large run's caught)."""
     peak_file = warehouse.with_suffix(".peak")
     result = subprocess.run([sys.executable, "-c", PEAK_OF_CHILD, str(peak_file),
-                             sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
+                             sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", str(warehouse)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     assert result.returncode == 0, result.stdout.decode()
     return int(peak_file.read_text()) * 1024

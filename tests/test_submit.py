@@ -21,7 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from mlsql_ray import MLSQLError
-from mlsql_ray.submit import check_upload_size
+from mlsql_ray.frontend.submit import check_upload_size
 from test_cluster import free_port, running_head
 
 DASHBOARD_TIMEOUT_S = 90
@@ -57,7 +57,7 @@ def jobs_head(tmp_path_factory) -> str:
 
 def submit(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
     base = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")}
-    return subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "submit", *args], env={**base, **(env or {})},
+    return subprocess.Popen([sys.executable, "-m", "mlsql_ray", "submit", *args], env={**base, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 

@@ -119,7 +119,7 @@ def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_tr
 # -- worker deaths: tiny models, real kills (SIGKILL of the actor's process, or ray.kill) ---------
 
 def workers_started_since(before: set[str]) -> dict[str, dict]:
-    from mlsql_ray import ray_internals
+    from mlsql_ray.cluster import ray_internals
 
     return {i: a for i, a in ray_internals.actor_states().items() if i not in before and "Worker" in a.get("ActorClassName", "")}
 
@@ -134,7 +134,7 @@ def all_dead(before: set[str]) -> int:
 def kill_before_round(ray, target_round: int, worker: int):
     """A progress sink that kills worker ``worker`` with ``ray.kill`` as round ``target_round - 1``
     is reported and waits until Ray reports it dead, so round ``target_round`` is the one to lose it."""
-    from mlsql_ray import ray_internals
+    from mlsql_ray.cluster import ray_internals
 
     actors = []
 
@@ -317,7 +317,7 @@ def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_t
 def test_too_many_workers_for_the_cluster_is_refused_not_a_hang(ray_runtime):
     """Refused up front, from the cluster's resources: no worker actor was ever started to wait for
     CPUs that never come (bench/bench_fail_fast.py times the refusal)."""
-    from mlsql_ray import ray_internals
+    from mlsql_ray.cluster import ray_internals
 
     def workers_ever() -> int:  # alive or dead
         return sum("Worker" in a.get("ActorClassName", "") for a in ray_internals.actor_states().values())

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import MNIST_ROUNDS, ROOT, SAMPLE_MNIST
-from mlsql_ray import ray_internals, train
+from mlsql_ray.cluster import ray_internals
+from mlsql_ray import train
 from mlsql_ray.train.async_ps import ParameterShard, shard_layout
 from training_helpers import (STRAGGLERS, alive_actors, eventually, held_out_accuracy, mnist_model, seeded_mnist_model,
                               tiny_model, tiny_partitions)
@@ -30,7 +31,7 @@ KILLED_RUN = textwrap.dedent("""
     import sys
     import ray
     sys.path.insert(0, {tests!r})
-    from mlsql_ray.raycluster import RayLink
+    from mlsql_ray.cluster.link import RayLink
     RayLink({address!r}).ensure()  # joins the test's loopback-only Ray the way sessions do
     from mlsql_ray import train
     from training_helpers import seeded_mnist_model, servers_from

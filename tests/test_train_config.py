@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 
-from mlsql_ray import progress, ray_internals, train
+from mlsql_ray import progress, train
+from mlsql_ray.cluster import ray_internals
 from mlsql_ray.train.config import TrainConfig
 from mlsql_ray.train.worker import Worker
 from training_helpers import STRAGGLERS, tiny_model, tiny_partitions

@@ -44,7 +44,8 @@ import ray
 from pyjava.api.mlsql import RayContext
 from tensorflow.keras import layers, models, optimizers
 
-from mlsql_ray import ray_internals, train
+from mlsql_ray import train
+from mlsql_ray.cluster import ray_internals
 
 rc = RayContext.connect(globals(), None)
 servers = rc.data_servers()
@@ -94,8 +95,9 @@ import time
 import ray
 from ray.cluster_utils import Cluster
 
-from mlsql_ray import Session, ray_internals
+from mlsql_ray import Session
 from mlsql_ray.cells.partitions import FileRows
+from mlsql_ray.cluster import ray_internals
 
 out, warehouse, training, scoring = sys.argv[1:5]
 

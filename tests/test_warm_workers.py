@@ -1,4 +1,4 @@
-"""Warm workers (mlsql_ray.warm) on the test run's real Ray (2 CPUs): a second run of the same
+"""Warm workers (mlsql_ray.cluster.warm) on the test run's real Ray (2 CPUs): a second run of the same
 shape reuses the first one's actors, each run still builds its own model, and idle actors go on
 close, on interrupt, when another job needs their CPUs, and when found dead. A model function's
 actors (which ask for no CPU, so go only where they are pinned) are reused only on their node."""
@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import ray.cloudpickle
 
-from mlsql_ray import progress, ray_internals, train, warm
+from mlsql_ray import progress, train
+from mlsql_ray.cluster import ray_internals, warm
 from mlsql_ray.models import rows_from_model_file
 from mlsql_ray.predict import Predictor, start_predictors
-from mlsql_ray.raycluster import stop_actors
+from mlsql_ray.cluster.link import stop_actors
 
 from conftest import SAMPLE_MNIST
 from training_helpers import eventually, tiny_partitions

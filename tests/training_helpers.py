@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import ray.cloudpickle
 
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 from mlsql_ray.cells.context import DataServer
 from mlsql_ray.train.async_ps import AsyncWorker
 from mlsql_ray.train.worker import Worker

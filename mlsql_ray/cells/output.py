@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TypeVar
 
-from .. import quiet
+from ..cluster import quiet
 
 T = TypeVar("T")
 BATCH_SECONDS = 0.1  # a batch goes out at least this often while the cell prints

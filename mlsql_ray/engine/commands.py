@@ -14,7 +14,7 @@ import sqlglot
 import sqlglot.errors
 from sqlglot import exp
 
-from .. import quiet
+from ..cluster import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta

@@ -31,9 +31,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .. import warm
+from ..cluster import warm
+from ..cluster.link import stop_actors
 from ..lang import ast
-from ..raycluster import stop_actors
 
 #: the calls that make a Python cell a training one (see the module's docstring)
 TRAINING_CALL = re.compile(r"\btrain\s*\.\s*(?:fit|search)\s*\(|\bsearch\s*\(")
@@ -159,7 +159,7 @@ class Prestart:
 
     def _host_layout(self, cpus: int | None) -> tuple[int, int]:
         """(threads per host, hosts) as ``ml.runner.run_groups`` will ask for them."""
-        from ..raycluster import local_cpus
+        from ..cluster.link import local_cpus
 
         groups = self.needs.group_hosts[0]
         cpus = cpus or local_cpus()

@@ -16,18 +16,18 @@ import duckdb
 import pyarrow as pa
 
 from .. import lang, objectstore
+from ..cluster.link import RayLink
+from ..cluster.warm import WarmPool
 from ..config import resolve as resolve_config
-from ..objectstore import ObjectPath
 from ..errors import InternalError, MLSQLError
-from ..raycluster import RayLink
-from ..warm import WarmPool
 from ..lang import ast
+from ..objectstore import ObjectPath
 from . import partition_ids, spark_functions, statements, timezone, udfs, vectors
-from .datasources import jdbc
 from .catalog import Catalog
-from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
 from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets
+from .connection import SETUP_SQL, define_macros, macro_statements, new_connection
+from .datasources import jdbc
 from .jobs import Jobs
 from .prestart import Prestart
 from .result import Result
@@ -67,7 +67,7 @@ class Session:
         self._macros: set[str] = set()
         self.catalog = Catalog(self.con)
         self.ray_link = RayLink(self.ray_address)  # Ray starts (or is reached) on first need only
-        # training and prediction actors kept for the next run (mlsql_ray.warm); released at close if ours
+        # training and prediction actors kept for the next run (mlsql_ray.cluster.warm); released at close if ours
         self.workers = workers if workers is not None else WarmPool()
         self._owns_workers = workers is None
         self.model_functions = None  # model functions (register), created with the first one

@@ -279,7 +279,7 @@ def inspect(code: str, cursor: int, session=None) -> dict | None:
 
 
 def _table_help(session, table: str) -> dict:
-    from ..display import _short_type
+    from ..frontend.display import _short_type
 
     schema = session.catalog.schema(table)
     listing = session.catalog.listing().to_pylist()

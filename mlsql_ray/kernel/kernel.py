@@ -39,7 +39,7 @@ from ipykernel.kernelbase import Kernel
 
 from .. import __version__, lang
 from ..errors import InterruptedAfterCommit
-from ..interrupts import Interrupts
+from ..frontend.interrupts import Interrupts
 from ..lang import ast
 from . import assist
 
@@ -113,7 +113,8 @@ class MLSQLKernel(Kernel):
 
         def work():
             try:
-                from .. import display, engine  # noqa: F401
+                from .. import engine  # noqa: F401
+                from ..frontend import display  # noqa: F401
 
                 if os.environ.get(RAY_AT_START_ENV) != "0":
                     self.mlsql_session().ray_link.ensure_ahead()  # an error waits for the cell needing Ray
@@ -163,7 +164,7 @@ class MLSQLKernel(Kernel):
         try:
             with interrupts:
                 from .. import progress
-                from ..present import ProgressPresenter
+                from ..frontend.present import ProgressPresenter
 
                 session = self.mlsql_session()
                 interrupts.connection = session.con
@@ -219,13 +220,13 @@ class MLSQLKernel(Kernel):
     def _error_reply(self, parent, exc: Exception, code: str) -> dict:
         """The error as ``present`` describes it: ``line 3, column 7: message``, its other lines,
         the cell's line with a caret; a bug keeps its traceback."""
-        from ..present import present_error
+        from ..frontend.present import present_error
 
         view = present_error(exc, code)
         return self._error(parent, view.name, view.message if view.internal else view.summary(), view.notebook_lines())
 
     def _show(self, result, parent) -> None:
-        from ..present import present_result
+        from ..frontend.present import present_result
 
         view = present_result(result, self.mlsql_session().catalog)
         for warning in view.warnings:

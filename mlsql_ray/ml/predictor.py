@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrays import matrix
+from ..cluster.warm import WarmActor
 from ..errors import MLSQLError
-from ..warm import WarmActor
 from . import metrics as evaluation, registry, serialize
 from .algorithm import CLASSIFIER, TOPICS
 from .store import StoredGroup, byzer_alg_index

@@ -4,7 +4,7 @@ Every group is checked before anything is fitted (unknown parameters and bad val
 user's mistake and stop the statement). The fits then run on Ray actors (``GroupHost``), as many
 as the cluster has CPUs for, each with its share of them as threads; a single group runs in this
 process instead (nothing to ship, and it gets all local CPUs). The hosts go to the session's warm
-pool afterwards (``mlsql_ray.warm``), so the next ``train`` finds scikit-learn imported. A group
+pool afterwards (``mlsql_ray.cluster.warm``), so the next ``train`` finds scikit-learn imported. A group
 whose fit fails is ``fail`` with its error; the others still finish.
 """
 
@@ -19,9 +19,10 @@ from typing import Callable, Protocol
 import numpy as np
 import pyarrow as pa
 
-from .. import progress, warm
+from .. import progress
+from ..cluster import warm
+from ..cluster.link import local_cpus, remote_error_line, stop_actors
 from ..errors import MLSQLError
-from ..raycluster import local_cpus, remote_error_line, stop_actors
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)

@@ -9,11 +9,11 @@ parameter servers (``mode="async"``).
 ``fit``'s keywords are the fields of ``TrainConfig``, documented one by one there.
 
 Inside a session (a ``--%python`` cell, ``train ... as KerasClassifier``) a second ``fit`` of the
-same shape reuses the first one's actors (``mlsql_ray.warm``); from plain Python, run the fits
+same shape reuses the first one's actors (``mlsql_ray.cluster.warm``); from plain Python, run the fits
 inside ``with WarmPool() as pool, pool.active():``.
 """
 
-from ..warm import WarmPool
+from ..cluster.warm import WarmPool
 from .actors import TrainingError
 from .averaging import average
 from .checkpoint import Checkpoints

@@ -6,16 +6,16 @@ lost it runs again; each death counts against ``max_failures``, and one too many
 with a ``TrainingError`` naming the worker, when it died and why. A worker whose own code raises
 is a bug, not bad luck: that ends training at once, with its error. When the ``with`` block is
 left every actor the run used is dead, except, after a run that ended well, the live workers a
-``keep`` callback takes (a warm pool, see ``mlsql_ray.warm``).
+``keep`` callback takes (a warm pool, see ``mlsql_ray.cluster.warm``).
 """
 
 from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from .. import ray_internals
+from ..cluster import ray_internals
+from ..cluster.link import kill_actor, remote_error_line, stop_actors
 from ..errors import MLSQLError
-from ..raycluster import kill_actor, remote_error_line, stop_actors
 
 T = TypeVar("T")
 

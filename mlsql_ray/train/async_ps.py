@@ -18,7 +18,7 @@ counts against ``max_failures`` as in synchronous mode. A parameter shard that d
 replaced, since its part of the weights dies with it: that ends training with a
 ``TrainingError`` naming the shard.
 
-With a warm pool active (``mlsql_ray.warm``), the workers and shards of a run that ended well wait
+With a warm pool active (``mlsql_ray.cluster.warm``), the workers and shards of a run that ended well wait
 in it for the next asynchronous run of the same shape, TensorFlow imported; each run still starts
 from its own model's initial weights.
 """
@@ -29,8 +29,9 @@ import time
 
 import numpy as np
 
-from .. import progress, warm
-from ..raycluster import stop_actors
+from .. import progress
+from ..cluster import warm
+from ..cluster.link import stop_actors
 from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line
 from .result import TrainResult
 from .strategy import Strategy

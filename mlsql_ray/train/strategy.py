@@ -14,8 +14,8 @@ import contextlib
 import functools
 from typing import ClassVar, Iterator, Sequence
 
-from .. import warm
-from ..raycluster import stop_actors
+from ..cluster import warm
+from ..cluster.link import stop_actors
 from .actors import Crew, TrainingError
 from .config import TrainConfig
 from .data import Source

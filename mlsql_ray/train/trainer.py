@@ -12,7 +12,7 @@ worth 1/k of an epoch. A worker that dies, at start-up, in a round or while work
 or saves, is replaced (it reloads its partition from its data server) and that step is retried
 from the last average, up to ``max_failures`` deaths in all (see ``actors.Crew``); no actor
 outlives ``fit``, except the workers of a run that ended well, which go to the warm pool when one
-is active (``mlsql_ray.warm``): the next run of the same shape starts on them at once.
+is active (``mlsql_ray.cluster.warm``): the next run of the same shape starts on them at once.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..warm import WarmActor
+from ..cluster.warm import WarmActor
 from .data import Source, load_xy, source_key
 
 

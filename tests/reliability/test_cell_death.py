@@ -35,7 +35,7 @@ def run_script(tmp_path: Path, text: str, ray_address: str | None = None) -> sub
     script = tmp_path / "cells.mlsql"
     script.write_text(text)
     env = {**os.environ, RAY_ADDRESS_ENV: ray_address} if ray_address else None
-    return subprocess.run([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(tmp_path / "wh")],
+    return subprocess.run([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", str(tmp_path / "wh")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
 
 

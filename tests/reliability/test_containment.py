@@ -35,7 +35,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlsql_ray import MLSQLError, Session, ray_internals
+from mlsql_ray import MLSQLError, Session
+from mlsql_ray.cluster import ray_internals
 from mlsql_ray.storage.streaming_tar import save_rows_as_file
 from tar_helpers import rows_of
 
@@ -358,7 +359,7 @@ def test_include_inside_the_folder_tree_just_works(session, scripts: Path, run_c
 
 CLIENT = r"""
 import sys
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 try:
     ray_internals.gcs_answers(sys.argv[1])
     print("ANSWERED")
@@ -368,7 +369,8 @@ except Exception as error:
 
 HOLDER = r"""
 import json, sys
-from mlsql_ray import Session, ray_internals
+from mlsql_ray import Session
+from mlsql_ray.cluster import ray_internals
 with Session(warehouse=sys.argv[1]) as session:
     ray = session.ray_link.ensure()
     gcs, node_ip = ray_internals.node_addresses()

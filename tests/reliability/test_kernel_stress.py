@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 
 from conftest import SAMPLE_MNIST
 from kernel_helpers import Kernel, checkout_kernelspec
@@ -70,7 +70,7 @@ print(sum(RayContext.to_arrow([s]).num_rows for s in servers))
 """
 REFS_CELL = """--%python
 import gc
-from mlsql_ray import ray_internals
+from mlsql_ray.cluster import ray_internals
 gc.collect()
 print(ray_internals.reference_count())
 """

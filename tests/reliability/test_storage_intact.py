@@ -98,7 +98,7 @@ def start_big_save(tmp_path: Path, big: Path) -> tuple[Path, subprocess.Popen]:
         session.execute("save overwrite small as delta.`keep.big`;")
     script = tmp_path / "save.mlsql"
     script.write_text(f"load parquet.`{big}` as big;\nsave overwrite big as delta.`keep.big`;\n")
-    run = subprocess.Popen([sys.executable, "-m", "mlsql_ray.cli", "run", str(script), "--warehouse", str(warehouse)],
+    run = subprocess.Popen([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", str(warehouse)],
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = run.stdout.readline()
     assert first.startswith("loaded parquet"), first
@@ -217,7 +217,7 @@ def write_then_interrupt(*args, **kwargs):
 
 signal.signal(signal.SIGINT, on_sigint)
 deltalake.write_deltalake = write_then_interrupt
-from mlsql_ray.cli import main
+from mlsql_ray.frontend.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

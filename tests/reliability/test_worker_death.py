@@ -27,7 +27,8 @@ import pytest
 import ray.cloudpickle
 from deltalake import DeltaTable
 
-from mlsql_ray import MLSQLError, progress, ray_internals, train
+from mlsql_ray import MLSQLError, progress, train
+from mlsql_ray.cluster import ray_internals
 from mlsql_ray.models import load_model
 
 from conftest import MNIST_ROUNDS, SAMPLE_MNIST

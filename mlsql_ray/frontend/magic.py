@@ -2,7 +2,7 @@
 
 ``%%mlsql`` runs a cell of MLSQL statements (or one ``--%python`` cell), ``%mlsql`` one
 statement, both in one ``Session`` per kernel. Results show as the ``mlsql`` kernel shows them
-(``mlsql_ray.present``, as HTML and text bundles); training progress updates one display in
+(``mlsql_ray.frontend.present``, as HTML and text bundles); training progress updates one display in
 place; an error names its line and column in the cell and shows it with a caret.
 
 Options (before the statements): ``-o NAME`` puts the last result in the user namespace as a
@@ -23,10 +23,10 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 from traitlets import Unicode
 
-from . import lang, progress
-from .errors import MLSQLError
+from .. import lang, progress
+from ..errors import MLSQLError
+from ..lang import ast
 from .interrupts import Interrupts
-from .lang import ast
 from .present import ProgressPresenter, present_error, present_result
 
 #: the magic's options: name → whether it takes a value
@@ -74,7 +74,7 @@ class MLSQLMagic(Magics):
         if self._session is not None and settings != self._session_settings:
             self.close()
         if self._session is None:
-            from .engine import Session
+            from ..engine import Session
 
             self._session = Session(warehouse=settings[0], ray_address=settings[1])
             self._session_settings = settings

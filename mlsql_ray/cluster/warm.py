@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from . import ray_internals
-from .raycluster import stop_actors
+from .link import stop_actors
 
 #: seconds an idle actor is kept (``$MLSQL_WARM_IDLE_S``; 0 turns pooling off)
 DEFAULT_IDLE_SECONDS = float(os.environ.get("MLSQL_WARM_IDLE_S", "600"))

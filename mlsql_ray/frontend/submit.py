@@ -18,9 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, ray_internals
-from .errors import MLSQLError
-from .raycluster import use_local_token
+from .. import __version__
+from ..cluster import ray_internals
+from ..cluster.link import use_local_token
+from ..errors import MLSQLError
 
 DEFAULT_MAX_UPLOAD_MIB = 100
 INTERRUPTED_EXIT = 130
@@ -78,7 +79,7 @@ def runtime_env(folder: Path, excludes: list[str], pip: list[str] | None, image:
 def entrypoint(script: str, warehouse: str | None, variables: list[tuple[str, str]], verbose: bool) -> str:
     """The shell command the job runs in its working directory: ``mlsql-ray run`` on the cluster
     the job is on (``--ray-address auto``: Ray Jobs sets ``RAY_ADDRESS`` for the driver)."""
-    words = ["python", "-m", "mlsql_ray.cli", "run", script, "--ray-address", "auto", "--project-root", "."]
+    words = ["python", "-m", "mlsql_ray", "run", script, "--ray-address", "auto", "--project-root", "."]
     if warehouse:
         words += ["--warehouse", warehouse]
     for key, value in variables:

@@ -20,8 +20,8 @@ import threading
 import time
 from concurrent.futures import Future
 
+from ..errors import MLSQLError
 from . import ray_internals
-from .errors import MLSQLError
 from .quiet import quiet_ray
 
 CONNECT_TIMEOUT_S = 10

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..errors import InternalError, MLSQLError, MLSQLSyntaxError
+from ..lang import ast
+from ..masking import mask, mask_at
 from .display import render_html, render_text
-from .errors import InternalError, MLSQLError, MLSQLSyntaxError
-from .lang import ast
-from .masking import mask, mask_at
 
 PREVIEW_ROWS = 20
 INTERNAL_HINT = ("This is a bug in mlsql-ray, not in your script; run again with --verbose to see its traceback "

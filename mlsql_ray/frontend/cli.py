@@ -1,7 +1,7 @@
 """``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks
-(``mlsql-ray submit FILE`` sends one to a cluster as a Ray job: ``mlsql_ray.submit``).
+(``mlsql-ray submit FILE`` sends one to a cluster as a Ray job: ``mlsql_ray.frontend.submit``).
 
-What to show comes from ``mlsql_ray.present``, as in the kernel: tables (a ``load``'s first rows
+What to show comes from ``mlsql_ray.frontend.present``, as in the kernel: tables (a ``load``'s first rows
 too) on stdout, warnings and training progress on stderr. Errors print as
 ``FILE:LINE:COL: message`` on stderr, then the line with a caret under the column, with a
 non-zero exit; ``--verbose`` adds the Python traceback. A bug in mlsql-ray (an ``InternalError``)
@@ -16,9 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from . import progress, quiet
+from .. import progress
+from ..cluster import quiet
+from ..errors import MLSQLError
 from . import submit as submit_job
-from .errors import MLSQLError
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
 
@@ -93,8 +94,8 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    from . import lang
-    from .engine import Session
+    from .. import lang
+    from ..engine import Session
     from .present import ProgressPresenter, present_error
 
     path: Path = args.file
@@ -152,7 +153,7 @@ def print_results(session, statements, path: Path) -> None:
 def _traceback_text(exc: BaseException) -> str:
     import traceback
 
-    from .masking import mask
+    from ..masking import mask
 
     return mask("".join(traceback.format_exception(exc)).rstrip("\n"))
 
@@ -179,6 +180,3 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return submit_job.submit(args) if args.command == "submit" else run_file(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
