@@ -248,3 +248,36 @@ def test_paths_with_the_same_options_share_one_filesystem(s3_env):
     table, other_key = resolve(f"s3://{s3.BUCKET}/a/b"), resolve(f"s3://{s3.BUCKET}/c")
     assert table.filesystem() is other_key.filesystem()
     assert resolve(f"s3://{s3.BUCKET}/a", {"fs.s3a.access.key": "other"}).filesystem() is not table.filesystem()
+
+
+def test_tables_on_s3_reach_workers_as_files_to_read(s3_session, ray_runtime):
+    """Issue 26 item 2: a parquet load and a Delta table on S3 become, for a cell's or a train's
+    workers, descriptions of what to read (``FileRows`` of the store's files, the rows a filter
+    keeps counted without reading them here), not rows shipped through Ray's object store. A Ray
+    worker of this run, started without this process's AWS variables, reads its partition from
+    the store itself with the options the description carries."""
+    from mlsql_ray.cells.partitions import FileRows, FragmentRows, plan
+
+    uri = f"s3://{BUCKET}/{s3_session.prefix}/points"
+    s3_session.execute(f"select id, id * 2 as v from (select explode(sequence(0, 99)) as id) s as t;"
+                       f"save overwrite t as parquet.`{uri}`; save overwrite t as delta.`db.points`;"
+                       f"load parquet.`{uri}` as p; select id, v + 1 as w from p where id % 3 = 0 as kept;"
+                       "load delta.`db.points` as d;")
+
+    @ray_runtime.remote
+    def read(partition):
+        import os
+
+        return partition.read().to_pylist(), os.environ.get("AWS_ENDPOINT_URL")
+
+    for name, expected in [("kept", [{"id": i, "w": 2 * i + 1} for i in range(0, 100, 3)]),
+                           ("d", [{"id": i, "v": 2 * i} for i in range(100)])]:
+        plans = plan(s3_session, name, 2)
+        assert [type(p) for p, _ in plans] == [FileRows, FileRows]
+        pieces = [piece for p, _ in plans for piece in p.pieces]
+        assert all(isinstance(piece, FragmentRows) for piece in pieces)
+        assert {getattr(piece.filesystem, "base_fs", piece.filesystem).type_name for piece in pieces} == {"s3"}
+        read_back = ray_runtime.get([read.remote(p) for p, _ in plans])
+        assert [env for _, env in read_back] == [None, None]  # the worker has no AWS variables of its own
+        assert [len(part) for part, _ in read_back] == [n for _, n in plans]
+        assert sorted((row for part, _ in read_back for row in part), key=lambda r: r["id"]) == expected
