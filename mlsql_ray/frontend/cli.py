@@ -1,7 +1,9 @@
-"""``mlsql-ray run FILE``: a thin shell over ``Session`` for batch runs of scripts and notebooks
-(``mlsql-ray submit FILE`` sends one to a cluster as a Ray job: ``mlsql_ray.frontend.submit``).
+"""``mlsql-ray run FILE``: a thin shell over the front-end driver (``mlsql_ray.frontend.driver``) for
+batch runs of scripts and notebooks (``mlsql-ray submit FILE`` sends one to a cluster as a Ray job:
+``mlsql_ray.frontend.submit``).
 
-What to show comes from ``mlsql_ray.frontend.present``, as in the kernel: tables (a ``load``'s first rows
+The driver parses the whole file (every cell of a notebook) before anything runs and hands over
+what to show, as in the kernel; this shell prints it: tables (a ``load``'s first rows
 too) on stdout, warnings and training progress on stderr. Errors print as
 ``FILE:LINE:COL: message`` on stderr, then the line with a caret under the column, with a
 non-zero exit; ``--verbose`` adds the Python traceback. A bug in mlsql-ray (an ``InternalError``)
@@ -16,7 +18,6 @@ import json
 import sys
 from pathlib import Path
 
-from .. import progress
 from ..cluster import quiet
 from ..errors import MLSQLError
 from . import submit as submit_job
@@ -94,9 +95,8 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    from .. import lang
-    from ..engine import Session
-    from .present import ProgressPresenter, present_error
+    """Run the script or notebook; its results on stdout, warnings, progress and errors on stderr."""
+    from . import driver
 
     path: Path = args.file
     try:
@@ -104,35 +104,37 @@ def run_file(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
-    cell = None  # for notebooks, the number of the cell being parsed or run
-    cells = [text]
-    presenter = ProgressPresenter()
     try:
         cells = notebook_cells(text) if path.suffix == ".ipynb" else [text]
-        # Parse everything before running anything: a typo at the end must not leave half a run.
-        units = []
-        for cell, source in enumerate(cells, start=1):
-            units.append(lang.parse(source))
-        quiet.set_verbose(args.verbose)
-        with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
-                Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
-                        allowed_paths=args.allowed_paths, project_root=args.project_root) as session, \
-                progress.reporting_to(lambda kind, fields: _print_progress(presenter(kind, fields))):
-            for cell, statements in enumerate(units, start=1):
-                print_results(session, statements, path)
-    except KeyboardInterrupt as exc:  # its text, if any, says what the interrupt came too late to stop
-        print(f"{path}: {str(exc) or 'interrupted'}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - not a notebook, or a bug shown as one
+        outcome = driver.failed(exc, text, path)
+    else:
+        outcome = driver.Request(cells, path).run(lambda: _session(args), show=lambda view: _print_result(view, path),
+                                                  progress_sink=_print_progress)
+    if outcome.interruption is not None:
+        print(f"{path}: {outcome.interruption.reason or 'interrupted'}", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the user's mistake, or a bug shown as one
-        code = cells[cell - 1] if cell is not None and cell <= len(cells) else text
-        view = present_error(exc, code, path)
-        print(_format_error(path, cell, view), file=sys.stderr)
+    if outcome.error is not None:
+        view = outcome.error
+        print(_format_error(path, outcome.cell, view), file=sys.stderr)
         if view.internal and not args.verbose:
             print(view.hint, file=sys.stderr)
         elif args.verbose:
-            print("\n".join(view.traceback) if view.internal else _traceback_text(exc), file=sys.stderr)
+            print("\n".join(view.traceback) if view.internal else _traceback_text(outcome.exception), file=sys.stderr)
         return INTERNAL_ERROR_EXIT if view.internal else 1
     return 0
+
+
+@contextlib.contextmanager
+def _session(args: argparse.Namespace):
+    """The run's Session, with Ray's and TensorFlow's log lines left out unless ``--verbose``."""
+    from ..engine import Session
+
+    quiet.set_verbose(args.verbose)
+    with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
+            Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
+                    allowed_paths=args.allowed_paths, project_root=args.project_root) as session:
+        yield session
 
 
 def print_results(session, statements, path: Path) -> None:
@@ -141,13 +143,15 @@ def print_results(session, statements, path: Path) -> None:
     previews, so what the CLI does not print is never computed. Every select is printed today, so
     each one's first rows are computed once, right after it ran, and a run-time error in them
     still stops the run at that select."""
-    from .present import present_result
+    from .driver import Request
 
-    for result in session.run(statements, source=path):
-        view = present_result(result, session.catalog)
-        for warning in view.warnings:
-            print(f"{path}: warning: {warning}", file=sys.stderr)
-        print(view.table.text() if view.table is not None else view.message, flush=True)
+    Request(source=path).run_statements(session, statements, show=lambda view: _print_result(view, path))
+
+
+def _print_result(view, path: Path) -> None:
+    for warning in view.warnings:
+        print(f"{path}: warning: {warning}", file=sys.stderr)
+    print(view.table.text() if view.table is not None else view.message, flush=True)
 
 
 def _traceback_text(exc: BaseException) -> str:
@@ -160,9 +164,8 @@ def _traceback_text(exc: BaseException) -> str:
 
 def _print_progress(view) -> None:
     """Training progress as one line per round, or per parameter group, on stderr (no plot here)."""
-    if view is not None:
-        indent = "  " if view.stage != "start" and view.key is None else ""  # a run's rounds under its first line
-        print(f"{indent}{view.text}", file=sys.stderr, flush=True)
+    indent = "  " if view.stage != "start" and view.key is None else ""  # a run's rounds under its first line
+    print(f"{indent}{view.text}", file=sys.stderr, flush=True)
 
 
 def _format_error(path: Path, cell: int | None, view) -> str:

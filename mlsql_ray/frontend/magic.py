@@ -1,9 +1,10 @@
 """``%load_ext mlsql_ray``: MLSQL from an ordinary IPython kernel.
 
 ``%%mlsql`` runs a cell of MLSQL statements (or one ``--%python`` cell), ``%mlsql`` one
-statement, both in one ``Session`` per kernel. Results show as the ``mlsql`` kernel shows them
-(``mlsql_ray.frontend.present``, as HTML and text bundles); training progress updates one display in
-place; an error names its line and column in the cell and shows it with a caret.
+statement, both in one ``Session`` per kernel, run by the front-end driver
+(``mlsql_ray.frontend.driver``) as the ``mlsql`` kernel runs its cells. Results show as the kernel
+shows them (HTML and text bundles); training progress updates one display in place; an error names
+its line and column in the cell and shows it with a caret.
 
 Options (before the statements): ``-o NAME`` puts the last result in the user namespace as a
 pyarrow Table (``--pandas``: a DataFrame); ``--vars`` lets ``${name}`` take the value of the
@@ -23,11 +24,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 from traitlets import Unicode
 
-from .. import lang, progress
 from ..errors import MLSQLError
 from ..lang import ast
-from .interrupts import Interrupts
-from .present import ProgressPresenter, present_error, present_result
+from .present import present_error
 
 #: the magic's options: name → whether it takes a value
 OPTIONS = {"-o": True, "--output": True, "--pandas": False, "--vars": False, "--warehouse": True,
@@ -66,7 +65,7 @@ class MLSQLMagic(Magics):
         super().__init__(shell=shell, **kwargs)
         self._session = None
         self._session_settings = None
-        self._failed: tuple[BaseException, str] | None = None  # the error and the code it is in
+        self._failed = None  # the outcome of the last run, if it failed (its error's view)
 
     def session(self, warehouse: str | None, ray_address: str | None):
         """The kernel's one Session; new if the warehouse or Ray address asked for changed."""
@@ -107,36 +106,26 @@ class MLSQLMagic(Magics):
             print(f"warning: -o {name}: the last statement made no table", file=sys.stderr)
 
     def _run(self, session, code: str):
-        """Run the statements, showing each result; the last result."""
-        last = None
-        presenter = ProgressPresenter()
+        """Run the statements, showing each result; the last result. An error or an interrupt is
+        raised again for IPython, which shows an ``MLSQLError`` through ``show_error``."""
+        from .driver import Request
+
         handle = {}
 
-        def show_progress(kind: str, fields: dict) -> None:
-            view = presenter(kind, fields)
-            if view is None:
-                return
+        def show_progress(view) -> None:
             if view.stage == "start":  # one display per training run, and per parameter group
                 handle[view.key] = display(view.bundle(), raw=True, display_id=True)
             elif view.key in handle:
                 handle[view.key].update(view.bundle(), raw=True)
 
-        self._failed = None
-        interrupts = Interrupts()
-        try:
-            with interrupts, progress.reporting_to(show_progress):
-                interrupts.connection = session.con
-                for result in session.run(lang.parse(code), previews=True):
-                    last = result
-                    self._show(present_result(result, session.catalog))
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            if interrupts.interrupted:  # a DuckDB query cancelled by the interrupt ends as an error
-                raise KeyboardInterrupt from exc
-            self._failed = (exc, code)
-            raise
-        return last
+        outcome = Request([code]).run(lambda: contextlib.nullcontext(session), previews=True, show=self._show,
+                                      progress_sink=show_progress, interruptible=True)
+        self._failed = outcome if outcome.error is not None else None
+        if outcome.interruption is not None and not isinstance(outcome.exception, KeyboardInterrupt):
+            raise KeyboardInterrupt from outcome.exception  # a DuckDB query cancelled by the interrupt
+        if not outcome.ok:
+            raise outcome.exception
+        return outcome.last
 
     @staticmethod
     def _show(view) -> None:
@@ -157,8 +146,8 @@ class MLSQLMagic(Magics):
     def show_error(self, shell, etype, value, tb, tb_offset=None):
         """IPython's handler for MLSQLError: the mlsql kernel's lines (position, the cell's
         line with a caret), not a traceback through this module."""
-        failed_exc, code = self._failed or (None, "")
-        view = present_error(value, code if failed_exc is value else "")
+        failed = self._failed
+        view = failed.error if failed is not None and failed.exception is value else present_error(value, "")
         lines = view.notebook_lines()
         shell._showtraceback(etype, value, lines)
         return lines

@@ -1,8 +1,9 @@
 """``MLSQLKernel``: Jupyter's side of a ``Session``, as thin as the CLI.
 
-A cell (any number of statements, or one ``--%python`` cell) is parsed whole and run by the
-kernel's one ``Session``, exactly as ``Session.execute_iter`` and the CLI do; each result becomes
-Jupyter messages as it comes:
+A cell (any number of statements, or one ``--%python`` cell) is parsed whole and run in the
+kernel's one ``Session`` by the front-end driver (``mlsql_ray.frontend.driver``), as the CLI and the
+``%%mlsql`` magic run theirs; this shell turns what the driver hands it into Jupyter messages as it
+comes:
 
 * a table (select, load, ``!show``/``!desc``/``!delta``, a Python cell's result): ``display_data``
   with ``text/html`` and ``text/plain``;
@@ -29,6 +30,7 @@ it. TensorFlow is imported only when a cell needs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -37,9 +39,7 @@ import uuid
 
 from ipykernel.kernelbase import Kernel
 
-from .. import __version__, lang
-from ..errors import InterruptedAfterCommit
-from ..frontend.interrupts import Interrupts
+from .. import __version__
 from ..lang import ast
 from . import assist
 
@@ -114,7 +114,7 @@ class MLSQLKernel(Kernel):
         def work():
             try:
                 from .. import engine  # noqa: F401
-                from ..frontend import display  # noqa: F401
+                from ..frontend import driver  # noqa: F401
 
                 if os.environ.get(RAY_AT_START_ENV) != "0":
                     self.mlsql_session().ray_link.ensure_ahead()  # an error waits for the cell needing Ray
@@ -158,42 +158,22 @@ class MLSQLKernel(Kernel):
             self._await_worker_output()
 
     def _execute(self, code: str, silent: bool, parent) -> dict:
-        lines: list[int] = []
-        running = 0
-        interrupts = Interrupts()
-        try:
-            with interrupts:
-                from .. import progress
-                from ..frontend.present import ProgressPresenter
+        from ..frontend.driver import Request
 
-                session = self.mlsql_session()
-                interrupts.connection = session.con
-                display = _ProgressDisplay(self, parent, silent, ProgressPresenter())
-                statements = lang.parse(code)  # what Session.execute_iter does, keeping the statements
-                self._cell_uses_ray = uses_ray(statements)
-                lines = [s.line for s in statements]
-                running = 0  # index of the statement running now, for "interrupted at line N"
-                with progress.reporting_to(display):
-                    for result in session.run(statements, previews=not silent):
-                        if result.statement.line in lines:
-                            running = lines.index(result.statement.line) + 1
-                        if not silent:
-                            self._show(result, parent)
-        except KeyboardInterrupt as exc:
-            return self._interrupted_reply(parent, _cell_line(exc) or _line_at(lines, running), exc)
-        except Exception as exc:  # noqa: BLE001 - the kernel must survive anything a cell does
-            if interrupts.interrupted:  # a query cancelled by interrupt() ends as a DuckDB error
-                return self._interrupted_reply(parent, getattr(exc, "line", None) or _line_at(lines, running))
-            return self._error_reply(parent, exc, code)
-        finally:
-            self._interrupted = interrupts.interrupted
+        outcome = Request([code]).run(lambda: contextlib.nullcontext(self.mlsql_session()), previews=not silent,
+                                      show=None if silent else lambda view: self._show(view, parent),
+                                      progress_sink=None if silent else _ProgressDisplay(self, parent),
+                                      interruptible=True)
+        self._cell_uses_ray = uses_ray(outcome.statements)
+        self._interrupted = outcome.interruption is not None
+        if outcome.interruption is not None:
+            evalue = outcome.interruption.text()
+            return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
+        if outcome.error is not None:  # ``line 3, column 7: message``, its other lines, the caret; a bug's traceback
+            view = outcome.error
+            return self._error(parent, view.name, view.message if view.internal else view.summary(),
+                               view.notebook_lines())
         return self._ok()
-
-    def _interrupted_reply(self, parent, line: int | None, exc: BaseException | None = None) -> dict:
-        evalue = f"interrupted at line {line}" if line else "interrupted"
-        if isinstance(exc, InterruptedAfterCommit):  # too late to stop a save: say what it committed
-            evalue += f", after {exc.table} was committed as version {exc.version}"
-        return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
 
     def _await_worker_output(self) -> None:
         """Ray forwards what its workers print some 50-100 ms late: give it that time after a
@@ -217,18 +197,7 @@ class MLSQLKernel(Kernel):
                           parent, ident=self._topic("error"))
         return {"status": "error", "execution_count": self.execution_count, **content}
 
-    def _error_reply(self, parent, exc: Exception, code: str) -> dict:
-        """The error as ``present`` describes it: ``line 3, column 7: message``, its other lines,
-        the cell's line with a caret; a bug keeps its traceback."""
-        from ..frontend.present import present_error
-
-        view = present_error(exc, code)
-        return self._error(parent, view.name, view.message if view.internal else view.summary(), view.notebook_lines())
-
-    def _show(self, result, parent) -> None:
-        from ..frontend.present import present_result
-
-        view = present_result(result, self.mlsql_session().catalog)
+    def _show(self, view, parent) -> None:
         for warning in view.warnings:
             self._stream(parent, "stderr", f"warning: {warning}\n")
         if view.table is None:
@@ -291,39 +260,19 @@ def uses_ray(statements: list[ast.Statement]) -> bool:
     return any(isinstance(s, _RAY_STATEMENTS) for s in statements)
 
 
-def _line_at(lines: list[int], index: int) -> int | None:
-    return lines[index] if 0 <= index < len(lines) else None
-
-
-def _cell_line(exc: BaseException) -> int | None:
-    """The line of the Python cell that was running when an interrupt came, if any."""
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.startswith("<mlsql cell"):
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
 # -- live training progress -------------------------------------------------------------------------
 
 class _ProgressDisplay:
-    """A ``progress`` sink: one display per training run, updated in place, ending with a plot."""
+    """A progress sink: one display per training run, updated in place, ending with a plot."""
 
-    def __init__(self, kernel: MLSQLKernel, parent, silent: bool, presenter):
+    def __init__(self, kernel: MLSQLKernel, parent):
         self.kernel = kernel
         self.parent = parent
-        self.silent = silent
-        self.presenter = presenter
         self.display_ids: dict[int | None, str] = {}  # a training run's display (None), each parameter group's
 
-    def __call__(self, kind: str, fields: dict) -> None:
-        if self.silent:
-            return
+    def __call__(self, view) -> None:
         try:
-            view = self.presenter(kind, fields)
-            if view is None or (view.stage != "start" and view.key not in self.display_ids):
+            if view.stage != "start" and view.key not in self.display_ids:
                 return
             if view.stage == "start":
                 self.display_ids[view.key] = uuid.uuid4().hex
