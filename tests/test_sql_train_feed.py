@@ -9,6 +9,8 @@ workers (``warm_workers``) shared by the statements."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -98,3 +100,62 @@ def test_bad_tables_are_errors_before_any_worker_starts(session, statement, mess
     session.execute(statement.replace("nolabel", "t"))
     with pytest.raises(MLSQLError, match=message.replace("(", r"\(").replace(")", r"\)")):
         session.execute(TRAIN.format(table="t"))
+
+
+RANDOM_FOREST = ('train kept as RandomForest.`db.rf` where featuresCol="features" and numTrees="5" '
+                 'and evaluateTable="held" {groups} as rf;')
+GROUPS = 'and `fitParam.0.maxDepth`="2" and `fitParam.1.maxDepth`="4"'
+
+
+def host_reads(pool) -> list[tuple]:
+    """(plan, rows) of each partition plan the pool's idle GroupHosts read in their own process."""
+    import ray
+
+    def held(actor):
+        from mlsql_ray.cells import partitions
+        from mlsql_ray.ml.runner import GroupHost
+
+        return [(plan, table.num_rows) for plan, table in partitions._read_cache.items()] if isinstance(actor, GroupHost) else []
+
+    return [read for reads in ray.get([a.__ray_call__.remote(held) for a in pool.idle_actors()]) for read in reads]
+
+
+def metrics(session) -> list[str]:
+    return [r["value"] for r in session.table("rf").to_pylist() if r["name"] == "metrics"]
+
+
+def test_groups_on_hosts_read_their_rows_there(session, warm_workers, points):
+    """Several groups of an algorithm fitted from arrays (RandomForest) run on GroupHosts, and each
+    host reads the table and the evaluateTable from their files itself (FileRows in its read
+    cache); the driver reads no rows. Each group fitted alone in this process, which reads the
+    rows here, gives the same metrics."""
+    from mlsql_ray.cells import partitions
+
+    session.execute("select features, label from raw where id % 8 != 7 as kept;")
+    session.execute("select features, label from raw where id % 8 = 7 as held;")
+    session.execute(RANDOM_FOREST.format(groups=GROUPS))
+    rows = {r["name"]: r["value"] for r in session.table("rf").to_pylist()}
+    assert rows["status"] == "success", rows["message"]
+    on_hosts = metrics(session)
+    reads = host_reads(warm_workers)
+    assert reads and all(type(plan) is FileRows and plan.pieces[0].files == (str(points),) for plan, _ in reads)
+    assert {n for _, n in reads} == {ROWS - ROWS // 8, ROWS // 8}  # the training rows and the held-out ones
+    assert not [plan for plan in partitions._read_cache if isinstance(plan, FileRows)]
+    alone = []
+    for depth in (2, 4):
+        session.execute(RANDOM_FOREST.format(groups=f'and maxDepth="{depth}"'))
+        alone += metrics(session)
+    assert on_hosts == alone and len(set(on_hosts)) == 2
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("select features, case when id = 100 then null else label end as label from raw as kept;",
+     "label column 'label' of kept has nulls"),
+    ("select case when id = 100 then [0.5] else features end as features, label from raw as kept;",
+     "the list rows have different lengths"),  # found by the host that reads the rows
+])
+def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, message):
+    session.execute(statement)
+    session.execute("select features, label from raw as held;")
+    with pytest.raises(MLSQLError, match=re.escape(message)):
+        session.execute(RANDOM_FOREST.format(groups=GROUPS))
