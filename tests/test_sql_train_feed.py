@@ -2,7 +2,8 @@
 worker gets a description of its partition (the files and row range to read, or where the
 batches of a computed table are in Ray's object store) and reads it itself; the driver never
 holds the training rows. Shown from what the warm workers hold after the statement: the key of
-the partition they read (what they were given) and its rows.
+the partition they read (what they were given) and its rows. Several groups of a scikit-learn
+algorithm are fitted on GroupHosts, which likewise read the table themselves.
 
 Tiny generated data (two separable classes labelled 2 and 5), a tiny network, the module's warm
 workers (``warm_workers``) shared by the statements."""
@@ -148,14 +149,22 @@ def test_groups_on_hosts_read_their_rows_there(session, warm_workers, points):
     assert on_hosts == alone and len(set(on_hosts)) == 2
 
 
-@pytest.mark.parametrize("statement, message", [
-    ("select features, case when id = 100 then null else label end as label from raw as kept;",
+ALS_GROUPS = ('train kept as ALSInPlace.`db.als` where userCol="u" and itemCol="i" and ratingCol="label" '
+              'and evaluateTable="held" and `fitParam.0.rank`="2" and `fitParam.1.rank`="3" as als;')
+
+
+@pytest.mark.parametrize("statement, train, message", [
+    ("select features, case when id = 100 then null else label end as label from raw as kept;", RANDOM_FOREST,
      "label column 'label' of kept has nulls"),
-    ("select case when id = 100 then [0.5] else features end as features, label from raw as kept;",
+    ("select id % 5 as u, case when id = 150 then 1.5 else id % 7 end as i, label from raw as kept;", ALS_GROUPS,
+     "id column 'i' (itemCol) of kept must hold whole numbers"),
+    ("select case when id = 100 then [0.5] else features end as features, label from raw as kept;", RANDOM_FOREST,
      "the list rows have different lengths"),  # found by the host that reads the rows
 ])
-def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, message):
+def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, train, message):
+    """The driver finds a null label or a bad ALS id past the first row by SQL, before any host
+    starts; what only reading every row finds stops the statement from the host."""
     session.execute(statement)
-    session.execute("select features, label from raw as held;")
+    session.execute("select * from kept as held;")
     with pytest.raises(MLSQLError, match=re.escape(message)):
-        session.execute(RANDOM_FOREST.format(groups=GROUPS))
+        session.execute(train.format(groups=GROUPS))

@@ -78,9 +78,10 @@ class Dataset:
 @dataclass
 class Described:
     """A table the driver does not read, for an algorithm whose workers read their own partitions
-    (``Algorithm.reads_partitions``): its size and labels, found by the engine's SQL, and
-    ``servers(count)``, its partitions as data servers (``cells.partitions``: what to read, or
-    where its batches are in Ray's object store) that ``train.fit`` hands to its workers."""
+    (``Algorithm.reads_partitions``) or for groups fitted on GroupHosts: its size and labels, found
+    by the engine's SQL, and ``servers(count)``, its partitions as data servers (``cells.partitions``:
+    what to read, or where its batches are in Ray's object store) that ``train.fit`` hands to its
+    workers, or that a host reads whole (``HostRows``)."""
 
     name: str
     rows: int
@@ -106,8 +107,9 @@ class HostRows:
 
 
 class TrainTable(Protocol):
-    """The table a train statement reads, as the engine offers it: whole, for algorithms fitted
-    from arrays, or described, for those that read their partitions on their workers."""
+    """The table a train statement reads, as the engine offers it: whole, for groups fitted from
+    arrays in this process, or described, for GroupHosts and for algorithms whose workers read
+    their own partitions."""
 
     name: str
 
