@@ -131,7 +131,7 @@ def main() -> None:
         print(f"one group (maxDepth {depths[-1]}): direct {one_direct:6.2f} s, SQL in this process {one_sql:6.2f} s "
               f"({one_sql / one_direct:.2f}x direct)")
         plans = runner.plan("RandomForest", {"featuresCol": "image", "numTrees": str(args.trees), "maxDepth": str(depths[-1])})
-        data = runner.datasets(plans, CatalogTable(session, "train"), session.table("test"), "test")
+        data = runner.datasets(plans, CatalogTable(session, "train"), CatalogTable(session, "test"), in_process=False)
         start = time.perf_counter()
         runner.run_groups(plans, data, session.ray_link, in_process=False)
         print(f"one group on a Ray actor (fit only):            {time.perf_counter() - start:6.2f} s")

@@ -2,12 +2,15 @@
 worker gets a description of its partition (the files and row range to read, or where the
 batches of a computed table are in Ray's object store) and reads it itself; the driver never
 holds the training rows. Shown from what the warm workers hold after the statement: the key of
-the partition they read (what they were given) and its rows.
+the partition they read (what they were given) and its rows. Several groups of a scikit-learn
+algorithm are fitted on GroupHosts, which likewise read the table themselves.
 
 Tiny generated data (two separable classes labelled 2 and 5), a tiny network, the module's warm
 workers (``warm_workers``) shared by the statements."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -98,3 +101,70 @@ def test_bad_tables_are_errors_before_any_worker_starts(session, statement, mess
     session.execute(statement.replace("nolabel", "t"))
     with pytest.raises(MLSQLError, match=message.replace("(", r"\(").replace(")", r"\)")):
         session.execute(TRAIN.format(table="t"))
+
+
+RANDOM_FOREST = ('train kept as RandomForest.`db.rf` where featuresCol="features" and numTrees="5" '
+                 'and evaluateTable="held" {groups} as rf;')
+GROUPS = 'and `fitParam.0.maxDepth`="2" and `fitParam.1.maxDepth`="4"'
+
+
+def host_reads(pool) -> list[tuple]:
+    """(plan, rows) of each partition plan the pool's idle GroupHosts read in their own process."""
+    import ray
+
+    def held(actor):
+        from mlsql_ray.cells import partitions
+        from mlsql_ray.ml.runner import GroupHost
+
+        return [(plan, table.num_rows) for plan, table in partitions._read_cache.items()] if isinstance(actor, GroupHost) else []
+
+    return [read for reads in ray.get([a.__ray_call__.remote(held) for a in pool.idle_actors()]) for read in reads]
+
+
+def metrics(session) -> list[str]:
+    return [r["value"] for r in session.table("rf").to_pylist() if r["name"] == "metrics"]
+
+
+def test_groups_on_hosts_read_their_rows_there(session, warm_workers, points):
+    """Several groups of an algorithm fitted from arrays (RandomForest) run on GroupHosts, and each
+    host reads the table and the evaluateTable from their files itself (FileRows in its read
+    cache); the driver reads no rows. Each group fitted alone in this process, which reads the
+    rows here, gives the same metrics."""
+    from mlsql_ray.cells import partitions
+
+    session.execute("select features, label from raw where id % 8 != 7 as kept;")
+    session.execute("select features, label from raw where id % 8 = 7 as held;")
+    session.execute(RANDOM_FOREST.format(groups=GROUPS))
+    rows = {r["name"]: r["value"] for r in session.table("rf").to_pylist()}
+    assert rows["status"] == "success", rows["message"]
+    on_hosts = metrics(session)
+    reads = host_reads(warm_workers)
+    assert reads and all(type(plan) is FileRows and plan.pieces[0].files == (str(points),) for plan, _ in reads)
+    assert {n for _, n in reads} == {ROWS - ROWS // 8, ROWS // 8}  # the training rows and the held-out ones
+    assert not [plan for plan in partitions._read_cache if isinstance(plan, FileRows)]
+    alone = []
+    for depth in (2, 4):
+        session.execute(RANDOM_FOREST.format(groups=f'and maxDepth="{depth}"'))
+        alone += metrics(session)
+    assert on_hosts == alone and len(set(on_hosts)) == 2
+
+
+ALS_GROUPS = ('train kept as ALSInPlace.`db.als` where userCol="u" and itemCol="i" and ratingCol="label" '
+              'and evaluateTable="held" and `fitParam.0.rank`="2" and `fitParam.1.rank`="3" as als;')
+
+
+@pytest.mark.parametrize("statement, train, message", [
+    ("select features, case when id = 100 then null else label end as label from raw as kept;", RANDOM_FOREST,
+     "label column 'label' of kept has nulls"),
+    ("select id % 5 as u, case when id = 150 then 1.5 else id % 7 end as i, label from raw as kept;", ALS_GROUPS,
+     "id column 'i' (itemCol) of kept must hold whole numbers"),
+    ("select case when id = 100 then [0.5] else features end as features, label from raw as kept;", RANDOM_FOREST,
+     "the list rows have different lengths"),  # found by the host that reads the rows
+])
+def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, train, message):
+    """The driver finds a null label or a bad ALS id past the first row by SQL, before any host
+    starts; what only reading every row finds stops the statement from the host."""
+    session.execute(statement)
+    session.execute("select * from kept as held;")
+    with pytest.raises(MLSQLError, match=re.escape(message)):
+        session.execute(train.format(groups=GROUPS))

@@ -43,8 +43,10 @@ def train(session, s: ast.Train) -> Result:
     options = dict(s.options)
     plans = runner.plan(s.format, options)
     evaluate_name = options.get("evaluateTable")
-    evaluate = session.catalog.arrow(evaluate_name) if evaluate_name else None
-    data = runner.datasets(plans, CatalogTable(session, s.table), evaluate, evaluate_name)
+    if evaluate_name and evaluate_name not in session.catalog:
+        session.catalog.relation(evaluate_name)  # raises: no table of that name
+    evaluate = CatalogTable(session, evaluate_name) if evaluate_name else None
+    data = runner.datasets(plans, CatalogTable(session, s.table), evaluate)
     with session.workers.active():
         groups = runner.run_groups(plans, data, session.ray_link)
     if all(g.status == "fail" for g in groups):
@@ -66,8 +68,9 @@ def train(session, s: ast.Train) -> Result:
 
 class CatalogTable:
     """The table a train statement reads (``runner.TrainTable``): whole from the catalog, or
-    described by DuckDB (row count, distinct labels) and split into data servers as a cell's
-    input is (``cells.runner.partition``), without its rows coming into this process."""
+    described by DuckDB (row count, distinct labels, the first row a column check rejects) and
+    split into data servers as a cell's input is (``cells.runner.partition``), without its rows
+    coming into this process."""
 
     def __init__(self, session, name: str):
         self.session, self.name = session, name
@@ -89,6 +92,14 @@ class CatalogTable:
         distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({quoted(label)} AS DOUBLE) AS v "
                                                  "FROM _train_rows ORDER BY v").to_arrow_table()
         return rows, distinct.column("v").to_numpy()
+
+    def first_invalid(self, column: str, ids: bool = False) -> pa.Table:
+        value = quoted(column)
+        invalid = f"{value} IS NULL"
+        if ids:
+            number = f"TRY_CAST({value} AS DOUBLE)"
+            invalid += f" OR {number} <> floor({number}) OR abs({number}) > 2147483647"
+        return self.session.catalog.relation(self.name).filter(invalid).limit(1).to_arrow_table()
 
     def servers(self, count: int) -> list:
         from ..cells.runner import partition

@@ -1,6 +1,7 @@
 """A train statement's columns as numpy, each checked: the features (numbers or lists of
-numbers), the label, ALS's ids. Read in the driver for algorithms fitted from arrays, and on each
-worker for those that read their own partitions (``algs.keras_classifier.LabelledRows``)."""
+numbers), the label, ALS's ids. Read where the rows are read: in the driver for a group fitted
+there, on the GroupHost that fits a group (``runner.HostRows``), and on each worker of an algorithm
+that reads its own partitions (``algs.keras_classifier.LabelledRows``)."""
 
 from __future__ import annotations
 

@@ -6,6 +6,13 @@ as the cluster has CPUs for, each with its share of them as threads; a single gr
 process instead (nothing to ship, and it gets all local CPUs). The hosts go to the session's warm
 pool afterwards (``mlsql_ray.cluster.warm``), so the next ``train`` finds scikit-learn imported. A group
 whose fit fails is ``fail`` with its error; the others still finish.
+
+Where the rows are read: a group fitted in this process reads the table (and the evaluateTable)
+here. Groups fitted on GroupHosts, or by an algorithm whose workers read their own partitions
+(``Algorithm.reads_partitions``), get the table described (``Described``): checked from its first
+row and SQL counts, and sent as data servers (``cells.partitions``: the files and rows to read,
+or where a computed table's batches are in Ray's object store) that each host reads where it
+runs (``HostRows``); the driver never holds the training rows.
 """
 
 from __future__ import annotations
@@ -71,9 +78,10 @@ class Dataset:
 @dataclass
 class Described:
     """A table the driver does not read, for an algorithm whose workers read their own partitions
-    (``Algorithm.reads_partitions``): its size and labels, found by the engine's SQL, and
-    ``servers(count)``, its partitions as data servers (``cells.partitions``: what to read, or
-    where its batches are in Ray's object store) that ``train.fit`` hands to its workers."""
+    (``Algorithm.reads_partitions``) or for groups fitted on GroupHosts: its size and labels, found
+    by the engine's SQL, and ``servers(count)``, its partitions as data servers (``cells.partitions``:
+    what to read, or where its batches are in Ray's object store) that ``train.fit`` hands to its
+    workers, or that a host reads whole (``HostRows``)."""
 
     name: str
     rows: int
@@ -85,9 +93,23 @@ class Described:
         return self.distinct
 
 
+@dataclass(frozen=True)
+class HostRows:
+    """A described table as a GroupHost is sent it: data servers (``cells.context.DataServer``)
+    that the host reads where it runs, then makes into a ``Dataset`` as the driver would."""
+
+    name: str  # as errors call it
+    servers: tuple
+
+    def dataset(self, alg: Algorithm, columns: dict) -> Dataset:
+        tables = [server.read() for server in self.servers]
+        return dataset(alg, columns, pa.concat_tables(tables) if len(tables) > 1 else tables[0], self.name)
+
+
 class TrainTable(Protocol):
-    """The table a train statement reads, as the engine offers it: whole, for algorithms fitted
-    from arrays, or described, for those that read their partitions on their workers."""
+    """The table a train statement reads, as the engine offers it: whole, for groups fitted from
+    arrays in this process, or described, for GroupHosts and for algorithms whose workers read
+    their own partitions."""
 
     name: str
 
@@ -99,6 +121,10 @@ class TrainTable(Protocol):
 
     def summary(self, label: str | None) -> tuple[int, np.ndarray | None]:
         """(rows, the distinct values of ``label`` as float64, sorted, nulls included as NaN)."""
+
+    def first_invalid(self, column: str, ids: bool = False) -> pa.Table:
+        """The first row whose ``column`` is null (``ids``: or not a whole number in Spark's
+        Integer range), none when every row is fine: what ``columns`` would reject, found by SQL."""
 
     def servers(self, count: int) -> list:
         """The table's rows as at most ``count`` data servers."""
@@ -154,42 +180,58 @@ def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Datase
     return Dataset(x, y)
 
 
-def described(alg: Algorithm, columns: dict, table: TrainTable) -> Described:
+def described(alg: Algorithm, columns: dict, table: TrainTable, what: str | None = None) -> Described:
     """A group's data as a description: its first row checked as ``dataset`` checks every row,
-    its size and labels counted by SQL; the rows stay where they are until workers read them."""
+    its size, labels and the rows ``columns`` would reject found by SQL; the rows stay where they
+    are until workers (or GroupHosts) read them. ``what``: the table as errors call it."""
+    what = what or table.name
     head = table.head()
-    width = features_of(head, columns["featuresCol"], table.name).shape[1]
+    if alg.id_params:
+        for param in alg.id_params:
+            ids_of(head, columns[param], what, param)
+            ids_of(table.first_invalid(columns[param], ids=True), columns[param], what, param)
+        width = len(alg.id_params)
+    else:
+        width = features_of(head, columns["featuresCol"], what).shape[1]
     label = columns.get(alg.label_param) if alg.kind in SUPERVISED else None
     if label is not None:
-        labels_of(head, label, table.name, alg.label_param)
-    rows, distinct = table.summary(label)
-    if distinct is not None and np.isnan(distinct).any():
-        raise MLSQLError(f"label column {label!r} of {table.name} has nulls; fill or filter them first")
+        labels_of(head, label, what, alg.label_param)
+        labels_of(table.first_invalid(label), label, what, alg.label_param)  # raises on nulls
+    rows, distinct = table.summary(label if alg.kind == CLASSIFIER else None)
     if rows and not width:  # an empty list in the first row: workers would read no features
-        raise MLSQLError(f"features column {columns['featuresCol']!r} of {table.name} holds empty lists")
-    return Described(table.name, rows, width, distinct, table.servers)
+        raise MLSQLError(f"features column {columns['featuresCol']!r} of {what} holds empty lists")
+    return Described(what, rows, width, distinct, table.servers)
 
 
-def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: pa.Table | None,
-             evaluate_name: str | None) -> dict[tuple, tuple[Dataset | Described, Dataset | None]]:
+def fitted_here(plans: list[GroupPlan], in_process: bool | None = None) -> bool:
+    """Whether ``run_groups`` fits the groups in this process (one group, or ``in_process``)
+    rather than on GroupHosts, which read the rows themselves."""
+    return len(plans) == 1 if in_process is None else in_process
+
+
+def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | None,
+             in_process: bool | None = None) -> dict[tuple, tuple[Dataset | Described, Dataset | Described | None]]:
     """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked.
-    The table is read into this process only for algorithms fitted from arrays."""
+    Groups fitted on GroupHosts get both tables described, for the hosts to read; a fit in this
+    process (``fitted_here``, or an ``Algorithm.in_process`` one) reads them here, except the
+    training rows of an algorithm whose workers read their own partitions."""
     out = {}
     name = table.name
+    here = fitted_here(plans, in_process)
     for p in plans:
         if p.inputs in out:
             continue
         alg = registry.get(p.alg)
-        if alg.reads_partitions:
-            train = described(alg, p.columns, table)
-        else:
-            train = dataset(alg, p.columns, table.arrow(), name)
+        on_hosts = not here and not alg.in_process
+        train = (described(alg, p.columns, table) if alg.reads_partitions or on_hosts
+                 else dataset(alg, p.columns, table.arrow(), name))
         check = None
         if evaluate is not None:
-            check = dataset(alg, p.columns, evaluate, f"evaluateTable {evaluate_name}")
-            if check.width != train.width:
-                raise MLSQLError(f"evaluateTable {evaluate_name} has {check.width} features per row, "
-                                 f"{name} has {train.width}")
+            what = f"evaluateTable {evaluate.name}"
+            check = (described(alg, p.columns, evaluate, what) if on_hosts
+                     else dataset(alg, p.columns, evaluate.arrow(), what))
+        if check is not None and check.width != train.width:
+            raise MLSQLError(f"evaluateTable {evaluate.name} has {check.width} features per row, {name} has {train.width}")
         if train.rows == 0:
             raise MLSQLError(f"{name} has no rows to train on")
         out[p.inputs] = (train, check)
@@ -201,11 +243,25 @@ def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: pa.Table | Non
     return out
 
 
-def fit_group(group: GroupPlan, train: Dataset | Described, check: Dataset | None, threads: int) -> StoredGroup:
-    """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason."""
+def shipped(alg: Algorithm, data: Dataset | Described | None) -> Dataset | Described | HostRows | None:
+    """A group's data as its fit takes it: a description of a table for an algorithm fitted from
+    arrays becomes the whole table as data servers (``HostRows``) for the host to read."""
+    if isinstance(data, Described) and not alg.reads_partitions:
+        return HostRows(data.name, tuple(data.servers(1)))
+    return data
+
+
+def fit_group(group: GroupPlan, train: Dataset | Described | HostRows, check: Dataset | HostRows | None,
+              threads: int) -> StoredGroup:
+    """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason. Rows
+    sent as ``HostRows`` are read first, here: a bad row there is the statement's error."""
     from threadpoolctl import threadpool_limits
 
     alg = registry.get(group.alg)
+    if isinstance(train, HostRows):
+        train = train.dataset(alg, group.columns)
+    if isinstance(check, HostRows):
+        check = check.dataset(alg, group.columns)
     started = time.time()
     metadata = {"algorithm": alg.name, "implementation": alg.implementation, "library": alg.library,
                 "kind": alg.kind, "algIndex": group.index, "params": group.params, "given": group.given,
@@ -277,13 +333,15 @@ def _stamp(seconds: float) -> str:
 def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None) -> list[StoredGroup]:
     """Fit every group: one in this process, several as Ray tasks sized to the cluster
     (``in_process`` overrides the choice; bench/bench_sql_train.py measures both)."""
-    if len(plans) == 1 if in_process is None else in_process:
+    if fitted_here(plans, in_process):
         if any(registry.get(p.alg).in_process for p in plans):
             ray_link.ensure()  # their fit starts Ray actors
         done = []
         for p in plans:
             _report_start(p, len(plans))
-            done.append(_report_end(fit_group(p, *data[p.inputs], local_cpus()), len(plans)))
+            alg = registry.get(p.alg)
+            train, check = (shipped(alg, d) for d in data[p.inputs])
+            done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
         return done
     local = [p for p in plans if registry.get(p.alg).in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
@@ -293,7 +351,10 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     ray = ray_link.ensure()
     cpus = ray_link.cpus()
     threads = max(1, cpus // min(len(plans), cpus))
-    refs = {key: (ray.put(data[key][0]), ray.put(data[key][1])) for key in {p.inputs for p in plans}}
+    refs = {}
+    for p in plans:
+        if p.inputs not in refs:
+            refs[p.inputs] = tuple(ray.put(shipped(registry.get(p.alg), d)) for d in data[p.inputs])
     with warm.released_on_interrupt(warm.current()), _Hosts(ray, min(len(plans), max(1, cpus // threads)), threads) as hosts:
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
@@ -314,7 +375,8 @@ class GroupHost(warm.WarmActor):
             if alg.library == "skops":
                 import skops.io  # noqa: F401 - what dumps will import
 
-    def fit(self, group: GroupPlan, train: Dataset, check: Dataset | None, threads: int) -> StoredGroup:
+    def fit(self, group: GroupPlan, train: Dataset | HostRows, check: Dataset | HostRows | None,
+            threads: int) -> StoredGroup:
         return fit_group(group, train, check, min(threads, local_cpus()))
 
 
@@ -370,6 +432,8 @@ def _fit_on_hosts(ray, hosts: _Hosts, plans: list[GroupPlan], refs: dict, thread
             hosts.busy.remove(host)
             hosts.idle.append(host)
         except Exception as exc:  # noqa: BLE001 - a host that died: that group fails, not the others
+            if isinstance(getattr(exc, "cause", None), MLSQLError):  # a bad row the host read
+                raise MLSQLError(exc.cause.message) from None
             group = StoredGroup(p.index, p.alg, "fail", {"algorithm": p.alg, "algIndex": p.index, **p.columns,
                                                          "columns": list(p.columns),
                                                          "reason": remote_error_line(exc), "metrics": {}})
