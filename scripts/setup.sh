@@ -17,8 +17,23 @@ stamp="$VENV/.mlsql-ray-installed"
 want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "==> installing mlsql-ray and its dependencies into $VENV (first time: a few minutes)"
-  "$VENV/bin/python" -m pip install --quiet --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
+  # uv installs the same versions as pip (it is given pip's constraint file and find-links) in a
+  # quarter of the time: downloads and unpacking in parallel. pip is the fallback.
+  uv_options=(--quiet --compile-bytecode --python "$VENV/bin/python")
+  while IFS='=' read -r key value; do  # lines like global.constraint='/etc/xdg/pip/constraints.txt'
+    value="${value#\'}"; value="${value%\'}"
+    case "${key#*.}" in
+      constraint|find-links) for one in $value; do uv_options+=("--${key#*.}" "$one"); done ;;
+    esac
+  done < <("$VENV/bin/python" -m pip config list 2>/dev/null || true)
+  if "$VENV/bin/python" -m pip install --quiet uv && "$VENV/bin/uv" pip install "${uv_options[@]}" -e "$ROOT[dev]"; then
+    :
+  else
+    echo "==> uv could not install; installing with pip" >&2
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]"
+  fi
+  unset uv_options key value one
   echo "$want" > "$stamp"
 fi
 # An editable install carries no wheel data: register the Jupyter kernel `mlsql` in the venv here,

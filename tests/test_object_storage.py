@@ -250,6 +250,36 @@ def test_paths_with_the_same_options_share_one_filesystem(s3_env):
     assert resolve(f"s3://{s3.BUCKET}/a", {"fs.s3a.access.key": "other"}).filesystem() is not table.filesystem()
 
 
+def test_a_parquet_file_replaced_on_s3_is_read_anew_not_from_a_workers_cache(s3_session, s3_server, ray_runtime):
+    """A parquet file on S3 that another tool overwrites under the same name with as many rows:
+    the next run's plan differs (the file's size and Last-Modified are in it), so a process that
+    read the old plan (a warm worker's read cache) reads the new rows; a plan made before the
+    file changed is refused rather than read half old, half new."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mlsql_ray.cells.partitions import plan
+
+    key = f"{s3_session.prefix}/replaced.parquet"
+
+    def run(values: list[str]) -> list:
+        body = io.BytesIO()
+        pq.write_table(pa.table({"v": values}), body)
+        s3_server.client().put_object(Bucket=BUCKET, Key=key, Body=body.getvalue())
+        s3_session.execute(f"load parquet.`s3://{BUCKET}/{key}` as p;")
+        return plan(s3_session, "p", 1)
+
+    [(first, _)] = run(["a", "b", "c"])
+    assert first.read().column("v").to_pylist() == ["a", "b", "c"]
+    [(second, _)] = run(["a new a", "a new b", "a new c"])  # as many rows, the same schema
+    assert second != first
+    assert second.read().column("v").to_pylist() == ["a new a", "a new b", "a new c"]
+    with pytest.raises(MLSQLError, match=r"the input file .*/replaced\.parquet changed while the cell read it"):
+        first.count()  # read past the cache
+
+
 def test_tables_on_s3_reach_workers_as_files_to_read(s3_session, ray_runtime):
     """Issue 26 item 2: a parquet load and a Delta table on S3 become, for a cell's or a train's
     workers, descriptions of what to read (``FileRows`` of the store's files, the rows a filter

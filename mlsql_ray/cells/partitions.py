@@ -74,10 +74,15 @@ class ParquetRows:
 
 @dataclass(frozen=True)
 class FragmentRows:
-    """Rows ``[start, stop)`` of one Delta data file (a pyarrow fragment), or (``start`` None)
-    some fragments whole, as the session's pyarrow dataset gives them to DuckDB."""
+    """Rows ``[start, stop)`` of one data file (a pyarrow fragment: a Delta table's file, or a
+    parquet file on an object store), or (``start`` None) some fragments whole, as the session's
+    pyarrow dataset gives them to DuckDB. ``stamps``: (size, mtime) of each file when planned, so
+    that a file replaced under the same name is a new plan (a warm worker's cache misses) and one
+    replaced while the cell reads it is an error. An object store's mtime is its Last-Modified,
+    to the second: pyarrow's file infos carry no ETag."""
 
     fragments: tuple
+    stamps: tuple[tuple[int, int], ...]
     schema: pa.Schema
     format: Any
     filesystem: Any
@@ -85,7 +90,7 @@ class FragmentRows:
     stop: int | None = None
 
     def __hash__(self) -> int:
-        return hash((tuple(f.path for f in self.fragments), self.start, self.stop))
+        return hash((tuple(f.path for f in self.fragments), self.stamps, self.start, self.stop))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, FragmentRows) and hash(self) == hash(other) and self.schema.equals(other.schema)
@@ -93,10 +98,24 @@ class FragmentRows:
     def define(self, con, name: str) -> None:
         import pyarrow.dataset as ds
 
+        from ..errors import MLSQLError
+
+        paths = [f.path for f in self.fragments]
+        for path, stamp, now in zip(paths, self.stamps, _stamps(self.filesystem, paths)):
+            if now != stamp:
+                raise MLSQLError(f"the input file {path} changed while the cell read it")
         dataset = ds.FileSystemDataset(list(self.fragments), self.schema, self.format, self.filesystem)
         if self.start is not None:
             dataset = _rows_between(dataset.to_batches(), self.schema, self.start, self.stop)
         con.register(name, dataset)
+
+
+def _stamps(filesystem, paths: list[str]) -> list[tuple[int, int] | None]:
+    """(size, mtime in ns) of each file, None for one that is gone: one listing call for all."""
+    from pyarrow import fs
+
+    return [(info.size, info.mtime_ns) if info.type == fs.FileType.File else None
+            for info in filesystem.get_file_info(paths)]
 
 
 def _rows_between(batches, schema: pa.Schema, start: int, stop: int) -> pa.Table:
@@ -303,8 +322,10 @@ def _file_sources(session, entry) -> list[tuple[Any, int]] | None:
 
     if isinstance(entry.data, ds.FileSystemDataset) and isinstance(entry.data.format, ds.ParquetFileFormat):
         dataset = entry.data
-        return [(FragmentRows((f,), dataset.schema, dataset.format, dataset.filesystem), f.metadata.num_rows)
-                for f in dataset.get_fragments()]
+        fragments = list(dataset.get_fragments())
+        stamps = _stamps(dataset.filesystem, [f.path for f in fragments])
+        return [(FragmentRows((f,), (stamp,), dataset.schema, dataset.format, dataset.filesystem), f.metadata.num_rows)
+                for f, stamp in zip(fragments, stamps)]
     return None
 
 
@@ -353,7 +374,7 @@ def _merged(piece, source):
 
     if isinstance(piece, ParquetRows):
         return replace(piece, files=piece.files + source.files, stamps=piece.stamps + source.stamps)
-    return replace(piece, fragments=piece.fragments + source.fragments)
+    return replace(piece, fragments=piece.fragments + source.fragments, stamps=piece.stamps + source.stamps)
 
 
 def _ranged(source, start: int, stop: int):
