@@ -1,0 +1,81 @@
+"""The SQL the engine writes itself (an ET's queries, a view, a save, a probe) is built as sqlglot
+trees (``lang.sql_build``): a table or column whose name holds a quote, a backtick, a space or a
+keyword goes through every statement that names it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlsql_ray import Session
+
+Q = "'''"
+TABLE = 'a"b c'  # a double quote and a space
+ODD = ["select", "my col", 'a"b']  # a keyword, a space, a double quote
+
+
+@pytest.fixture(scope="module")
+def odd(tmp_path_factory):
+    """One session for the module, with the table `a"b c`: columns `select` (int), `my col`
+    (string), `a"b` (JSON text)."""
+    with Session(warehouse=tmp_path_factory.mktemp("warehouse")) as session:
+        session.execute(f"""select 1 as `select`, 'x1' as `my col`, '{{"select": "s", "my key": 1}}' as `a"b`
+            union all select 2, 'Yz', '{{"select": "t"}}'
+            union all select 2, 'Yz', null as `{TABLE}`;""")
+        yield session
+
+
+def test_profiler_explain_of_a_table_named_with_a_backtick():
+    with Session() as session:
+        session.execute("select 1 as x as `a``b`;")
+        [plan] = session.execute("!profiler explain `a``b`;")
+    assert plan.table.num_rows == 1 and "a`b" in session.catalog
+
+
+def test_data_summary_of_odd_names(odd):
+    [result] = odd.execute(f"run `{TABLE}` as DataSummary.`` as summary;")
+    rows = {r["columnName"]: r for r in result.table.to_pylist()}
+    assert list(rows) == ODD
+    assert rows["select"]["max"] == "2.0" and rows["select"]["nonNullCount"] == "3"
+    assert rows["my col"]["dataLength"] == "2" and rows["my col"]["mode"] == "Yz"
+    assert rows['a"b']["nullValueRatio"] == pytest.approx(1 / 3)
+
+
+def test_descriptive_metrics_and_patterns_of_odd_names(odd):
+    [counts] = odd.execute(f"run `{TABLE}` as DescriptiveMetrics.`` as d;")
+    assert dict(zip(*counts.table.to_pydict().values())) == {
+        "select": '[{"1":1},{"2":2}]', "my col": '[{"Yz":2},{"x1":1}]',
+        'a"b': '[{"":1},{"{\\"select\\": \\"s\\", \\"my key\\": 1}":1},{"{\\"select\\": \\"t\\"}":1}]'}
+    [patterns] = odd.execute(f"run `{TABLE}` as PatternDistribution.`` as p;")
+    by_column = {name: json.loads(text) for name, text in zip(*patterns.table.to_pydict().values())}
+    assert set(by_column) == {"my col", 'a"b'}
+    assert [p["pattern"] for p in json.loads(by_column["my col"]["colPatternDistribution"])] == ["Aa", "a9"]
+
+
+def test_transpose_of_odd_names(odd):
+    [pivot] = odd.execute(f"run `{TABLE}` as DataTranspose.`` where method='pivot' and indexCols='my col' "
+                          "and inputCol='select' and aggCol='select' as pivoted;")
+    assert pivot.table.column_names == ["my col", "1", "2"]
+    assert pivot.table.to_pylist() == [{"my col": "Yz", "1": None, "2": 4}, {"my col": "x1", "1": 1, "2": None}]
+    [unpivot] = odd.execute("run pivoted as DataTranspose.`` where method='unpivot' and indexCols='my col' "
+                            "and unPivotCols='1,2' and mergedCol='from' and aggCol='group' as back;")
+    assert unpivot.table.to_pylist() == [{"my col": "Yz", "from": "1", "group": None}, {"my col": "Yz", "from": "2", "group": 4},
+                                         {"my col": "x1", "from": "1", "group": 1}, {"my col": "x1", "from": "2", "group": None}]
+
+
+def test_json_expand_of_an_odd_column_with_odd_keys(odd):
+    [expanded] = odd.execute(f"run `{TABLE}` as JsonExpandExt.`` where inputCol='a\"b' as expanded;")
+    assert expanded.table.column_names == ["my col", "my key", "select"]  # the key `select` replaces the column
+    assert expanded.table.column("my key").to_pylist() == ["1", None, None]
+    assert expanded.table.column("select").to_pylist() == ["s", "t", None]
+
+
+def test_tree_and_rate_sampler_over_odd_columns(odd):
+    odd.execute("select 1 as `my col`, 0 as `select` union all select 2, 1 as `t t`;")
+    [tree] = odd.execute("run `t t` as TreeBuildExt.`` where idCol='my col' and parentIdCol='select' "
+                         "and treeType='nodeTreePerRow' as trees;")
+    assert {r["id"]: r["children"] for r in tree.table.to_pylist()} == {"1": ["2"], "2": []}
+    [sampled] = odd.execute("run `t t` as RateSampler.`` where labelCol='select' and sampleRate='1.0,0.0' as s;")
+    assert sampled.table.column_names == ["my col", "select", "__split__"]
+    assert sampled.table.column("__split__").to_pylist() == [0, 0]
