@@ -11,7 +11,7 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["column", "select_all", "shaped", "table"]
+__all__ = ["column", "drop_view", "select_all", "shaped", "table"]
 
 
 def table(name: str) -> exp.Table:
@@ -27,6 +27,11 @@ def column(name: str, table_name: str | None = None) -> exp.Column:
 def select_all(name: str) -> exp.Select:
     """``SELECT * FROM "name"``."""
     return exp.select(exp.Star()).from_(table(name))
+
+
+def drop_view(name: str) -> str:
+    """``DROP VIEW IF EXISTS "name"`` as DuckDB SQL."""
+    return exp.Drop(tables=[table(name)], kind="VIEW", exists=True).sql("duckdb")
 
 
 @lru_cache(maxsize=None)
