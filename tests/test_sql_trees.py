@@ -79,3 +79,27 @@ def test_tree_and_rate_sampler_over_odd_columns(odd):
     [sampled] = odd.execute("run `t t` as RateSampler.`` where labelCol='select' and sampleRate='1.0,0.0' as s;")
     assert sampled.table.column_names == ["my col", "select", "__split__"]
     assert sampled.table.column("__split__").to_pylist() == [0, 0]
+
+
+def test_a_table_with_an_odd_name_is_read_redefined_and_read_again(odd):
+    """The catalog's view of a table (``SELECT *``, ``DROP VIEW``) by its quoted name."""
+    odd.execute("select 1 as `from` as `x\"y z`; select `from` + 1 as `my col` from `x\"y z` as `select`;")
+    assert odd.table("select").to_pylist() == [{"my col": 2}]
+    odd.execute("select 'again' as `my col` as `x\"y z`;")  # redefined: DuckDB's old view of it is dropped
+    assert odd.execute("select * from `x\"y z` as seen;")[0].table.to_pylist() == [{"my col": "again"}]
+    [ids] = odd.execute(f"!profiler sql '''select spark_partition_id() as p, count(*) as n from `{TABLE}` group by 1''';")
+    assert ids.table.to_pylist() == [{"p": 0, "n": 3}]
+
+
+def test_saves_and_reads_through_odd_names_and_paths(odd, tmp_path):
+    """A CSV save of a table with an odd name, partitioned by an odd column; text and CSV (with
+    inferSchema, which asks DuckDB's sniffer) read from a folder whose path holds a quote."""
+    folder = tmp_path / "it's here"
+    odd.execute(f"save overwrite `{TABLE}` as csv.`{folder / 'parts'}` where header=\"true\" partitionBy `my col`;")
+    assert sorted(p.name for p in (folder / "parts").iterdir()) == ["my%20col=Yz", "my%20col=x1"]  # DuckDB escapes the space
+    (folder / "lines.txt").write_text("one\r\ntwo\n")
+    [text] = odd.execute(f"load text.`{folder / 'lines.txt'}` as lines;")
+    assert text.table.column("value").to_pylist() == ["one", "two"]
+    (folder / "typed.csv").write_text("select,my col\n1,2024-01-03\n")
+    odd.execute(f"load csv.`{folder / 'typed.csv'}` where header=\"true\" and inferSchema=\"true\" as typed;")
+    assert [str(f.type) for f in odd.catalog.schema("typed")] == ["int32", "date32[day]"]
