@@ -98,8 +98,8 @@ def test_saves_and_reads_through_odd_names_and_paths(odd, tmp_path):
     odd.execute(f"save overwrite `{TABLE}` as csv.`{folder / 'parts'}` where header=\"true\" partitionBy `my col`;")
     assert sorted(p.name for p in (folder / "parts").iterdir()) == ["my%20col=Yz", "my%20col=x1"]  # DuckDB escapes the space
     (folder / "lines.txt").write_text("one\r\ntwo\n")
-    [text] = odd.execute(f"load text.`{folder / 'lines.txt'}` as lines;")
-    assert text.table.column("value").to_pylist() == ["one", "two"]
+    odd.execute(f"load text.`{folder / 'lines.txt'}` as lines;")
+    assert odd.table("lines").column("value").to_pylist() == ["one", "two"]
     (folder / "typed.csv").write_text("select,my col\n1,2024-01-03\n")
     odd.execute(f"load csv.`{folder / 'typed.csv'}` where header=\"true\" and inferSchema=\"true\" as typed;")
     assert [str(f.type) for f in odd.catalog.schema("typed")] == ["int32", "date32[day]"]
