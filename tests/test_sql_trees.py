@@ -102,4 +102,4 @@ def test_saves_and_reads_through_odd_names_and_paths(odd, tmp_path):
     assert odd.table("lines").column("value").to_pylist() == ["one", "two"]
     (folder / "typed.csv").write_text("select,my col\n1,2024-01-03\n")
     odd.execute(f"load csv.`{folder / 'typed.csv'}` where header=\"true\" and inferSchema=\"true\" as typed;")
-    assert [str(f.type) for f in odd.catalog.schema("typed")] == ["int32", "date32[day]"]
+    assert [str(f.type) for f in odd.catalog.schema("typed")] == ["int64", "date32[day]"]
