@@ -5,10 +5,15 @@ keyword goes through every statement that names it."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 
+import duckdb
 import pytest
 
-from mlsql_ray import Session
+from mlsql_ray import MLSQLError, Session
+from mlsql_ray.engine.sql import duckdb_message
 
 Q = "'''"
 TABLE = 'a"b c'  # a double quote and a space
@@ -103,3 +108,44 @@ def test_saves_and_reads_through_odd_names_and_paths(odd, tmp_path):
     (folder / "typed.csv").write_text("select,my col\n1,2024-01-03\n")
     odd.execute(f"load csv.`{folder / 'typed.csv'}` where header=\"true\" and inferSchema=\"true\" as typed;")
     assert [str(f.type) for f in odd.catalog.schema("typed")] == ["int64", "date32[day]"]
+
+
+# -- errors by type -----------------------------------------------------------------------------
+
+LONG = "select count(*) from range(1000000000000) a, range(10) b"  # never ends before it is stopped
+
+
+def test_duckdb_tells_an_interrupt_by_class_and_a_sigint_only_by_text():
+    """What Session._run_statement relies on: DuckDB's ``con.interrupt()`` (from another thread,
+    as ``!kill`` and the front ends' interrupt watcher call it) ends the query with
+    ``duckdb.InterruptException``; a SIGINT (Ctrl-C) arriving during a query ends it with a bare
+    ``RuntimeError("Query interrupted")``, no class of its own, so the engine matches its text.
+    Should DuckDB give it a class, this fails and the match can go. (tests/test_driver.py checks
+    that a SIGINT during a statement's query is reported as an interrupt at its line.)"""
+    con = duckdb.connect()
+    for stop, expected in ((con.interrupt, duckdb.InterruptException),
+                           (lambda: os.kill(os.getpid(), signal.SIGINT), RuntimeError)):
+        stopper = threading.Timer(0.5, stop)
+        stopper.start()
+        with pytest.raises(expected) as raised:
+            con.sql(LONG).fetchall()
+        stopper.join()
+    assert type(raised.value) is RuntimeError and str(raised.value) == "Query interrupted"
+
+
+def test_a_missing_table_is_told_by_duckdbs_catalog_error(odd):
+    with pytest.raises(MLSQLError) as raised:
+        odd.execute("select * from nowhere as t;")
+    assert raised.value.message.startswith("table nowhere is not defined (load it or select ... as it first; defined: ")
+
+
+def test_a_message_of_another_class_is_not_taken_for_what_it_reads_like():
+    """An error whose text reads like DuckDB's catalog or binder error, raised as another class
+    (e.g. by a Python function a query calls), is shown as it is."""
+    assert duckdb_message(duckdb.InvalidInputException("Invalid Input Error: Table with name x does not exist!"),
+                          []) == "Table with name x does not exist!"
+    assert duckdb_message(duckdb.CatalogException("Catalog Error: Table with name x does not exist!"),
+                          ["t"]).startswith("table x is not defined")
+    unnest = "Binder Error: UNNEST() can only be applied to lists, structs and NULL, not MAP(INTEGER, INTEGER)"
+    assert duckdb_message(duckdb.BinderException(unnest), []).startswith("explode/posexplode of this map is not supported")
+    assert duckdb_message(duckdb.ConversionException(unnest), []) == unnest.removeprefix("Binder Error: ")
