@@ -25,7 +25,7 @@ def duckdb_message(exc: BaseException, tables: list[str]) -> str:
     told by DuckDB's exception class; what it names (the table, the line, the reason) only by its
     text: DuckDB's exceptions carry no fields."""
     text = str(exc).strip()
-    csv_error = _csv_error(text) if _is(exc, duckdb.InvalidInputException) else None
+    csv_error = _csv_error(text)  # by its text: DuckDB raises a CSV error as one of several classes
     if csv_error is not None:
         return csv_error
     first = text.splitlines()[0] if text else type(exc).__name__
