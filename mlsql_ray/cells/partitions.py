@@ -34,7 +34,9 @@ _read_cache: OrderedDict[Any, pa.Table] = OrderedDict()
 
 
 def _quoted(name: str) -> str:
-    """A DuckDB identifier (sqlglot is not imported where partitions are read: it costs workers time)."""
+    """A DuckDB identifier. The SQL of a partition's read is written as text, with names and paths
+    quoted here and in ``_string``, not as sqlglot trees: partitions are read in Ray workers, where
+    importing sqlglot would cost each fresh worker about 0.15-0.2 s."""
     return '"' + name.replace('"', '""') + '"'
 
 

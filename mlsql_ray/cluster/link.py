@@ -156,7 +156,7 @@ def _start_local_ray(attempts: int, **options):
             try:
                 with _loopback_only(), ray_internals.minimal_dashboard_agent():
                     return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
-            except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this: only its text tells
                 ray_internals.stop_failed_start(exc)
                 if "timed out during startup" not in str(exc) or attempt == attempts:
                     raise

@@ -25,6 +25,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from ..lang import sql_build
 from ..ml import vectors as ml_vectors
 from .result import PREVIEW_ROWS
 
@@ -219,11 +220,13 @@ class Catalog:
         """Make ``entry`` visible to DuckDB as ``as_name`` (a view: the tables it reads first)."""
         if entry.sql is not None:
             self.ensure(entry.reads)
+            # only the name is a tree here: the query is DuckDB SQL that translate() generated from one
+            # already, and parsing it again to nest it would cost a parse per select defined
             self.con.execute(f"CREATE OR REPLACE TEMP VIEW {quoted(as_name)} AS {entry.sql}")
         elif isinstance(entry.data, duckdb.DuckDBPyRelation):
             entry.data.to_view(as_name, replace=True)
         else:
-            self.con.execute(f"DROP VIEW IF EXISTS {quoted(as_name)}")  # a view the entry was before
+            self.con.execute(sql_build.drop_view(as_name))  # a view the entry was before
             self.con.register(as_name, entry.data)
         if as_name == entry.name:
             entry.registered = True
@@ -232,7 +235,7 @@ class Catalog:
         """Drop DuckDB's view of a name about to be redefined, so no query sees stale data."""
         entry = self._entries.get(name.lower()) or self._retired.get(name.lower())
         if entry is not None and entry.registered:
-            self.con.execute(f"DROP VIEW IF EXISTS {quoted(entry.name)}")
+            self.con.execute(sql_build.drop_view(entry.name))
             entry.registered = False
 
     # -- snapshot meaning of views ----------------------------------------------------------------
@@ -294,7 +297,7 @@ class Catalog:
             raise MLSQLError(f"table {name} is not defined (defined: {known})")
         self.ensure([name])
         entry = self._entries[name.lower()]
-        return entry.bound if entry.bound is not None else self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
+        return entry.bound if entry.bound is not None else self.con.sql(sql_build.select_all(entry.name).sql("duckdb"))
 
     def _rows(self, name: str) -> duckdb.DuckDBPyRelation:
         """The named table to read (not to name in SQL): a select's bound query as it is, without
@@ -356,7 +359,7 @@ class Catalog:
         if isinstance(getattr(entry.data, "schema", None), pa.Schema):  # an Arrow table or dataset: no data read
             return self.con.from_arrow(entry.data.schema.empty_table())
         self.ensure([entry.name])
-        return self.con.sql(f"SELECT * FROM {quoted(entry.name)}")
+        return self.con.sql(sql_build.select_all(entry.name).sql("duckdb"))
 
     def schema(self, name: str) -> pa.Schema:
         return self.relation(name).limit(0).to_arrow_table().schema

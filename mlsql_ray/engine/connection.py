@@ -29,7 +29,7 @@ def new_connection() -> duckdb.DuckDBPyConnection:
     # DuckDB draws its progress bar on stdout for queries over 2 s: only a person at a terminal
     # wants it (in a batch run's log or pipe, and in a notebook, it is noise)
     try:
-        con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")
+        con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")  # fixed text, no input
     except duckdb.InvalidInputException:
         pass  # inside Jupyter DuckDB refuses any change of it without ipywidgets; its default there is no bar
     spark_text.register(con)
@@ -49,7 +49,9 @@ def _on_a_terminal() -> bool:
 
 
 _MACRO_NAME = re.compile(r"\b((?:spark|byzer|vec)_\w+)\s*\(", re.IGNORECASE)
-# every Spark, Byzer and vector macro: defining all of them when a connection opened took 100-180 ms
+# every Spark, Byzer and vector macro: defining all of them when a connection opened took 100-180 ms.
+# Literal DDL, not trees: the definitions are our own fixed text, and sqlglot's reading of a macro
+# body could change it (lambdas, DuckDB-only functions)
 ON_DEMAND_SQL: dict[str, str] = {
     **{name: f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()},
     **{name: f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()},

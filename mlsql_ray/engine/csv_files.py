@@ -138,14 +138,16 @@ def _blank_lines_before_the_header(path: str) -> int:
 def _sniffed_types(con: duckdb.DuckDBPyConnection, path: str, spelled: Dialect, width: int) -> tuple[list[str], dict]:
     """inferSchema: the types DuckDB's sniffer finds for the first ``width`` columns, and the date
     and timestamp formats it found, which the reader needs once detection is off."""
-    arguments = ", ".join([
-        exp.Literal.string(path).sql("duckdb"), f"header := {str(spelled.header).lower()}", "null_padding := true",
-        "strict_mode := false",  # no skip: given, the sniffer fails on ragged files; it finds leading blank lines itself
-        *(f"{name} := {exp.Literal.string(value).sql('duckdb')}"
-          for name, value in (("delim", spelled.sep), ("quote", spelled.quote), ("escape", spelled.escape))),
-    ])
+    options = {
+        "header": exp.Boolean(this=bool(spelled.header)), "null_padding": exp.true(),
+        "strict_mode": exp.false(),  # no skip: given, the sniffer fails on ragged files; it finds leading blank lines itself
+        **{name: exp.Literal.string(value) for name, value in
+           (("delim", spelled.sep), ("quote", spelled.quote), ("escape", spelled.escape))},
+    }
+    sniff = exp.Anonymous(this="sniff_csv", expressions=[
+        exp.Literal.string(path), *(exp.PropertyEQ(this=exp.to_identifier(k), expression=v) for k, v in options.items())])
     [(columns, date_format, timestamp_format)] = con.sql(
-        f"SELECT Columns, DateFormat, TimestampFormat FROM sniff_csv({arguments})").fetchall()
+        exp.select("Columns", "DateFormat", "TimestampFormat").from_(sniff).sql("duckdb")).fetchall()
     types = [column["type"] for column in columns[:width]] + ["VARCHAR"] * (width - len(columns))
     formats = {}
     # the sniffer says %Y-%m-%d for a date it read by DuckDB's lenient ISO cast: given back, that

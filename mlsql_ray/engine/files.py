@@ -16,6 +16,7 @@ import duckdb
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from ..lang import sql_build
 from .sql import duckdb_message
 
 _LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes
@@ -99,10 +100,12 @@ def read_text(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[st
     """One row per line, as Spark's text source reads (Byzer's ``file``, ``value``): lines end at
     ``\\n``, ``\\r\\n`` or ``\\r``, the last line's end makes no empty row, an empty file has no rows.
     DuckDB refuses a file that is not UTF-8, naming it."""
-    listed = ", ".join(exp.Literal.string(f).sql("duckdb") for f in files)
-    return con.sql(f"SELECT filename AS file, unnest(CASE WHEN content = '' THEN []::VARCHAR[] ELSE "
-                   f"regexp_split_to_array(regexp_replace(content, '{_LINE_END}$', ''), '{_LINE_END}') END) AS value "
-                   f"FROM read_text([{listed}])")
+    query = sql_build.shaped(
+        "SELECT filename AS file, unnest(CASE WHEN content = '' THEN []::VARCHAR[] ELSE "
+        "regexp_split_to_array(regexp_replace(content, $last_end, ''), $line_end) END) AS value FROM read_text($files)",
+        last_end=exp.Literal.string(_LINE_END + "$"), line_end=exp.Literal.string(_LINE_END),
+        files=exp.Array(expressions=[exp.Literal.string(f) for f in files]))
+    return con.sql(query.sql("duckdb"))
 
 
 def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode: str,
@@ -116,25 +119,24 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
         # A save is a folder of part files; swapping one in would drop the file's rows.
         raise MLSQLError(f"cannot append to {path}: it is a single file, not a folder of part files; "
                          "save to a folder, or load it and save overwrite the union")
-    copy_options = [f"FORMAT {fmt}"]
+    copy_options = {"FORMAT": exp.var(fmt)}
     if fmt == "csv":
-        copy_options.append(f"HEADER {str(truthy(options.get('header'), False)).lower()}")
-        separator = options.get("sep", options.get("delimiter", ","))
-        copy_options.append(f"DELIMITER {exp.Literal.string(separator).sql('duckdb')}")
+        copy_options["HEADER"] = exp.Boolean(this=truthy(options.get("header"), False))
+        copy_options["DELIMITER"] = exp.Literal.string(options.get("sep", options.get("delimiter", ",")))
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         staging.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise MLSQLError(f"cannot save as {fmt} to {path}: {exc.strerror}") from exc
-    source = exp.to_identifier(view, quoted=True).sql("duckdb")
     if partition_by:
-        cols = ", ".join(exp.to_identifier(c, quoted=True).sql("duckdb") for c in partition_by)
-        copy_options += [f"PARTITION_BY ({cols})", "FILENAME_PATTERN 'part-{uuid}'"]
+        copy_options["PARTITION_BY"] = exp.Tuple(expressions=[sql_build.column(c) for c in partition_by])
+        copy_options["FILENAME_PATTERN"] = exp.Literal.string("part-{uuid}")
         target = staging
     else:
         staging.mkdir()
         target = staging / f"part-{uuid.uuid4()}{_EXTENSIONS[fmt]}"
-    sql = f"COPY (SELECT * FROM {source}) TO {exp.Literal.string(str(target)).sql('duckdb')} ({', '.join(copy_options)})"
+    sql = exp.Copy(this=sql_build.select_all(view).subquery(), kind=False, files=[exp.Literal.string(str(target))],
+                   params=[exp.CopyParameter(this=exp.var(k), expression=v) for k, v in copy_options.items()]).sql("duckdb")
     try:
         rows = con.execute(sql).fetchone()[0]
         _publish(staging, path, append=mode == "append")

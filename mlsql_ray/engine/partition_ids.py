@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .catalog import quoted
+from ..lang import sql_build
 
 FUNCTION = "spark_partition_id"
 COLUMN = "__spark_partition_id"
@@ -60,10 +60,11 @@ def _partitioned_source(session, select: exp.Select | None, helpers: list[str]) 
         ids = np.repeat(np.arange(len(parts), dtype=np.int32), parts)
         session.con.register(helper, session.catalog.arrow(name).append_column(COLUMN, pa.array(ids)))
         helpers.append(helper)
-        inner = f"SELECT * FROM {quoted(helper)}"
+        inner = sql_build.select_all(helper)
     else:
-        inner = f"SELECT *, CAST(0 AS INT) AS {quoted(COLUMN)} FROM {quoted(name)}"
-    source.replace(exp.Subquery(this=sqlglot.parse_one(inner, read="duckdb"),
+        inner = exp.select(exp.Star(), exp.cast(exp.Literal.number(0), exp.DataType.build("INT")).as_(COLUMN, quoted=True)
+                           ).from_(sql_build.table(name))
+    source.replace(exp.Subquery(this=inner,
                                 alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
     for star in select.expressions:
         target = star.this if isinstance(star, exp.Column) and star.table.lower() == alias.lower() else star

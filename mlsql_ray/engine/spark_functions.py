@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import duckdb
+from sqlglot import exp
 
-from ..lang import spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings
+from ..lang import (spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex,
+                   spark_strings, sql_build)
 
 MACROS: dict[str, str] = {
     **spark_casts.MACROS,
@@ -54,6 +56,7 @@ def spark_result(relation: duckdb.DuckDBPyRelation, sql: str) -> tuple[str, duck
     types = [str(t) for t in relation.types]
     if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
         return sql, relation
-    quoted = ['"' + c.replace('"', '""') + '"' for c in relation.columns]
-    columns = ", ".join(f"CAST({q} AS BIGINT) AS {q}" if t == "HUGEINT" else q for q, t in zip(quoted, types))
+    columns = ", ".join((exp.cast(sql_build.column(c), exp.DataType.build("BIGINT")).as_(c, quoted=True) if t == "HUGEINT"
+                         else sql_build.column(c)).sql("duckdb") for c, t in zip(relation.columns, types))
+    # the query stays the text translate() generated from a tree (parsing it again would cost a parse per select)
     return f"SELECT {columns} FROM ({sql}) AS spark_result", relation.project(columns)

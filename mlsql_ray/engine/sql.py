@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import re
 
+import duckdb
+
 from ..lang.sql import translate
 from ..lang.sql_types import Schemas
 
@@ -19,23 +21,32 @@ def to_duckdb(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | No
 def duckdb_message(exc: BaseException, tables: list[str]) -> str:
     """DuckDB's message in one line: its first line, with a hint when a table name is unknown; for
     an error reading a CSV file, where and what (DuckDB puts the cause of those on a later line,
-    after the offending line itself, and ends with its own reader's options)."""
+    after the offending line itself, and ends with its own reader's options). The kind of error is
+    told by DuckDB's exception class; what it names (the table, the line, the reason) only by its
+    text: DuckDB's exceptions carry no fields."""
     text = str(exc).strip()
-    csv_error = _csv_error(text)
+    csv_error = _csv_error(text)  # by its text: DuckDB raises a CSV error as one of several classes
     if csv_error is not None:
         return csv_error
     first = text.splitlines()[0] if text else type(exc).__name__
-    missing = re.search(r"Table with name (\S+) does not exist", first)
+    missing = re.search(r"Table with name (\S+) does not exist", first) if _is(exc, duckdb.CatalogException) else None
     if missing:
         known = ", ".join(sorted(tables)) or "none yet"
         return f"table {missing.group(1)} is not defined (load it or select ... as it first; defined: {known})"
-    first = re.sub(r"^[\w ]+ Error: ", "", first)
-    if re.search(r"UNNEST\(\) can only be applied to lists, structs and NULL, not MAP", first):
+    first = re.sub(r"^[\w ]+ Error: ", "", first)  # the class's name, which DuckDB writes into the text too
+    if _is(exc, duckdb.BinderException) and re.search(r"UNNEST\(\) can only be applied to lists, structs and NULL, not MAP", first):
         return ("explode/posexplode of this map is not supported (its type could not be known when the SQL was "
                 "translated, e.g. a subquery's column): write inline(map_entries(m)) for its key and value columns, "
                 "or explode(map_keys(m))")
-    # an exception raised inside a Python function (a model function) speaks for itself
-    return re.sub(r"^Python exception occurred while executing the UDF: \w+: ", "", first)
+    if _is(exc, duckdb.InvalidInputException):  # an exception raised inside a Python function (a model function) speaks for itself
+        first = re.sub(r"^Python exception occurred while executing the UDF: \w+: ", "", first)
+    return first
+
+
+def _is(exc: BaseException, kind: type[duckdb.Error]) -> bool:
+    """Whether ``exc`` is DuckDB's ``kind`` of error; an error that is not DuckDB's at all (one
+    whose text crossed a stream, e.g. a save's source read through Arrow) is judged by its text."""
+    return isinstance(exc, kind) or not isinstance(exc, duckdb.Error)
 
 
 _CSV_LINE = re.compile(r"CSV Error on Line: (\d+)")

@@ -174,8 +174,10 @@ def _spark_type_text(text: str) -> str:
 def result_types(con: duckdb.DuckDBPyConnection, spark_type: str, function: str) -> tuple[str, pa.DataType]:
     """A Spark type name as DuckDB spells it (through sqlglot's DataType) and as Arrow holds it."""
     try:
-        duck_type = exp.DataType.build(_spark_type_text(spark_type.strip()), dialect="spark").sql("duckdb")
-        arrow_type = con.sql(f"SELECT CAST(NULL AS {duck_type}) AS v").to_arrow_table().schema.field(0).type
+        data_type = exp.DataType.build(_spark_type_text(spark_type.strip()), dialect="spark")
+        duck_type = data_type.sql("duckdb")
+        probe = exp.select(exp.cast(exp.null(), data_type).as_("v"))
+        arrow_type = con.sql(probe.sql("duckdb")).to_arrow_table().schema.field(0).type
     except (ParseError, ValueError, duckdb.Error) as exc:
         raise MLSQLError(f"dataType=\"{spark_type}\" of {function} is not a Spark type ({str(exc).splitlines()[0]})") from exc
     return duck_type, arrow_type

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ... import lang
 from ...errors import MLSQLError
@@ -44,7 +45,7 @@ def _profiler(session, s) -> Result:
     elif len(s.args) >= 2 and s.args[0] in ("sql", "explain"):
         text = " ".join(s.args[1:])
         if s.args[0] == "explain" and text in session.catalog:
-            text = f"SELECT * FROM `{text}`"
+            text = exp.select("*").from_(exp.table_(text, quoted=True)).sql("spark")
         relation = session.query(text, s.line, s.col)
         table = relation.to_arrow_table() if s.args[0] == "sql" else pa.table({"plan": [relation.explain()]})
     else:

@@ -21,6 +21,7 @@ from typing import Iterator, Mapping
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import pyarrow as pa
+import sqlglot.errors
 from sqlglot import exp
 
 from ...errors import MLSQLError
@@ -146,8 +147,13 @@ class Target:
     table: str
     schema: str | None = None
 
+    @property
+    def node(self) -> exp.Table:
+        """The table's (schema-qualified) name as a sqlglot tree."""
+        return exp.table_(self.table, db=self.schema, quoted=True)
+
     def sql(self, dialect: str) -> str:
-        return exp.table_(self.table, db=self.schema, quoted=True).sql(dialect)
+        return self.node.sql(dialect)
 
     @property
     def dialect(self) -> str:
@@ -192,9 +198,11 @@ def read(where: Target, options: Mapping[str, str]) -> list[pa.Table]:
     if options.get("directQuery"):
         return [_query(where.database, options["directQuery"])]
     predicates = partition_predicates(options, where.dialect)
-    base = f"SELECT * FROM {where.sql(where.dialect)}"
+    base = exp.select(exp.Star()).from_(where.node).sql(where.dialect)
     if not predicates:
         return [_query(where.database, base)]
+    # a predicate is SQL in the database's own dialect (prePtnArray's as the user wrote it): passed as is,
+    # since sqlglot's reading might change what it means to that database
     queries = [f"{base} WHERE {p}" for p in predicates]
     with ThreadPoolExecutor(max_workers=min(len(queries), 8), thread_name_prefix="mlsql-jdbc") as pool:
         return list(pool.map(lambda q: _query(where.database, q), queries))
@@ -350,10 +358,10 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
                 _create(cursor, where, data, options.get("createTableColumnTypes"))
             elif mode == "overwrite":
                 if options.get("truncate", "false").lower() == "true":
-                    cursor.execute(f"TRUNCATE TABLE {where.sql(dialect)}" if dialect == "postgres"
-                                   else f"DELETE FROM {where.sql(dialect)}")
+                    emptied = exp.TruncateTable(expressions=[where.node]) if dialect == "postgres" else exp.delete(where.node)
+                    cursor.execute(emptied.sql(dialect))
                 else:
-                    cursor.execute(f"DROP TABLE {where.sql(dialect)}")
+                    cursor.execute(exp.Drop(tables=[where.node], kind="TABLE").sql(dialect))
                     _create(cursor, where, data, options.get("createTableColumnTypes"))
             if exists and mode == "append" and id_cols:
                 written = _upsert(cursor, where, data, id_cols)
@@ -395,8 +403,12 @@ def _create(cursor, where: Target, data: pa.RecordBatchReader, column_types: str
         column, _, sql_type = spec.strip().partition(" ")
         if column not in data.schema.names or not sql_type.strip():
             raise MLSQLError(f"createTableColumnTypes: {spec.strip()!r} does not name a column of the table and a type")
-        quoted = exp.column(column, quoted=True).sql("postgres")
-        cursor.execute(f"ALTER TABLE {where.sql('postgres')} ALTER COLUMN {quoted} TYPE {sql_type.strip()}")
+        try:
+            data_type = exp.DataType.build(sql_type.strip(), dialect="postgres", udt=True)
+        except sqlglot.errors.ParseError as exc:
+            raise MLSQLError(f"createTableColumnTypes: {spec.strip()!r} has a type that is not SQL ({exc})") from None
+        changed = exp.AlterColumn(this=exp.to_identifier(column, quoted=True), dtype=data_type)
+        cursor.execute(exp.Alter(this=where.node, kind="TABLE", actions=[changed]).sql("postgres"))
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -419,13 +431,13 @@ def _upsert(cursor, where: Target, data: pa.RecordBatchReader, id_cols: list[str
     dialect = where.dialect
     staging = f"mlsql_upsert_{where.table}"[:60]
     written = cursor.adbc_ingest(staging, data, mode="create", temporary=True)
-    table = where.sql(dialect)
-    stage = exp.table_(staging, quoted=True).sql(dialect)
-    match = " AND ".join(f"{stage}.{c} = {table}.{c}" for c in (exp.column(n, quoted=True).sql(dialect) for n in id_cols))
-    cursor.execute(f"DELETE FROM {table} WHERE EXISTS (SELECT 1 FROM {stage} WHERE {match})")
-    columns = ", ".join(exp.column(n, quoted=True).sql(dialect) for n in data.schema.names)
-    cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {stage}")
-    cursor.execute(f"DROP TABLE {stage}")
+    table, stage = where.node, exp.table_(staging, quoted=True)
+    match = exp.and_(*(exp.column(n, table=stage.this, quoted=True).eq(exp.column(n, table=table.this, db=table.args.get("db"),
+                                                                                  quoted=True)) for n in id_cols))
+    cursor.execute(exp.delete(table, where=exp.Exists(this=exp.select("1").from_(stage).where(match))).sql(dialect))
+    columns = [exp.to_identifier(n, quoted=True) for n in data.schema.names]
+    cursor.execute(exp.insert(exp.select(*map(exp.column, columns)).from_(stage), table, columns=columns).sql(dialect))
+    cursor.execute(exp.Drop(tables=[stage], kind="TABLE").sql(dialect))
     return written
 
 

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..catalog import quoted
 from ..datasources.base import Param
 from ..spark_types import type_name as spark_type_name
@@ -155,7 +157,7 @@ def input_table(session, call: Call) -> pa.Table:
     return session.catalog.arrow(call.table)
 
 
-def input_sql(session, call: Call) -> str:
-    """The ET's input table T as a name DuckDB SQL can read."""
+def input_name(session, call: Call) -> exp.Table:
+    """The ET's input table T as a name in a DuckDB query (``lang.sql_build``)."""
     session.catalog.relation(call.table)  # fails with the known names if T is not defined
-    return quoted(call.table)
+    return sql_build.table(call.table)

@@ -16,11 +16,13 @@ numbers; ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``).
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..datasources.base import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, is_numeric, spark_type_name
+from .base import PEOPLE_DATA, ET, Call, input_name, is_numeric, spark_type_name
 
 METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
            "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",
@@ -54,58 +56,59 @@ def selected_metrics(text: str | None) -> list[str]:
     return [m for m in METRICS if m in wanted]
 
 
-def _kept(name: str, arrow_type: pa.DataType) -> str:
-    """The rows whose value counts: not null, not NaN, not a blank string."""
-    q = column_sql(name)
+def _kept(arrow_type: pa.DataType) -> str:
+    """The rows whose value ``$q`` counts: not null, not NaN, not a blank string."""
     if pa.types.is_floating(arrow_type):
-        return f"{q} IS NOT NULL AND NOT isnan({q})"
+        return "$q IS NOT NULL AND NOT isnan($q)"
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return f"{q} IS NOT NULL AND trim({q}) <> ''"
-    return f"{q} IS NOT NULL"
+        return "$q IS NOT NULL AND trim($q) <> ''"
+    return "$q IS NOT NULL"
 
 
-def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[str]:
-    """SQL aggregates for one column, named ``c{i}_...``."""
-    q = column_sql(name)
-    kept = f"(CASE WHEN {_kept(name, arrow_type)} THEN {q} END)"
+def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[exp.Alias]:
+    """The aggregates of one column (``$q`` in their shapes), named ``c{i}_...``."""
+    kept = f"(CASE WHEN {_kept(arrow_type)} THEN $q END)"
     number = f"CAST({kept} AS DOUBLE)"
     is_string = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-    missing = f"{q} IS NULL OR isnan({q})" if pa.types.is_floating(arrow_type) else f"{q} IS NULL"
+    missing = "$q IS NULL OR isnan($q)" if pa.types.is_floating(arrow_type) else "$q IS NULL"
     out = [
-        f"count({kept}) AS c{i}_kept",
-        f"count(*) FILTER (WHERE {missing}) AS c{i}_nulls",
-        f"count(*) FILTER (WHERE trim({q}) = '') AS c{i}_blanks" if is_string else f"0 AS c{i}_blanks",
-        f"CAST(max({kept}) AS VARCHAR) AS c{i}_max",
-        f"CAST(min({kept}) AS VARCHAR) AS c{i}_min",
-        f"count(DISTINCT {kept}) AS c{i}_distinct",
+        ("kept", f"count({kept})"),
+        ("nulls", f"count(*) FILTER (WHERE {missing})"),
+        ("blanks", "count(*) FILTER (WHERE trim($q) = '')" if is_string else "0"),
+        ("max", f"CAST(max({kept}) AS VARCHAR)"),
+        ("min", f"CAST(min({kept}) AS VARCHAR)"),
+        ("distinct", f"count(DISTINCT {kept})"),
     ]
     if is_string:
-        out += [f"max(length({q})) AS c{i}_maxlen", f"min(length({q})) AS c{i}_minlen"]
+        out += [("maxlen", "max(length($q))"), ("minlen", "min(length($q))")]
     if is_numeric(arrow_type):
         n = f"count({kept})"
         out += [
-            f"avg({number}) AS c{i}_mean",
-            f"stddev_samp({number}) AS c{i}_std",
-            f"stddev_samp({number}) / sqrt({n}) AS c{i}_stderr",
+            ("mean", f"avg({number})"),
+            ("std", f"stddev_samp({number})"),
+            ("stderr", f"stddev_samp({number}) / sqrt({n})"),
             # DuckDB's skewness is the sample-adjusted one; Spark's is the population skewness
-            (f"CASE WHEN {n} = 0 OR var_pop({number}) = 0 THEN NULL WHEN {n} = 2 THEN 0.0 "
-             f"ELSE skewness({number}) * ({n} - 2) / sqrt({n} * ({n} - 1)) END AS c{i}_skew"),
-            f"quantile_cont({number}, [0.25, 0.5, 0.75]) AS c{i}_quartiles",
+            ("skew", f"CASE WHEN {n} = 0 OR var_pop({number}) = 0 THEN NULL WHEN {n} = 2 THEN 0.0 "
+                     f"ELSE skewness({number}) * ({n} - 2) / sqrt({n} * ({n} - 1)) END"),
+            ("quartiles", f"quantile_cont({number}, [0.25, 0.5, 0.75])"),
         ]
-    return out
+    q = sql_build.column(name)
+    return [sql_build.shaped(shape, q=q).as_(f"c{i}_{what}") for what, shape in out]
 
 
-def _modes(session, table: str, schema: pa.Schema) -> list[str | None]:
+def _modes(session, table: exp.Table, schema: pa.Schema) -> list[str | None]:
     """Each column's most frequent value as text (nulls and NaN left out, values compared as
     text as Byzer groups them); None when the two most frequent tie."""
     parts = []
     for i, field in enumerate(schema):
-        q = column_sql(field.name)
-        where = f"{q} IS NOT NULL" + (f" AND NOT isnan({q})" if pa.types.is_floating(field.type) else "")
-        parts.append(f"(SELECT {i} AS i, CAST({q} AS VARCHAR) AS v, count(*) AS n FROM {table} WHERE {where} "
-                     f"GROUP BY v ORDER BY n DESC, v LIMIT 2)")
+        where = "$q IS NOT NULL AND NOT isnan($q)" if pa.types.is_floating(field.type) else "$q IS NOT NULL"
+        parts.append(sql_build.shaped(
+            f"SELECT $i AS i, CAST($q AS VARCHAR) AS v, count(*) AS n FROM $table WHERE {where} "
+            "GROUP BY v ORDER BY n DESC, v LIMIT 2",
+            i=exp.Literal.number(i), q=sql_build.column(field.name), table=table).subquery())
+    query = exp.union(*parts, distinct=False) if len(parts) > 1 else parts[0]
     top: dict[int, list[tuple[str, int]]] = {}
-    for i, value, count in session.con.sql(" UNION ALL ".join(parts)).fetchall():
+    for i, value, count in session.con.sql(query.sql("duckdb")).fetchall():
         top.setdefault(i, []).append((value, count))
     top = {i: sorted(values, key=lambda vc: -vc[1]) for i, values in top.items()}
     return [None if i not in top or (len(top[i]) == 2 and top[i][0][1] == top[i][1][1]) else top[i][0][0]
@@ -115,14 +118,15 @@ def _modes(session, table: str, schema: pa.Schema) -> list[str | None]:
 def _summarize(session, call: Call) -> pa.Table:
     metrics = selected_metrics(call.option("metrics"))
     places = call.integer("roundAt", 2, minimum=0)
-    table = input_sql(session, call)
+    table = input_name(session, call)
     schema = session.catalog.schema(call.table)
     columns = list(_ALWAYS) + metrics
     if len(schema) == 0:
         return pa.table({c: pa.array([], pa.string()) for c in columns})
-    select = ["count(*) AS total"] + [a for i, f in enumerate(schema) for a in _aggregates(i, f.name, f.type)]
-    stats = session.con.sql(f"SELECT {', '.join(select)} FROM {table}").fetchall()[0]
-    got = dict(zip((a.rsplit(" AS ", 1)[1] for a in select), stats))
+    select = [sql_build.shaped("count(*)").as_("total")] + [
+        a for i, f in enumerate(schema) for a in _aggregates(i, f.name, f.type)]
+    stats = session.con.sql(exp.select(*select).from_(table).sql("duckdb")).fetchall()[0]
+    got = dict(zip((a.alias for a in select), stats))
     total = got["total"]
     if total == 0:
         return pa.table({c: pa.array([], pa.string()) for c in columns})

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..datasources.base import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql
+from .base import PEOPLE_DATA, ET, Call, input_name
 
 
 def _descriptive(session, call: Call) -> pa.Table:
@@ -19,13 +21,12 @@ def _descriptive(session, call: Call) -> pa.Table:
     size = call.integer("metricSize", 100)
     if size <= 0:
         raise MLSQLError("The limit parameter `metricSize` is not allowed to be less than 1!")
-    table = input_sql(session, call)
+    table = input_name(session, call)
     names, texts = [], []
     for name in session.catalog.schema(call.table).names:
-        q = column_sql(name)
-        counts = session.con.sql(
-            f"SELECT v, n FROM (SELECT {q} AS v, count(*) AS n FROM {table} GROUP BY {q} ORDER BY n DESC, v LIMIT {size}) "
-            f"ORDER BY v NULLS FIRST").fetchall()
+        counts = session.con.sql(sql_build.shaped(
+            "SELECT v, n FROM (SELECT $v AS v, count(*) AS n FROM $table GROUP BY $v ORDER BY n DESC, v LIMIT $size) "
+            "ORDER BY v NULLS FIRST", v=sql_build.column(name), table=table, size=exp.Literal.number(size)).sql("duckdb")).fetchall()
         items = [json.dumps({spark_format.text(v): n}, ensure_ascii=False, separators=(",", ":")) for v, n in counts]
         names.append(name)
         texts.append("[" + ",".join(items) + "]")
@@ -34,7 +35,7 @@ def _descriptive(session, call: Call) -> pa.Table:
 
 # Byzer's pattern alphabet: a lower-case letter is a, an upper-case letter or a CJK character A,
 # a digit 9; everything else stands for itself.
-_PATTERN_SQL = ("regexp_replace(regexp_replace(regexp_replace({v}, '[a-z]', 'a', 'g'), "
+_PATTERN_SQL = ("regexp_replace(regexp_replace(regexp_replace($v, '[a-z]', 'a', 'g'), "
                 "'[A-Z\u4e00-\u9fff]', 'A', 'g'), '[0-9]', '9', 'g')")
 _CLASSES = "Aa9"
 
@@ -68,16 +69,15 @@ def _patterns(session, call: Call) -> pa.Table:
     limit = call.integer("limit", 100, minimum=1)
     exclude_empty = call.flag("excludeEmptyVal", True)
     cut = call.integer("patternLimit", 1000, minimum=1)
-    table = input_sql(session, call)
+    table = input_name(session, call)
     names, texts = [], []
     for field in session.catalog.schema(call.table):
         if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
             continue
-        q = column_sql(field.name)
-        where = f"{q} IS NOT NULL" + (f" AND {q} <> ''" if exclude_empty else "")
-        groups = session.con.sql(
-            f"SELECT {_PATTERN_SQL.format(v=q)} AS p, count(*) AS n FROM {table} WHERE {where} GROUP BY p "
-            f"ORDER BY n DESC, p").fetchall()
+        where = "$v IS NOT NULL AND $v <> ''" if exclude_empty else "$v IS NOT NULL"
+        groups = session.con.sql(sql_build.shaped(
+            f"SELECT {_PATTERN_SQL} AS p, count(*) AS n FROM $table WHERE {where} GROUP BY p ORDER BY n DESC, p",
+            v=sql_build.column(field.name), table=table).sql("duckdb")).fetchall()
         if not groups:
             raise MLSQLError(f"Please make sure the column {field.name} contains content except null or empty content!")
         rows = sum(n for _, n in groups)

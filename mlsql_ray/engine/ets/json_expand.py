@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..datasources.base import Param
-from .base import ET, Call, column_sql, input_sql
+from .base import ET, Call, input_name
 
 
 def _expand(session, call: Call) -> pa.Table:
@@ -16,21 +18,24 @@ def _expand(session, call: Call) -> pa.Table:
     (``samplingRatio`` only made Spark's inference cheaper; reading all rows finds the same keys
     or more)."""
     column = call.required("inputCol", "JsonExpandExt")
-    table = input_sql(session, call)
+    table = input_name(session, call)
     names = session.catalog.schema(call.table).names
     if column not in names:
         raise MLSQLError(f"JsonExpandExt: {call.table} has no column {column!r} (columns: {', '.join(names)})")
-    source = column_sql(column)
-    bad = session.con.sql(f"SELECT count(*) FROM {table} WHERE {source} IS NOT NULL AND "
-                          f"CASE WHEN json_valid({source}) THEN json_type({source}::JSON) <> 'OBJECT' ELSE true END").fetchall()[0][0]
+    source = sql_build.column(column)
+    bad = session.con.sql(sql_build.shaped(
+        "SELECT count(*) FROM $table WHERE $v IS NOT NULL AND "
+        "CASE WHEN json_valid($v) THEN json_type($v::JSON) <> 'OBJECT' ELSE true END",
+        table=table, v=source).sql("duckdb")).fetchall()[0][0]
     if bad:
         raise MLSQLError(f"Corrupted JSON in column {column}: {bad} rows are not JSON objects")
-    keys = [row[0] for row in session.con.sql(
-        f"SELECT DISTINCT unnest(json_keys({source})) AS k FROM {table} WHERE {source} IS NOT NULL ORDER BY k").fetchall()]
-    kept = [column_sql(n) for n in names if n != column and n not in keys]
-    expanded = [f"json_extract_string({source}, ?) AS {column_sql(k)}" for k in keys]
+    keys = [row[0] for row in session.con.sql(sql_build.shaped(
+        "SELECT DISTINCT unnest(json_keys($v)) AS k FROM $table WHERE $v IS NOT NULL ORDER BY k",
+        table=table, v=source).sql("duckdb")).fetchall()]
+    kept = [sql_build.column(n) for n in names if n != column and n not in keys]
+    expanded = [exp.Anonymous(this="json_extract_string", expressions=[source, exp.Placeholder()]).as_(k, quoted=True) for k in keys]
     paths = ["$." + '"' + k.replace('"', '\\"') + '"' for k in keys]  # the key as one JSON path step, whatever it holds
-    return session.con.sql(f"SELECT {', '.join(kept + expanded)} FROM {table}", params=paths).to_arrow_table()
+    return session.con.sql(exp.select(*kept, *expanded).from_(table).sql("duckdb"), params=paths).to_arrow_table()
 
 
 ETS = (

@@ -8,11 +8,13 @@ import json
 
 import numpy as np
 import pyarrow as pa
+from sqlglot import exp
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..datasources.base import Param
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, input_table
+from .base import PEOPLE_DATA, ET, Call, input_name, input_table
 
 SPLIT_COLUMN = "__split__"
 
@@ -35,7 +37,7 @@ def _rate_sample(session, call: Call) -> pa.Table:
     between the two sets, a bug not copied)."""
     first, _ = _rates(call)
     label = call.option("labelCol", "label")
-    table = input_sql(session, call)
+    table = input_name(session, call)
     schema = session.catalog.schema(call.table)
     if label not in schema.names:
         raise MLSQLError(f"RateSampler: {call.table} has no label column {label!r} (labelCol; columns: {', '.join(schema.names)})")
@@ -43,15 +45,15 @@ def _rate_sample(session, call: Call) -> pa.Table:
     if not (pa.types.is_integer(label_type) or pa.types.is_floating(label_type) or pa.types.is_decimal(label_type)):
         raise MLSQLError(f"The type of labelCol should be int/double/float/long, {label} is {label_type}")
     if call.flag("isSplitWithSubLabel", False):
-        group = f"CAST({column_sql(label)} AS INTEGER)"
-        split = (f"CASE WHEN row_number() OVER (PARTITION BY {group} ORDER BY seen) <= "
-                 f"floor(CAST(? AS DOUBLE) * count(*) OVER (PARTITION BY {group})) THEN 0 ELSE 1 END")
+        split = sql_build.shaped("CASE WHEN row_number() OVER (PARTITION BY CAST($label AS INTEGER) ORDER BY seen) <= "
+                                 "floor(CAST(? AS DOUBLE) * count(*) OVER (PARTITION BY CAST($label AS INTEGER))) "
+                                 "THEN 0 ELSE 1 END", label=sql_build.column(label))
     else:
-        split = "CASE WHEN random() <= CAST(? AS DOUBLE) THEN 0 ELSE 1 END"
-    columns = ", ".join(column_sql(n) for n in schema.names)
-    return session.con.sql(
-        f"SELECT {columns}, CAST({split} AS INTEGER) AS {SPLIT_COLUMN} FROM "
-        f"(SELECT *, row_number() OVER () AS seen FROM {table}) ORDER BY seen", params=[first]).to_arrow_table()
+        split = sql_build.shaped("CASE WHEN random() <= CAST(? AS DOUBLE) THEN 0 ELSE 1 END")
+    numbered = sql_build.shaped("SELECT *, row_number() OVER () AS seen FROM $table", table=table).subquery()
+    query = exp.select(*(sql_build.column(n) for n in schema.names),
+                       exp.cast(split, "INTEGER").as_(SPLIT_COLUMN, quoted=True)).from_(numbered).order_by("seen")
+    return session.con.sql(query.sql("duckdb"), params=[first]).to_arrow_table()
 
 
 _MOCK_COLUMNS = ("id", "features", "label")

@@ -4,15 +4,17 @@ the reference): ``method="pivot"`` turns a column's values into columns, ``"unpi
 from __future__ import annotations
 
 import pyarrow as pa
+from sqlglot import exp
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from .. import spark_types
 from ..datasources.base import Param
 from . import spark_format
-from .base import ET, Call, column_sql, input_sql
+from .base import ET, Call, input_name
 
 
-def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
+def _pivot(session, call: Call, table: exp.Table, names: list[str]) -> pa.Table:
     """Spark's ``groupBy(indexCols).pivot(inputCol).sum(aggCol)``: one column per value of
     inputCol (in value order), holding the sum of aggCol (of Spark's type: ``_sum_as_spark``)."""
     index = call.columns("indexCols", names, "DataTranspose")
@@ -20,47 +22,53 @@ def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
     value = call.columns("aggCol", names, "DataTranspose")
     if len(source) != 1 or len(value) != 1:
         raise MLSQLError("DataTranspose: inputCol and aggCol name one column each")
-    source_sql, value_sql = column_sql(source[0]), column_sql(value[0])
-    keys = [row[0] for row in session.con.sql(
-        f"SELECT DISTINCT {source_sql} FROM {table} ORDER BY 1 NULLS FIRST").fetchall()]
+    source_column, value_column = sql_build.column(source[0]), sql_build.column(value[0])
+    keys = [row[0] for row in session.con.sql(sql_build.shaped(
+        "SELECT DISTINCT $v FROM $table ORDER BY 1 NULLS FIRST", v=source_column, table=table).sql("duckdb")).fetchall()]
     total = _sum_as_spark(session.catalog.schema(call.table).field(value[0]).type, value[0])
     params, columns = [], []
     for key in keys:
         label = "null" if key is None else spark_format.text(key)
-        condition = f"{source_sql} IS NULL" if key is None else f"{source_sql} = ?"
-        columns.append(f"{total.format(f'sum({value_sql}) FILTER (WHERE {condition})')} AS {column_sql(label)}")
+        shape = "sum($v) FILTER (WHERE $key IS NULL)" if key is None else "sum($v) FILTER (WHERE $key = ?)"
+        summed = sql_build.shaped(shape, v=value_column, key=source_column)
+        columns.append(exp.cast(summed, total).as_(label, quoted=True))
         params += [] if key is None else [key]
-    group = ", ".join(column_sql(c) for c in index)
-    return session.con.sql(f"SELECT {group}, {', '.join(columns)} FROM {table} GROUP BY {group} ORDER BY {group}", params=params).to_arrow_table()
+    group = [sql_build.column(c) for c in index]
+    query = exp.select(*group, *columns).from_(table).group_by(*group).order_by(*group)
+    return session.con.sql(query.sql("duckdb"), params=params).to_arrow_table()
 
 
-def _sum_as_spark(value_type: pa.DataType, name: str) -> str:
-    """The SQL around DuckDB's sum that gives Spark's type for it: bigint for whole numbers,
-    double for floats, decimal(p + 10, s) (at most 38) for decimal(p, s). Spark sums numbers only."""
+def _sum_as_spark(value_type: pa.DataType, name: str) -> exp.DataType:
+    """The type DuckDB's sum is cast to for Spark's type of it: bigint for whole numbers, double
+    for floats, decimal(p + 10, s) (at most 38) for decimal(p, s). Spark sums numbers only."""
     if pa.types.is_integer(value_type):
-        return "CAST({} AS BIGINT)"
+        return exp.DataType.build("BIGINT")
     if pa.types.is_floating(value_type):
-        return "CAST({} AS DOUBLE)"
+        return exp.DataType.build("DOUBLE")
     if pa.types.is_decimal(value_type):
-        return f"CAST({{}} AS DECIMAL({min(38, value_type.precision + 10)}, {value_type.scale}))"
+        return exp.DataType.build(f"DECIMAL({min(38, value_type.precision + 10)}, {value_type.scale})")
     raise MLSQLError(f"DataTranspose: aggCol {name!r} is not a numeric column ({spark_types.simple_string(value_type)}); "
                      "pivot sums it, and sums only numbers")
 
 
-def _unpivot(session, call: Call, table: str, names: list[str]) -> pa.Table:
+def _unpivot(session, call: Call, table: exp.Table, names: list[str]) -> pa.Table:
     """Spark's ``stack``: per row, one row per unPivotCols column: the index columns, the column's
     name in mergedCol, its value in aggCol (nulls kept)."""
     index = call.columns("indexCols", names, "DataTranspose")
     spread = call.columns("unPivotCols", names, "DataTranspose")
     merged, value = call.required("mergedCol", "DataTranspose"), call.required("aggCol", "DataTranspose")
-    keep = ", ".join(column_sql(c) for c in index)
-    parts = [f"SELECT {keep}, {column_sql(c)} AS {column_sql(value)}, seen, {k} AS k FROM numbered"
-             for k, c in enumerate(spread)]
-    labels = ", ".join(f"({k}, ?)" for k in range(len(spread)))
-    sql = (f"WITH numbered AS (SELECT *, row_number() OVER () AS seen FROM {table}), labels(k, label) AS (VALUES {labels}) "
-           f"SELECT {', '.join('u.' + column_sql(c) for c in index)}, labels.label AS {column_sql(merged)}, "
-           f"u.{column_sql(value)} FROM ({' UNION ALL '.join(parts)}) AS u JOIN labels ON u.k = labels.k ORDER BY u.seen, u.k")
-    return session.con.sql(sql, params=spread).to_arrow_table()
+    keep = [sql_build.column(c) for c in index]
+    parts = [exp.select(*keep, sql_build.column(c).as_(value, quoted=True), "seen", exp.Literal.number(k).as_("k"))
+             .from_("numbered") for k, c in enumerate(spread)]
+    labels = exp.values([(exp.Literal.number(k), exp.Placeholder()) for k in range(len(spread))],
+                        alias="labels", columns=["k", "label"])
+    query = (exp.select(*(sql_build.column(c, "u") for c in index), exp.column("label", "labels").as_(merged, quoted=True),
+                        sql_build.column(value, "u"))
+             .from_(exp.union(*parts, distinct=False).subquery("u"))
+             .join(labels, on="u.k = labels.k")
+             .order_by("u.seen", "u.k")
+             .with_("numbered", as_=sql_build.shaped("SELECT *, row_number() OVER () AS seen FROM $table", table=table)))
+    return session.con.sql(query.sql("duckdb"), params=spread).to_arrow_table()
 
 
 _METHODS = {"pivot": _pivot, "unpivot": _unpivot}
@@ -70,7 +78,7 @@ def _transpose(session, call: Call) -> pa.Table:
     method = call.required("method", "DataTranspose").lower()
     if method not in _METHODS:
         raise MLSQLError(f"DataTranspose: method must be pivot or unpivot, not {method!r}")
-    table = input_sql(session, call)
+    table = input_name(session, call)
     return _METHODS[method](session, call, table, session.catalog.schema(call.table).names)
 
 

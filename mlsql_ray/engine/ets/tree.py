@@ -8,8 +8,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from ...lang import sql_build
 from ..datasources.base import Param
-from .base import PARENT_CHILD_DATA, ET, Call, column_sql, input_sql
+from .base import PARENT_CHILD_DATA, ET, Call, input_name
 
 
 class _Forest:
@@ -77,15 +78,15 @@ def _build(session, call: Call) -> pa.Table:
     if tree_type not in ("treePerRow", "nodeTreePerRow"):
         raise MLSQLError(f"TreeBuildExt: treeType must be treePerRow or nodeTreePerRow, not {tree_type!r}")
     limit = call.integer("recurringDependencyBreakTimes", 1000, minimum=1)
-    table = input_sql(session, call)
+    table = input_name(session, call)
     schema = session.catalog.schema(call.table)
     for name in (id_col, parent_col):
         if name not in schema.names:
             raise MLSQLError(f"TreeBuildExt: {call.table} has no column {name!r} (columns: {', '.join(schema.names)})")
-    node, parent = column_sql(id_col), column_sql(parent_col)
-    pairs_table = session.con.sql(  # the distinct pairs, in the order the rows first show them
-        f"SELECT {node}, {parent} FROM (SELECT {node}, {parent}, row_number() OVER () AS seen FROM {table}) "
-        f"GROUP BY ALL ORDER BY min(seen)").to_arrow_table()
+    pairs_table = session.con.sql(sql_build.shaped(  # the distinct pairs, in the order the rows first show them
+        "SELECT $child, $parent FROM (SELECT $child, $parent, row_number() OVER () AS seen FROM $table) "
+        "GROUP BY ALL ORDER BY min(seen)",
+        child=sql_build.column(id_col), parent=sql_build.column(parent_col), table=table).sql("duckdb")).to_arrow_table()
     top_mark = call.option("topLevelMark")
     if top_mark is not None:
         top_mark = pa.array([top_mark]).cast(schema.field(parent_col).type)[0].as_py()
