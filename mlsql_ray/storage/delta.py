@@ -78,6 +78,18 @@ def exists(path: Path | ObjectPath) -> bool:
     return (path / "_delta_log").is_dir() and DeltaTable.is_deltatable(str(path))
 
 
+def _opened(path: Path | ObjectPath):
+    """The table at ``path`` at its latest version, or None when there is none."""
+    from deltalake.exceptions import TableNotFoundError
+
+    if not isinstance(path, ObjectPath) and not (path / "_delta_log").is_dir():
+        return None
+    try:
+        return delta_table(path)
+    except TableNotFoundError:
+        return None
+
+
 def delta_table(path: Path | ObjectPath, **kwargs):
     """deltalake's table at ``path``, opened with the path's storage options (every opening of
     a table goes through here, so a table on object storage opens like a local one)."""
@@ -201,6 +213,7 @@ class _DataStream:
         self.source = source
         self.cancelled = cancelled
         self.failure: Exception | None = None
+        self.rows = 0  # handed to deltalake so far: all of them once the write has committed
         self.target = delta_compatible(source.schema)
         self.reader = pa.RecordBatchReader.from_batches(self.target, self._batches())
 
@@ -217,6 +230,7 @@ class _DataStream:
             if cast:
                 batch = batch.cast(self.target)
             rows = batch.num_rows
+            self.rows += rows
             step = rows if not rows or batch.nbytes <= SLICE_BYTES else max(1, rows * SLICE_BYTES // batch.nbytes)
             for start in range(0, max(rows, 1), max(step, 1)):
                 if self.cancelled.is_set():
@@ -295,7 +309,8 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     from deltalake import CommitProperties, write_deltalake
     from deltalake.exceptions import DeltaError
 
-    present = exists(path)
+    table = _opened(path)  # one read of the log: whether the table exists, and the table to write to
+    present = table is not None
     if present and mode == "errorifexists":
         raise MLSQLError(f"Delta table {name} already exists; use save overwrite or save append")
     if present and mode == "ignore":
@@ -313,21 +328,18 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     def overwrite_or_append() -> WriteResult:
         # Written through a DeltaTable object when the table exists: afterwards it is at the
         # version this write committed, even when another writer has committed since.
-        target = delta_table(path) if present else str(path)
         write_deltalake(
-            target, data, storage_options=None if present else delta_options(path), mode="append" if mode == "append" else "overwrite",
+            table if present else str(path), data, storage_options=None if present else delta_options(path),
+            mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
             schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
             commit_properties=commit,
         )
-        table = target if present else delta_table(path)
-        version = table.version()
-        metrics = next((h.get("operationMetrics", {}) for h in table.history(10) if h.get("version") == version), {})
-        return WriteResult(version, int(metrics.get("num_added_rows", 0)), "WRITE")
+        return WriteResult((table if present else delta_table(path)).version(), stream.rows, "WRITE")
 
     try:
         if id_cols and present:
-            written = _interruptible(lambda: _upsert(delta_table(path), name, data, id_cols, commit), cancelled, name)
+            written = _interruptible(lambda: _upsert(table, name, data, id_cols, commit), cancelled, name)
         else:
             path.mkdir(parents=True, exist_ok=True)
             written = _interruptible(overwrite_or_append, cancelled, name)
