@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from .. import learning
 from ...errors import MLSQLError
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 
 def _loader(kind: str):

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ..catalog import quoted
-from ..datasources.base import Param
+from ...options import Param
 from ..spark_types import type_name as spark_type_name
 
 

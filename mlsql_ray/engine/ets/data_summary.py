@@ -18,7 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import spark_format
 from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, is_numeric, spark_type_name
 
@@ -164,6 +164,8 @@ ETS = (
     ET("DataSummary", "one row per column: type, lengths, extremes, mean, spread, quartiles, ratios, mode", _summarize, (
         Param("metrics", ",".join(DEFAULT_METRICS), "the metrics to show, comma-separated, from: " + ", ".join(METRICS)),
         Param("roundAt", "2", "decimal places of the numbers (ratios get two more)"),
+        Param("rountAt", "", "accepted and ignored, as Byzer does: the misspelling of roundAt in Byzer's "
+                             "DataSummary page"),
         Param("approxSwitch", "false", "accepted (Byzer 1.x); the numbers here are always exact"),
         Param("approxThreshold", "100000", "accepted; the numbers here are always exact"),
         Param("relativeError", "0.01", "accepted; the numbers here are always exact"),

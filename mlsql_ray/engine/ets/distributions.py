@@ -8,7 +8,7 @@ import json
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import spark_format
 from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql
 

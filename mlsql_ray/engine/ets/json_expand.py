@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from .base import ET, Call, column_sql, input_sql
 
 

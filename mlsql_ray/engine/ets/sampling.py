@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, input_table
 
 SPLIT_COLUMN = "__split__"

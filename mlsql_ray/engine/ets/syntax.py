@@ -9,7 +9,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from .base import ET, Call
 
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from .base import PARENT_CHILD_DATA, ET, Call, Partitioned, column_sql, input_table
 
 _PARTITION_TYPES = ("hash", "range")

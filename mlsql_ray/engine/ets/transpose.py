@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from .. import spark_types
-from ..datasources.base import Param
+from ...options import Param
 from . import spark_format
 from .base import ET, Call, column_sql, input_sql
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from .base import PARENT_CHILD_DATA, ET, Call, column_sql, input_sql
 
 
