@@ -2,7 +2,7 @@
 
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
-(predict.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
+(ml.serving.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
 ``load modelList/modelParams/modelExplain`` describe algorithms and models. An algorithm may write
 tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register``
 (``Algorithm.no_inference``).
@@ -32,13 +32,6 @@ def is_algorithm(fmt: str) -> bool:
     return registry.is_known(fmt)
 
 
-def _target(session, name: str, options: dict) -> Path:
-    """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
-    if "/" in name or options.get("mode") == "path":
-        return session.local_path(name)
-    return delta.table_path(session.warehouse, name, {})
-
-
 def train(session, s: ast.Train) -> Result:
     options = dict(s.options)
     plans = runner.plan(s.format, options)
@@ -53,7 +46,7 @@ def train(session, s: ast.Train) -> Result:
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
     extra = runner.extra_tables(s.format, options, groups, s.path)
-    path = _target(session, s.path, options)
+    path = store.model_target(session, s.path, options)
     version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
     if extra is not None:
         _write_data(path / "data", extra)
@@ -122,7 +115,7 @@ def _chosen(session, fmt: str, target: str, options: dict):
         if alg.no_inference:
             raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
                              f"{alg.no_inference.replace('TARGET', target)}")
-    version, groups = store.read(_target(session, target, options), target, options)
+    version, groups = store.read(store.model_target(session, target, options), target, options)
     return version, ml_predictor.select(groups, fmt, options, target)
 
 
@@ -145,11 +138,11 @@ def predict(session, s: ast.Train) -> Result:
 
 
 def _on_actors(output: str | None = None):
-    """A ModelFunction (predict.py) whose Ray actors hold the group, answering ``output`` (else
+    """A ModelFunction (ml/serving.py) whose Ray actors hold the group, answering ``output`` (else
     the statement's ``output`` option)."""
 
     def start(session, name: str, s: ast.Register, version: int, group):
-        from ..predict import ModelFunction
+        from ..ml.serving import ModelFunction
 
         options = dict(s.options) if output is None else {**dict(s.options), "output": output}
         session.ray_link.ensure()
@@ -213,7 +206,7 @@ def _model_explain(session, s: ast.Load) -> pa.Table:
         if index is not None and index.strip() != folder["index"]:
             raise MLSQLError(f"modelExplain.`{target}` is index {folder['index']}, but index={index!r} is given too")
         target, index = folder["target"], folder["index"]
-    path = _target(session, target, options)
+    path = store.model_target(session, target, options)
     if index is not None:
         kept = store.kept_versions(path, target)
         if not index.strip().isdigit() or int(index) not in kept:

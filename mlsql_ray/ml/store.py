@@ -42,6 +42,13 @@ class StoredGroup:
         self.metrics = self.metadata.get("metrics", {})
 
 
+def model_target(session, name: str, options: dict) -> Path:
+    """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
+    if "/" in name or options.get("mode") == "path":
+        return session.local_path(name)
+    return delta.table_path(session.warehouse, name, {})
+
+
 def byzer_alg_index(group: StoredGroup, groups: list[StoredGroup]) -> str:
     """The group's algIndex as Byzer's AutoML writes it, ``ALG.N``: its algorithm and its place
     among that algorithm's groups (AutoML trains each algorithm as a train of its own)."""

@@ -1,7 +1,7 @@
 """ETs (Byzer's estimators/transformers): ``run T as NAME.`path` where ... as OUT;``, by name.
 
-Adding one is one small module in this package defining an ``ET`` (``base.ET``) and one entry in
-``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
+Adding one is one small module defining an ``ET`` (``ml.ets.base.ET``) and one entry in
+``_MODULES``: the data ETs are in this package, the ETs that learn in ``mlsql_ray.ml.ets``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
 """
 
 from __future__ import annotations
@@ -13,26 +13,9 @@ from ...lang import ast
 from ...options import check_known
 from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
-from . import (
-    confusion,
-    data_summary,
-    discretizer,
-    indexing,
-    distributions,
-    feature_extract,
-    json_expand,
-    sampling,
-    scaling,
-    syntax,
-    tables,
-    tfidf,
-    transpose,
-    vecmap,
-    tree,
-    word2vec,
-)
-from . import fitted
-from .base import ET, Call, Partitioned
+from ...ml.ets import discretizer, feature_extract, fitted, indexing, scaling, tfidf, vecmap, word2vec
+from ...ml.ets.base import ET, Call, Partitioned
+from . import confusion, data_summary, distributions, json_expand, sampling, syntax, tables, transpose, tree
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
             discretizer, indexing, confusion, vecmap, tfidf, word2vec, feature_extract)

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...options import Param
-from . import fitted
-from .base import ET, Call, input_table
+from ...ml.ets import fitted
+from ...ml.ets.base import ET, Call, input_table
 
 NAME = "ConfusionMatrix"
 

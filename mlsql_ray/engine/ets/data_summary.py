@@ -20,7 +20,8 @@ import pyarrow as pa
 from ...errors import MLSQLError
 from ...options import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, is_numeric, spark_type_name
+from ...ml.ets.base import ET, Call
+from .base import PEOPLE_DATA, column_sql, input_sql, is_numeric, spark_type_name
 
 METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
            "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",

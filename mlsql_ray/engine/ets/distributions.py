@@ -10,7 +10,8 @@ import pyarrow as pa
 from ...errors import MLSQLError
 from ...options import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql
+from ...ml.ets.base import ET, Call
+from .base import PEOPLE_DATA, column_sql, input_sql
 
 
 def _descriptive(session, call: Call) -> pa.Table:

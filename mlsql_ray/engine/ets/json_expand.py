@@ -6,7 +6,8 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...options import Param
-from .base import ET, Call, column_sql, input_sql
+from ...ml.ets.base import ET, Call
+from .base import column_sql, input_sql
 
 
 def _expand(session, call: Call) -> pa.Table:

@@ -12,7 +12,8 @@ import pyarrow as pa
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
 from ...options import Param
-from .base import PEOPLE_DATA, ET, Call, column_sql, input_sql, input_table
+from ...ml.ets.base import ET, Call, input_table
+from .base import PEOPLE_DATA, column_sql, input_sql
 
 SPLIT_COLUMN = "__split__"
 

@@ -10,7 +10,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from ...errors import MLSQLError
 from ...options import Param
-from .base import ET, Call
+from ...ml.ets.base import ET, Call
 
 
 def _parse(text: str) -> exp.Expression:

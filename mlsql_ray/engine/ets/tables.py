@@ -9,7 +9,8 @@ import pyarrow as pa
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
 from ...options import Param
-from .base import PARENT_CHILD_DATA, ET, Call, Partitioned, column_sql, input_table
+from ...ml.ets.base import ET, Call, Partitioned, input_table
+from .base import PARENT_CHILD_DATA, column_sql
 
 _PARTITION_TYPES = ("hash", "range")
 

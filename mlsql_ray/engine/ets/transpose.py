@@ -6,10 +6,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from .. import spark_types
+from ...lang import spark_types
 from ...options import Param
 from . import spark_format
-from .base import ET, Call, column_sql, input_sql
+from ...ml.ets.base import ET, Call
+from .base import column_sql, input_sql
 
 
 def _pivot(session, call: Call, table: str, names: list[str]) -> pa.Table:

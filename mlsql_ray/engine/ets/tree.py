@@ -9,7 +9,8 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...options import Param
-from .base import PARENT_CHILD_DATA, ET, Call, column_sql, input_sql
+from ...ml.ets.base import ET, Call
+from .base import PARENT_CHILD_DATA, column_sql, input_sql
 
 
 class _Forest:

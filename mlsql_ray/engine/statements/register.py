@@ -15,7 +15,7 @@ MODEL_FORMATS = ("tf", "keras")
 
 def model_function(session, name: str, fmt: str, table: str, options: dict):
     """Load a model table's rows and start the actors that serve it."""
-    from ...predict import ModelFunction
+    from ...ml.serving import ModelFunction
 
     if fmt.lower() not in MODEL_FORMATS:
         raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
@@ -28,7 +28,7 @@ def model_function(session, name: str, fmt: str, table: str, options: dict):
 
 
 def run(session, s: ast.Register) -> Result:
-    from ...predict import FunctionRegistry
+    from ...ml.serving import FunctionRegistry
 
     handler = REGISTER_FORMATS.get(s.format.lower())
     if handler is not None:

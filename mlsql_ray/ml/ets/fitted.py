@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ...errors import MLSQLError
 from ...storage import delta
+from ..store import model_target
 from .base import Call, input_table
 
 _STATE_SCHEMA = pa.schema([("et", pa.string()), ("state", pa.string())])
@@ -28,11 +29,9 @@ _TABLES = "_tables"  # the state's key: {KEY: version of TARGET/model_KEY}
 
 
 def target_path(session, target: str):
-    from ..learning import _target
-
     if not target:
         raise MLSQLError("train ... as ET.`TARGET` needs a TARGET path to save what it learnt")
-    return _target(session, target, {})
+    return model_target(session, target, {})
 
 
 def save(session, target: str, et: str, state: dict, transformed: pa.Table) -> None:
