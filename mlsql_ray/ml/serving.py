@@ -30,7 +30,7 @@ class Predictor(WarmActor):
     output_types = OUTPUT_TYPES
 
     def __init__(self, threads: int):
-        from .train.worker import configure_tensorflow
+        from ..train.worker import configure_tensorflow
 
         configure_tensorflow(threads)
         self.model = None
@@ -56,7 +56,7 @@ class Predictor(WarmActor):
         return int(shape[1]) if len(shape) == 2 and shape[1] is not None else None
 
     def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
-        from .arrays import matrix
+        from ..arrays import matrix
 
         x = matrix(column)
         if scale is not None:

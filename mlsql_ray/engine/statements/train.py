@@ -70,7 +70,7 @@ def run_ray(session, s: ast.Train) -> Result:
 _TRAIN_VERBS: dict[tuple[str, str | None], Callable[..., Result]] = {
     ("run", "ray"): run_ray,
     **{("predict", fmt): predict for fmt in register.MODEL_FORMATS},
-    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ets/fitted.py)
+    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ml/ets/fitted.py)
     ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
     ("predict", None): learning.predict,
 }
