@@ -5,7 +5,8 @@ train statement's options into parameter groups and fits them (in parallel on Ra
 keeps them as a Delta model table, ``predictor`` loads them back for ``predict`` and
 ``register``, ``serving`` runs a model on Ray actors as a SQL function (``register``),
 ``sources`` answers ``load modelList/modelParams/modelExplain``, and ``ets`` holds the ETs that
-learn (``train T as ScalerInPlace.`TARGET```...). The engine calls in through
-``engine/learning.py`` and its ETs' registry (``engine/ets``); what here takes a session uses
+learn (``train T as ScalerInPlace.`TARGET```...). ``statements`` does the model
+side of those statements; the engine calls in through its statement modules and its ETs'
+registry (``engine/ets``); what here takes a session uses
 only its public runtime (``catalog``, ``local_path``, ``warehouse``).
 """

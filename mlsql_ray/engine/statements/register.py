@@ -7,7 +7,8 @@ from typing import Callable
 from ...errors import MLSQLError
 from ...lang import ast
 from ...storage import delta, rows as file_rows
-from .. import ets, learning, udfs
+from ...ml import statements as model_statements
+from .. import ets, udfs
 from ..result import Result
 
 MODEL_FORMATS = ("tf", "keras")
@@ -33,8 +34,8 @@ def run(session, s: ast.Register) -> Result:
     handler = REGISTER_FORMATS.get(s.format.lower())
     if handler is not None:
         return handler(session, s)
-    if learning.is_algorithm(s.format):
-        functions = learning.model_functions(session, s)
+    if model_statements.is_algorithm(s.format):
+        functions = model_statements.model_functions(session, s)
     elif s.format.lower() in ets.ETS:
         functions = ets.fitted_functions(session, s)
     else:
