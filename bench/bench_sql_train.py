@@ -94,7 +94,7 @@ def main() -> None:
 
     from mlsql_ray import Session
     from mlsql_ray.arrays import matrix
-    from mlsql_ray.engine.learning import CatalogTable
+    from mlsql_ray.ml.statements import CatalogTable
     from mlsql_ray.ml import runner
     from mlsql_ray.cluster.link import local_cpus
 

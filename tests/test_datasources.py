@@ -80,6 +80,23 @@ load csvStr.`data` where delimiter=";" and header="true" and inferSchema="true" 
     assert typed.to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
 
 
+def test_an_unknown_option_of_a_load_or_save_is_an_error_naming_the_known_ones(session: Session, tmp_path: Path):
+    """As for ETs and algorithms (mlsql_ray.options.check_known); a dotted key configures the
+    storage, and Byzer's fileNum is accepted on every save."""
+    data = "set data='''a\n1''';\n"
+    with pytest.raises(MLSQLError) as info:
+        session.execute(data + 'load csvStr.`data` where headers="true" as t;')
+    assert info.value.message.startswith("csvStr has no option 'headers'; it knows: header, inferSchema, sep, ")
+    assert "t" not in session.catalog.names()
+    session.execute(data + 'load csvStr.`data` where header="true" and `fs.s3a.endpoint`="localhost" as t;')
+    with pytest.raises(MLSQLError) as info:
+        session.execute(f'save overwrite t as json.`{tmp_path / "j"}` where fileNumber="2";')
+    assert info.value.message == "json has no option 'fileNumber'; it knows: fileNum"
+    session.execute(f'save overwrite t as json.`{tmp_path / "j"}` where fileNum="2";')
+    session.execute(f'load json.`{tmp_path / "j"}` as back;')
+    assert session.table("back").to_pylist() == [{"a": "1"}]
+
+
 def test_csv_str_save_json_then_load_json_and_text(session: Session, tmp_path: Path):
     """file.md's round trip: csvStr → save json → load json / load text."""
     session.execute(RAW_CSV + f"""

@@ -101,13 +101,15 @@ def test_data_summary_defaults_and_the_docs_metric_spelling(session):
     ]
 
 
-def test_data_summary_refuses_an_unknown_metric_and_warns_of_an_unknown_option(session):
+def test_data_summary_refuses_an_unknown_metric_and_an_unknown_option(session):
     run(session, PEOPLE)
     with pytest.raises(MLSQLError, match="unknown metric 'avg'"):
         run(session, "run table1 as DataSummary.`` where metrics='mean,avg' as s;")
-    result = run(session, 'run table1 as DataSummary.`` where rountAt="4" as s;')[-1]
-    assert result.warnings == [("DataSummary ignores the option rountAt (it knows: metrics, roundAt, approxSwitch, "
-                                "approxThreshold, relativeError, approxCountDistinct, threshold)")]
+    with pytest.raises(MLSQLError) as info:
+        run(session, 'run table1 as DataSummary.`` where roundTo="4" as s;')
+    assert info.value.message == ("DataSummary has no option 'roundTo'; it knows: metrics, roundAt, rountAt, "
+                                  "approxSwitch, approxThreshold, relativeError, approxCountDistinct, threshold")
+    assert "s" not in session.catalog.names()
 
 
 def test_spark_number_printing():

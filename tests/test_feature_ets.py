@@ -429,11 +429,14 @@ def test_a_text_et_refuses_another_ets_state(session):
         session.execute("register Word2VecInPlace.`db.t` as f;")
 
 
-def test_a_dictionary_for_a_segmenter_we_lack_is_ignored_with_a_warning(session):
+def test_a_dictionary_for_a_segmenter_we_lack_is_accepted_and_an_unknown_option_refused(session):
     [*_, trained] = session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content" '
                                             'and dicPaths="/tmp/dic.txt" and ignoreNature="true";')
-    assert trained.warnings == ["TfIdfInPlace ignores the option dicPaths (it knows: inputCol, split, stopWordPath, "
-                                "ignoreNature, nGrams, nGram, priorityDicPath, priority)"]
+    assert trained.warnings == [] and trained.num_rows > 0
+    with pytest.raises(MLSQLError) as info:
+        session.execute('train corpus as TfIdfInPlace.`db.t2` where inputCol="content" and dicPath="/tmp/dic.txt";')
+    assert info.value.message == ("TfIdfInPlace has no option 'dicPath'; it knows: inputCol, split, stopWordPath, "
+                                  "ignoreNature, dicPaths, nGrams, nGram, priorityDicPath, priority")
 
 
 def test_feature_extract_in_place_registers_a_function_per_feature(session, tmp_path):

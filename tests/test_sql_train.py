@@ -321,7 +321,7 @@ def test_model_explain_index_picks_the_train_of_model_n(session):
 BAD = [
     ('train train as RandomTrees.`db.bad` where featuresCol="image";', "unknown algorithm 'RandomTrees': known are RandomForest"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
-     "RandomForest has no parameter 'depth'; its parameters are numTrees, maxDepth"),
+     "RandomForest has no option 'depth'; it knows: numTrees, maxDepth"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and numTrees="many";', "numTrees='many'"),
     ('train train as KerasClassifier.`db.bad` where featuresCol="image" and layers="wide";', "layers='wide'"),
     ('select cast(label as string) as s, label from train as words;\ntrain words as RandomForest.`db.bad` where featuresCol="s";',

@@ -17,7 +17,7 @@ import ray.cloudpickle
 from mlsql_ray import progress, train
 from mlsql_ray.cluster import ray_internals, warm
 from mlsql_ray.models import rows_from_model_file
-from mlsql_ray.predict import Predictor, start_predictors
+from mlsql_ray.ml.serving import Predictor, start_predictors
 from mlsql_ray.cluster.link import stop_actors
 
 from conftest import SAMPLE_MNIST

@@ -18,7 +18,8 @@ from ..cluster import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
-from . import assertions, macros, spark_types
+from ..lang import spark_types
+from . import assertions, macros
 from .command_families import object_fs, scripts, show, tables
 from .files import truthy
 from .result import PREVIEW_ROWS, Result

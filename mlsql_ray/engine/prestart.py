@@ -56,10 +56,10 @@ def needs(statement: ast.Statement) -> Needs | None:
     if isinstance(statement, ast.PythonCell):
         return _cell_needs(statement.code, statement.annotations)
     if isinstance(statement, ast.Register):
-        from . import learning
+        from ..ml import statements as model_statements
 
         fmt = statement.format.lower()
-        return Needs() if fmt in ("tf", "keras") or learning.is_algorithm(fmt) else None
+        return Needs() if fmt in ("tf", "keras") or model_statements.is_algorithm(fmt) else None
     if isinstance(statement, ast.Train):
         if statement.verb == "run" and statement.format.lower() == "ray":
             options = dict(statement.options)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import MLSQLError
+from ..options import Param, check_known
 
 CLASSIFIER, REGRESSOR, CLUSTERER, TOPICS, RECOMMENDER = "classifier", "regressor", "clusterer", "topics", "recommender"
 #: kinds fitted on a label column (a recommender's label is its rating)
@@ -37,17 +38,11 @@ def to_int(text: str) -> int:
     return int(value)
 
 
-@dataclass(frozen=True)
-class Param:
+def spark_param(name: str, target: str | None, convert: Callable[[str], Any], default: Any, doc: str,
+                adapt: Callable[[Any], Any] | None = None) -> Param:
     """One Spark/Byzer parameter: ``name`` as users write it, ``target`` the estimator keyword
     (None: accepted for compatibility and ignored, e.g. Spark's ``checkpointInterval``)."""
-
-    name: str
-    target: str | None
-    convert: Callable[[str], Any]
-    default: Any
-    doc: str
-    adapt: Callable[[Any], Any] = lambda value: value  # Spark's value → the library's (e.g. "em" → "batch")
+    return Param(name, default, doc, target, convert, *([adapt] if adapt else []))
 
 
 @dataclass(frozen=True)
@@ -113,11 +108,9 @@ class Algorithm:
         kwargs = {p.target: p.adapt(p.default) for p in self.params if p.target is not None}
         if self.threads_param:
             kwargs[self.threads_param] = threads
+        check_known(spark_params, [*self.param_names(), *COMMON_OPTIONS[:-1]], self.name, ignore_case=False)
         for name, text in spark_params.items():
-            param = by_name.get(name)
-            if param is None:
-                raise MLSQLError(f"{self.name} has no parameter {name!r}; its parameters are "
-                                 f"{', '.join(self.param_names())} (and {', '.join(COMMON_OPTIONS[:-1])})")
+            param = by_name[name]
             try:
                 value = param.adapt(param.convert(text))
             except (ValueError, KeyError) as exc:

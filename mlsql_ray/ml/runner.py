@@ -17,7 +17,6 @@ runs (``HostRows``); the driver never holds the training rows.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,13 +29,13 @@ from .. import progress
 from ..cluster import warm
 from ..cluster.link import local_cpus, remote_error_line, stop_actors
 from ..errors import MLSQLError
+from ..options import groups, is_group_option
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)
 from .columns import features_of, ids_of, labels_of
 from .store import StoredGroup, byzer_alg_index
 
-_FIT_PARAM = re.compile(r"fitParam\.(\d+)\.(\w+)")
 AUTOML_OPTIONS = ("algos", "sortedBy")
 
 
@@ -135,15 +134,9 @@ def plan(alg_name: str, options: dict) -> list[GroupPlan]:
     automl = alg_name.lower() == registry.AUTOML.lower()
     alg = None if automl else registry.get(alg_name)
     statement = AUTOML_OPTIONS if automl else [p.name for p in alg.statement_params]
-    shared = {k: v for k, v in options.items() if not k.startswith("fitParam.") and k not in COMMON_OPTIONS
+    shared = {k: v for k, v in options.items() if not is_group_option(k) and k not in COMMON_OPTIONS
               and k not in statement}
-    per_group: dict[int, dict] = {}
-    for key, value in options.items():
-        if key.startswith("fitParam."):
-            match = _FIT_PARAM.fullmatch(key)
-            if match is None:
-                raise MLSQLError(f"bad option {key!r}: group parameters are written `fitParam.N.name`, N a number")
-            per_group.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    per_group = groups(options)
     features, label = options.get("featuresCol", "features"), options.get("labelCol", "label")
     if automl:
         return _automl_plan(options, shared, features, label)

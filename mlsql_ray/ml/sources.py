@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from . import registry
-from .algorithm import CLASSIFIER, Param
+from ..options import Param
+from .algorithm import CLASSIFIER, spark_param
 from .predictor import FittedModel
 from .store import StoredGroup
 
@@ -27,9 +28,9 @@ def model_list() -> pa.Table:
 def _automl_params() -> tuple[Param, ...]:
     """AutoML's own options (each algorithm it trains takes the parameters that are its own)."""
     trained = ",".join(a.name for a in registry.automl_algorithms(None, None))
-    return (Param("algos", None, str, trained, "the algorithms to train, one group each, all classifiers or all "
+    return (spark_param("algos", None, str, trained, "the algorithms to train, one group each, all classifiers or all "
                   "regressors (default: the classifiers)"),
-            Param("sortedBy", None, str, registry.AUTOML_KINDS[CLASSIFIER][0],
+            spark_param("sortedBy", None, str, registry.AUTOML_KINDS[CLASSIFIER][0],
                   "the metric that ranks them: " + "; ".join(f"{kind}s: {', '.join(metrics)}"
                                                             for kind, metrics in registry.AUTOML_KINDS.items())))
 
@@ -41,7 +42,7 @@ def model_params(alg_name: str) -> pa.Table:
         alg = registry.get(alg_name)
         params = alg.params + alg.statement_params
     return pa.table({"param": [p.name for p in params], "defaultValue": [str(p.default) for p in params],
-                     "implementationParam": [p.target or "" for p in params], "doc": [p.doc for p in params]})
+                     "implementationParam": [p.target or "" for p in params], "doc": [p.description for p in params]})
 
 
 def _final_step(estimator):

@@ -42,6 +42,13 @@ class StoredGroup:
         self.metrics = self.metadata.get("metrics", {})
 
 
+def model_target(session, name: str, options: dict) -> Path:
+    """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
+    if "/" in name or options.get("mode") == "path":
+        return session.local_path(name)
+    return delta.table_path(session.warehouse, name, {})
+
+
 def byzer_alg_index(group: StoredGroup, groups: list[StoredGroup]) -> str:
     """The group's algIndex as Byzer's AutoML writes it, ``ALG.N``: its algorithm and its place
     among that algorithm's groups (AutoML trains each algorithm as a train of its own)."""
@@ -69,25 +76,24 @@ def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) 
     table = to_table(groups)
     written = delta.write(path, name, table.to_reader(), "overwrite", (), {}, commit_metadata=summary)
     if not keep_version:
-        delta.delta_table(path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        delta.drop_old_versions(path)
     return written.version
 
 
 def read(path: Path, name: str, options: dict | None = None) -> tuple[int, list[StoredGroup]]:
     """(version, groups) of a model table; a table that is not one is the user's mistake."""
-    table = delta.open_table(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
-    return table.version(), groups_of(delta.arrow_dataset(table, path).to_table(), name)
+    version, data = delta.read(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
+    return version, groups_of(data, name)
 
 
 def kept_versions(path: Path, name: str) -> list[int]:
     """The versions a train wrote whose files are all still there (a train without
     ``keepVersion`` vacuums the older ones, in commits of its own), oldest first."""
     kept = []
-    for entry in delta.open_table(path, name).history():
+    for entry in delta.commits(path, name):
         if TRAIN_SUMMARY not in entry:
             continue
-        files = delta.delta_table(path, version=entry["version"]).get_add_actions(flatten=True).column("path")
-        if all((path / file).exists() for file in files.to_pylist()):
+        if all((path / file).exists() for file in delta.version_files(path, entry["version"])):
             kept.append(entry["version"])
     return sorted(kept)
 

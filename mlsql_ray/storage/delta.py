@@ -147,6 +147,37 @@ def arrow_dataset(table, path: Path):
     return table.to_pyarrow_dataset(filesystem=fs.SubTreeFileSystem(root, fs.LocalFileSystem()))
 
 
+def read(path: Path, name: str, options: dict[str, str] | None = None,
+         columns: list[str] | None = None) -> tuple[int, pa.Table]:
+    """(version, rows) of the table at the version ``options`` ask for (``open_table``), read
+    through ``arrow_dataset``: deltalake's own ``to_pyarrow_table`` can abort the process at exit."""
+    table = open_table(path, name, options)
+    return table.version(), arrow_dataset(table, path).to_table(columns=columns)
+
+
+def commits(path: Path, name: str) -> list[dict]:
+    """The table's commits as deltalake describes them (``version``, ``operation``, custom
+    metadata, ...), newest first."""
+    return open_table(path, name).history()
+
+
+def version_files(path: Path, version: int) -> list[str]:
+    """The data files (relative to ``path``) that ``version`` of the table reads."""
+    return delta_table(path, version=version).get_add_actions(flatten=True).column("path").to_pylist()
+
+
+def delete_where(path: Path, name: str, predicate: str) -> None:
+    """Delete the rows matching ``predicate`` (Delta's SQL predicate, written by our own code) as
+    a new version."""
+    open_table(path, name).delete(predicate)
+
+
+def drop_old_versions(path: Path) -> None:
+    """Delete every file the current version does not read, at once: the older versions can no
+    longer be read (a model table keeps one model unless asked to keep versions)."""
+    delta_table(path).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+
+
 def _version_at(table, name: str, stamp: str) -> int:
     """The newest version committed at or before ``stamp``, judged by the commit timestamps that
     ``!delta history`` shows. (deltalake's own lookup goes by the log files' modification times,

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLSQLError
-from ..objectstore import ObjectPath, delta_options
+from ..objectstore import ObjectPath
 from ..storage import delta, rows as file_rows
 
 
@@ -46,21 +46,18 @@ class Checkpoints:
         return round_number % self.every == 0 or round_number == last_round
 
     def save(self, round_number: int, weights, optimizer_state, history: list[dict]) -> None:
-        from deltalake import write_deltalake
-
         chunks = file_rows.bytes_to_rows(_pack(round_number, weights, optimizer_state, history))
         rows = chunks.add_column(0, "round", pa.array([round_number] * chunks.num_rows, pa.int64()))
-        self.path.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(self.path), rows, mode="append", storage_options=delta_options(self.path))
+        delta.write(self.path, self.table, rows.to_reader(), "append", (), {})
         rounds = self.rounds()
         if len(rounds) > self.keep:
-            delta.delta_table(self.path).delete(f"round < {rounds[-self.keep]}")
+            delta.delete_where(self.path, self.table, f"round < {rounds[-self.keep]}")
 
     def rounds(self) -> list[int]:
         """Rounds that have a checkpoint, oldest first."""
         if not delta.exists(self.path):
             return []
-        column = delta.arrow_dataset(delta.delta_table(self.path), self.path).to_table(columns=["round"]).column("round")
+        column = delta.read(self.path, self.table, columns=["round"])[1].column("round")
         return sorted(set(column.to_pylist()))
 
     def latest(self) -> dict | None:
@@ -68,7 +65,7 @@ class Checkpoints:
         rounds = self.rounds()
         if not rounds:
             return None
-        table = delta.arrow_dataset(delta.delta_table(self.path), self.path).to_table()
+        table = delta.read(self.path, self.table)[1]
         mask = pc.equal(table.column("round"), rounds[-1])
         return _unpack(file_rows.rows_to_bytes(table.filter(mask)))
 

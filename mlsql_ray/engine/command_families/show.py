@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from ...errors import MLSQLError
 from ...masking import MASK, is_secret_name
-from .. import datasources, ets, learning
+from ...ml import statements as model_statements
+from .. import datasources, ets
 from ...ml import sources as ml_sources
 from ..datasources import jdbc
 from ...storage import delta
@@ -104,7 +105,7 @@ def _conf_list(session, name=None) -> pa.Table:
 
 def _et(session, name: str) -> pa.Table:
     """One ET, or one algorithm of ``train`` (Byzer's ETs include them): name, algType, doc."""
-    if name.lower() not in ets.ETS and learning.is_algorithm(name):
+    if name.lower() not in ets.ETS and model_statements.is_algorithm(name):
         algorithms = ml_sources.model_list()
         return algorithms.filter(pc.equal(pc.utf8_lower(algorithms.column("name")), name.lower())).select(
             ["name", "algType", "doc"])
@@ -114,7 +115,7 @@ def _et(session, name: str) -> pa.Table:
 
 def _et_params(session, name: str) -> pa.Table:
     """An ET's options, or an algorithm's parameters (as ``load modelParams.`NAME``` lists both)."""
-    if name.lower() not in ets.ETS and learning.is_algorithm(name):
+    if name.lower() not in ets.ETS and model_statements.is_algorithm(name):
         return ml_sources.model_params(name)
     return ets.params(name)
 

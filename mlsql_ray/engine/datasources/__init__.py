@@ -10,7 +10,8 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from . import delta_lake, excel, feature_data, file_formats, image, jdbc, model_sources, strings
-from .base import DataSource, Param, params_table
+from ...options import Param
+from .base import DataSource, params_table
 
 _FORMATS: dict[str, DataSource] = {
     source.name.lower(): source

@@ -12,16 +12,12 @@ from typing import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from ...options import Param, check_known, is_configuration
 
 
-@dataclass(frozen=True)
-class Param:
-    """One ``where`` option, as ``!show "datasources/params/NAME"`` lists it."""
-
-    name: str
-    default: str
-    description: str
-
+#: Byzer's options of every save that the writers here decide for themselves (``fileNum``: how
+#: many files; DuckDB and deltalake size their files): accepted, as Byzer's examples write them
+SAVE_OPTIONS = ("fileNum",)
 
 _PARAMS_SCHEMA = pa.schema([("param", pa.string()), ("description", pa.string()), ("default", pa.string())])
 
@@ -42,6 +38,12 @@ class DataSource:
     #: (session, ast.Save) -> Result
     save: Callable | None = None
     params: tuple[Param, ...] = ()
+
+    def check_options(self, options: dict[str, str]) -> None:
+        """An option the source does not know is the user's mistake (``options.check_known``);
+        a dotted key (``fs.s3a.endpoint``) configures the storage under it and is passed on."""
+        check_known([k for k in options if not is_configuration(k)], [*(p.name for p in self.params), *SAVE_OPTIONS],
+                    self.name)
 
 
 def variable_text(session, name: str, fmt: str) -> str:

@@ -6,7 +6,8 @@ from ...errors import MLSQLError
 from ...storage import delta
 from ..result import Result
 from ..sql import duckdb_message
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 
 def _load(session, s) -> None:

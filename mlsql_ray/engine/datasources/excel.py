@@ -23,7 +23,8 @@ from ...objectstore import ObjectPath
 from .. import object_files
 from ..files import truthy
 from ..result import Result
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 _ADDRESS = re.compile(r"^(?:'?(?P<sheet>[^'!]+)'?!)?(?P<c1>[A-Z]+)(?P<r1>\d+)(?::(?P<c2>[A-Z]+)(?P<r2>\d+))?$")
 
@@ -172,5 +173,10 @@ SOURCE = DataSource(
         Param("inferSchema", "false", "guess column types; otherwise every value is a string"),
         Param("sheetName", "", "the sheet to read (default: the first) or write (default: Sheet1)"),
         Param("dataAddress", "A1", "where the table starts: a sheet name, a cell range (B6:C7), or 'sheet'!B6:C7"),
+        Param("comment", "", "accepted for Byzer's scripts (spark-excel's comment character); no row is skipped"),
+        Param("dateFormat", "", "accepted for Byzer's scripts; a date cell is read as the workbook types it"),
+        Param("maxRowsInMemory", "", "accepted for Byzer's scripts (spark-excel's streaming reader); the sheet is "
+                                     "read whole"),
+        Param("maxRowsPerSheet", "", "accepted for Byzer's scripts; every row of the sheet is read"),
     ),
 )

@@ -12,7 +12,7 @@ from .file_formats import add_files
 
 
 def _load(session, s) -> None:
-    from ..ets import fitted
+    from ...ml.ets import fitted
 
     target, _, last = s.path.rstrip("/").rpartition("/")
     if last != "data" or not target:

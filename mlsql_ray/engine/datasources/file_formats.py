@@ -10,7 +10,8 @@ from .. import object_files
 from ..csv_files import read_csv
 from ..files import located, read_json, read_parquet, read_text, write
 from ..result import Result
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 _READERS: dict[str, Callable] = {"parquet": read_parquet, "csv": read_csv, "json": read_json, "text": read_text}
 
@@ -55,6 +56,7 @@ CSV_PARAMS = (
     Param("header", "false", "the first line holds the column names (load and save)"),
     Param("inferSchema", "false", "guess column types from the data; otherwise every column is a string"),
     Param("sep", ",", "the character between fields (also spelled delimiter; load and save)"),
+    Param("delimiter", ",", "sep's other spelling"),
     Param("quote", '"', "the character around values that hold the separator"),
     Param("escape", '"', "the character that escapes a quote inside a quoted value"),
     Param("mode", "PERMISSIVE", "a record with fewer or more fields than the first: PERMISSIVE fills in NULLs and "

@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..files import data_files, truthy
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 # OpenCV type codes Spark's image schema puts in `mode`, by channel count (8-bit unsigned)
 _CV_8U = {1: 0, 3: 16, 4: 24}

@@ -27,7 +27,8 @@ from sqlglot import exp
 from ...errors import MLSQLError
 from ...masking import mask, secrets_in
 from ..result import Result
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 CONNECT_TIMEOUT_S = 5
 #: options that describe the connection, not the read or write

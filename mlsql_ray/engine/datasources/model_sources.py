@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import learning
+from ...ml import statements as model_statements
 from ...errors import MLSQLError
-from .base import DataSource, Param
+from ...options import Param
+from .base import DataSource
 
 
 def _loader(kind: str):
     def load(session, s) -> None:
-        session.catalog.add_arrow(s.table, learning.LOADERS[kind](session, s), f"{s.format}.`{s.path}`")
+        session.catalog.add_arrow(s.table, model_statements.LOADERS[kind](session, s), f"{s.format}.`{s.path}`")
 
     return load
 
 
 def _params(session, s) -> None:
-    """An algorithm's parameters (``learning``), or an ET's options as ``!show "et/params/ET"``
+    """An algorithm's parameters (``ml.statements``), or an ET's options as ``!show "et/params/ET"``
     lists them (Byzer answers both from the ET's ``explainParams``)."""
     from .. import ets
 
-    if learning.is_algorithm(s.path):
-        table = learning.LOADERS["modelparams"](session, s)
+    if model_statements.is_algorithm(s.path):
+        table = model_statements.LOADERS["modelparams"](session, s)
     elif s.path.lower() in ets.ETS:
         table = ets.params(s.path)
     else:
@@ -41,7 +42,7 @@ def _example(session, s) -> None:
     if s.path.lower() in ets.ETS:
         et = ets.find(s.path)
         name, code, doc = et.name, et.example, et.description
-    elif learning.is_algorithm(s.path):
+    elif model_statements.is_algorithm(s.path):
         name, code, doc = s.path, "", ""
     else:
         raise MLSQLError(f"modelExample.`{s.path}`: no ET or algorithm of that name (ETs: {', '.join(e.name for e in ets.ETS.values())}; "

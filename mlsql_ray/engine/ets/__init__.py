@@ -1,47 +1,26 @@
 """ETs (Byzer's estimators/transformers): ``run T as NAME.`path` where ... as OUT;``, by name.
 
-Adding one is one small module in this package defining an ``ET`` (``base.ET``) and one entry in
-``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
+Adding one is one small module defining an ``ET`` (``ml.ets.base.ET``) and one entry in
+``_MODULES``: the data ETs are in this package, the ETs that learn in ``mlsql_ray.ml.ets``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
 """
 
 from __future__ import annotations
-
-import re
 
 import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import ast
+from ...options import check_known
 from ..datasources.base import params_table
 from ..result import PREVIEW_ROWS, Result
-from . import (
-    confusion,
-    data_summary,
-    discretizer,
-    indexing,
-    distributions,
-    feature_extract,
-    json_expand,
-    sampling,
-    scaling,
-    syntax,
-    tables,
-    tfidf,
-    transpose,
-    vecmap,
-    tree,
-    word2vec,
-)
-from . import fitted
-from .base import ET, Call, Partitioned
+from ...ml.ets import discretizer, feature_extract, fitted, indexing, scaling, tfidf, vecmap, word2vec
+from ...ml.ets.base import ET, Call, Partitioned
+from . import confusion, data_summary, distributions, json_expand, sampling, syntax, tables, transpose, tree
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
             discretizer, indexing, confusion, vecmap, tfidf, word2vec, feature_extract)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
-
-
-_GROUP_OPTION = re.compile(r"^fitparam\.\d+\.")  # `fitParam.0.inputCol` is the ET's `fitParam.N.inputCol`
 
 
 def find(name: str) -> ET:
@@ -95,19 +74,16 @@ def predict(session, s: ast.Train) -> Result:
 
 def run(session, s: ast.Train) -> Result:
     """``run|train T as NAME.`PATH` where ... [as OUT];``: the ET's output, named OUT when given.
-    Options the ET does not know are ignored, as Byzer does, with a warning (a typo such as
-    ``rountAt`` would otherwise go unnoticed)."""
+    An option the ET does not know is an error naming the known ones (a typo such as ``rountAt``
+    would otherwise go unnoticed), as for algorithms and data sources."""
     et = find(s.format)
-    known = {p.name.lower() for p in et.params}
-    unknown = sorted(k for k in s.options if k.lower() not in known and _GROUP_OPTION.sub("fitparam.n.", k.lower()) not in known)
-    warnings = [(f"{et.name} ignores the option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                 f"(it knows: {', '.join(p.name for p in et.params) or 'none'})")] if unknown else []
+    check_known(s.options, [p.name for p in et.params], et.name)
     table = et.run(session, Call(s.table, dict(s.options), s.path, session.local_path))
     if table is None:
-        return Result(s, f"{et.name} done", warnings=warnings)
+        return Result(s, f"{et.name} done")
     table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())
     if s.output:
         session.catalog.add_arrow(s.output, table, f"{s.verb} {et.name}", partitions=parts)
     label = s.output or et.name
     return Result(s, f"{label}: {table.num_rows} rows", table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows,
-                  name=s.output, warnings=warnings)
+                  name=s.output)

@@ -1,20 +1,15 @@
-"""What an ET is, and the helpers every ET module shares: its options, its input table, the
-names Spark gives Arrow's types."""
+"""What the engine's ETs share besides ``ml.ets.base`` (what an ET is): their input as SQL, the
+names Spark gives Arrow's types, and the example rows of Byzer's pages."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
 from sqlglot import exp
 
-from ...errors import MLSQLError
 from ...lang import sql_build
+from ...lang.spark_types import type_name as spark_type_name
+from ...ml.ets.base import Call
 from ..catalog import quoted
-from ..datasources.base import Param
-from ..spark_types import type_name as spark_type_name
 
 
 #: the id/parentId rows of Byzer's TableRepartition and TreeBuildExt pages
@@ -44,100 +39,6 @@ load jsonStr.`abc` as table1;
 """
 
 
-@dataclass(frozen=True)
-class ET:
-    name: str
-    description: str
-    #: (session, Call) -> pa.Table | Partitioned | None: the output table of ``run T as NAME.`` ...``
-    #: (None: nothing to name)
-    run: Callable
-    params: tuple[Param, ...] = ()
-    kind: str = "data process"  # !show et's algType: algorithm, feature engineer, data process, ...
-    #: an ET that learns (a fitted.Learner): ``run`` is its ``train``, and ``register`` and
-    #: ``predict`` apply the state it saved
-    learner: object | None = None
-    #: a whole script using it, as ``load modelExample.`NAME` as T;`` shows it ("" when there is none, as in Byzer)
-    example: str = ""
-
-
-@dataclass(frozen=True)
-class Partitioned:
-    """An ET's output whose rows are in parts, in order (``sizes``: rows per part): Python cells'
-    data servers and ``spark_partition_id()`` follow them (``Catalog.add_arrow``'s ``partitions``)."""
-
-    table: pa.Table
-    sizes: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Call:
-    """One ``run|train T as NAME.`PATH` where ... [as OUT]``, as an ET sees it: PATH (where Byzer's
-    estimators save a model) names nothing the ETs here keep, and OUT is named by the registry."""
-
-    table: str  # T ("command" when the ET reads no table)
-    options: dict[str, str]
-    path: str = ""  # PATH: where the feature ETs that learn something save it (fitted.py)
-    resolve: Callable[[str], Path] = Path  # a file option's path as the script means it (relative to it)
-
-    def option(self, key: str, default: str | None = None) -> str | None:
-        return self.options.get(key, default)
-
-    def required(self, key: str, et: str) -> str:
-        value = self.options.get(key, "").strip()
-        if not value:
-            raise MLSQLError(f"{et} needs {key}=\"...\"")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.options.get(key)
-        if value is None:
-            return default
-        if value.strip().lower() not in ("true", "false"):
-            raise MLSQLError(f"{key} must be \"true\" or \"false\", not {value!r}")
-        return value.strip().lower() == "true"
-
-    def integer(self, key: str, default: int, minimum: int | None = None) -> int:
-        value = self.options.get(key)
-        if value is None:
-            return default
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise MLSQLError(f"{key} must be a whole number, not {value!r}") from None
-        if minimum is not None and number < minimum:
-            raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
-        return number
-
-    def lines(self, key: str, et: str) -> list[str]:
-        """The non-blank lines of the file an option names (a dictionary, one word a line); none
-        when the option is not given."""
-        name = self.options.get(key, "").strip()
-        if not name:
-            return []
-        try:
-            text = self.resolve(name).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise MLSQLError(f"{et}: cannot read {key} {name!r}: {exc.strerror or exc}") from None
-        return [line.strip() for line in text.splitlines() if line.strip()]
-
-    def column(self, key: str, table_columns: list[str], et: str) -> str:
-        """One column name, checked against the table's."""
-        names = self.columns(key, table_columns, et)
-        if len(names) != 1:
-            raise MLSQLError(f"{et}: {key} names one column, not {len(names)} ({', '.join(names)})")
-        return names[0]
-
-    def columns(self, key: str, table_columns: list[str], et: str, required: bool = True) -> list[str]:
-        """A comma-separated list of column names, each checked against the table's."""
-        text = self.required(key, et) if required else self.options.get(key, "")
-        names = [c.strip() for c in text.split(",") if c.strip()]
-        for name in names:
-            if name not in table_columns:
-                raise MLSQLError(f"{et}: {key} names {name!r}, which {self.table} does not have "
-                                 f"(columns: {', '.join(table_columns)})")
-        return names
-
-
 def column_sql(name: str) -> str:
     """A column name as DuckDB SQL (quoted)."""
     return quoted(name)
@@ -150,11 +51,6 @@ def is_numeric(arrow_type: pa.DataType) -> bool:
     """Numeric as Byzer's EDA ETs count it: short, int, long, float, double and decimal (not byte)."""
     name = spark_type_name(arrow_type)
     return name in NUMERIC_SPARK_TYPES or name.startswith("decimal")
-
-
-def input_table(session, call: Call) -> pa.Table:
-    """The ET's input table T as Arrow."""
-    return session.catalog.arrow(call.table)
 
 
 def input_name(session, call: Call) -> exp.Table:

@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..datasources.base import Param
-from . import fitted
-from .base import ET, Call, input_table
+from ...options import Param
+from ...ml.ets import fitted
+from ...ml.ets.base import ET, Call, input_table
 
 NAME = "ConfusionMatrix"
 

@@ -20,9 +20,10 @@ from sqlglot import exp
 
 from ...errors import MLSQLError
 from ...lang import sql_build
-from ..datasources.base import Param
+from ...options import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, input_name, is_numeric, spark_type_name
+from ...ml.ets.base import ET, Call
+from .base import PEOPLE_DATA, input_name, is_numeric, spark_type_name
 
 METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
            "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",
@@ -168,6 +169,8 @@ ETS = (
     ET("DataSummary", "one row per column: type, lengths, extremes, mean, spread, quartiles, ratios, mode", _summarize, (
         Param("metrics", ",".join(DEFAULT_METRICS), "the metrics to show, comma-separated, from: " + ", ".join(METRICS)),
         Param("roundAt", "2", "decimal places of the numbers (ratios get two more)"),
+        Param("rountAt", "", "accepted and ignored, as Byzer does: the misspelling of roundAt in Byzer's "
+                             "DataSummary page"),
         Param("approxSwitch", "false", "accepted (Byzer 1.x); the numbers here are always exact"),
         Param("approxThreshold", "100000", "accepted; the numbers here are always exact"),
         Param("relativeError", "0.01", "accepted; the numbers here are always exact"),

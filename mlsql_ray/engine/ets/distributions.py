@@ -10,9 +10,10 @@ from sqlglot import exp
 
 from ...errors import MLSQLError
 from ...lang import sql_build
-from ..datasources.base import Param
+from ...options import Param
 from . import spark_format
-from .base import PEOPLE_DATA, ET, Call, input_name
+from ...ml.ets.base import ET, Call
+from .base import PEOPLE_DATA, input_name
 
 
 def _descriptive(session, call: Call) -> pa.Table:

@@ -7,8 +7,9 @@ from sqlglot import exp
 
 from ...errors import MLSQLError
 from ...lang import sql_build
-from ..datasources.base import Param
-from .base import ET, Call, input_name
+from ...options import Param
+from ...ml.ets.base import ET, Call
+from .base import input_name
 
 
 def _expand(session, call: Call) -> pa.Table:

@@ -13,8 +13,9 @@ from sqlglot import exp
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
 from ...lang import sql_build
-from ..datasources.base import Param
-from .base import PEOPLE_DATA, ET, Call, input_name, input_table
+from ...options import Param
+from ...ml.ets.base import ET, Call, input_table
+from .base import PEOPLE_DATA, input_name
 
 SPLIT_COLUMN = "__split__"
 

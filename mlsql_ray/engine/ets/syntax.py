@@ -9,8 +9,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
-from .base import ET, Call
+from ...options import Param
+from ...ml.ets.base import ET, Call
 
 
 def _parse(text: str) -> exp.Expression:

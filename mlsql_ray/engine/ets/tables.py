@@ -8,8 +8,9 @@ import pyarrow as pa
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
-from ..datasources.base import Param
-from .base import PARENT_CHILD_DATA, ET, Call, Partitioned, column_sql, input_table
+from ...options import Param
+from ...ml.ets.base import ET, Call, Partitioned, input_table
+from .base import PARENT_CHILD_DATA, column_sql
 
 _PARTITION_TYPES = ("hash", "range")
 

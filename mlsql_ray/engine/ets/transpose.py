@@ -8,10 +8,11 @@ from sqlglot import exp
 
 from ...errors import MLSQLError
 from ...lang import sql_build
-from .. import spark_types
-from ..datasources.base import Param
+from ...lang import spark_types
+from ...options import Param
 from . import spark_format
-from .base import ET, Call, input_name
+from ...ml.ets.base import ET, Call
+from .base import input_name
 
 
 def _pivot(session, call: Call, table: exp.Table, names: list[str]) -> pa.Table:

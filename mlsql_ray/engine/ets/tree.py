@@ -9,8 +9,9 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import sql_build
-from ..datasources.base import Param
-from .base import PARENT_CHILD_DATA, ET, Call, input_name
+from ...options import Param
+from ...ml.ets.base import ET, Call
+from .base import PARENT_CHILD_DATA, input_name
 
 
 class _Forest:

@@ -8,5 +8,7 @@ from ..result import Result
 
 
 def run(session, s: ast.Load) -> Result:
-    datasources.find(s.format).load(session, s)
+    source = datasources.find(s.format)
+    source.check_options(s.options)
+    source.load(session, s)
     return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)

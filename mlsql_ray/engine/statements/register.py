@@ -7,7 +7,8 @@ from typing import Callable
 from ...errors import MLSQLError
 from ...lang import ast
 from ...storage import delta, rows as file_rows
-from .. import ets, learning, udfs
+from ...ml import statements as model_statements
+from .. import ets, udfs
 from ..result import Result
 
 MODEL_FORMATS = ("tf", "keras")
@@ -15,7 +16,7 @@ MODEL_FORMATS = ("tf", "keras")
 
 def model_function(session, name: str, fmt: str, table: str, options: dict):
     """Load a model table's rows and start the actors that serve it."""
-    from ...predict import ModelFunction
+    from ...ml.serving import ModelFunction
 
     if fmt.lower() not in MODEL_FORMATS:
         raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
@@ -28,13 +29,13 @@ def model_function(session, name: str, fmt: str, table: str, options: dict):
 
 
 def run(session, s: ast.Register) -> Result:
-    from ...predict import FunctionRegistry
+    from ...ml.serving import FunctionRegistry
 
     handler = REGISTER_FORMATS.get(s.format.lower())
     if handler is not None:
         return handler(session, s)
-    if learning.is_algorithm(s.format):
-        functions = learning.model_functions(session, s)
+    if model_statements.is_algorithm(s.format):
+        functions = model_statements.model_functions(session, s)
     elif s.format.lower() in ets.ETS:
         functions = ets.fitted_functions(session, s)
     else:

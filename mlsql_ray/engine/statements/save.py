@@ -12,5 +12,6 @@ def run(session, s: ast.Save) -> Result:
     source = datasources.find(s.format)
     if source.save is None:
         raise MLSQLError(f"{source.name} can only be loaded, not saved")
+    source.check_options(s.options)
     session.catalog.relation(s.table)  # fails first if the table is unknown
     return source.save(session, s)

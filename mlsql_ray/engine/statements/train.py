@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import ast
-from .. import ets, learning
+from ...ml import statements as model_statements
+from .. import ets, vectors
 from ..result import PREVIEW_ROWS, Result
 from . import python, register
 
@@ -35,6 +36,26 @@ def predict(session, s: ast.Train) -> Result:
     session.catalog.add_arrow(output, scored, f"predict {s.path}")
     return Result(s, f"{output}: {scored.num_rows} rows", table=scored.slice(0, PREVIEW_ROWS),
                   num_rows=scored.num_rows, name=output)
+
+
+def train_algorithm(session, s: ast.Train) -> Result:
+    """``train T as ALG.`TARGET` [as OUT]``: the groups' results, named OUT (else ``output``)."""
+    result, version, trained, failed = model_statements.train(session, s)
+    output = s.output or "output"
+    session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
+    return Result(s, f"trained {trained} {s.format} model(s) into {s.path} version {version}"
+                     + (f" ({failed} failed)" if failed else ""),
+                  table=result, num_rows=result.num_rows, name=output, version=version)
+
+
+def predict_algorithm(session, s: ast.Train) -> Result:
+    """``predict T as ALG.`TARGET` [as OUT]``: T scored, named OUT (else T_predictions)."""
+    scored, model = model_statements.predict(session, s)
+    output = s.output or f"{s.table}_predictions"
+    scored = vectors.mark_predicted(session, scored, s.table)
+    session.catalog.add_arrow(output, scored, f"predict {s.format}.`{s.path}`")
+    return Result(s, f"{output}: {scored.num_rows} rows ({model})",
+                  table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
 
 
 def run(session, s: ast.Train) -> Result:
@@ -70,7 +91,7 @@ def run_ray(session, s: ast.Train) -> Result:
 _TRAIN_VERBS: dict[tuple[str, str | None], Callable[..., Result]] = {
     ("run", "ray"): run_ray,
     **{("predict", fmt): predict for fmt in register.MODEL_FORMATS},
-    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ets/fitted.py)
-    ("train", None): learning.train,  # a built-in algorithm (mlsql_ray.ml)
-    ("predict", None): learning.predict,
+    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ml/ets/fitted.py)
+    ("train", None): train_algorithm,  # a built-in algorithm (mlsql_ray.ml)
+    ("predict", None): predict_algorithm,
 }

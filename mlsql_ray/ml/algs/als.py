@@ -16,7 +16,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ..algorithm import RECOMMENDER, Algorithm, Param, to_bool, to_int
+from ..algorithm import RECOMMENDER, Algorithm, spark_param, to_bool, to_int
 from .common import SEED
 
 #: rows whose outer products are summed at once (bounds the memory of one half-step)
@@ -181,24 +181,24 @@ def _als(kwargs: dict, n_samples: int) -> SparkALS:
 
 
 PARAMS = (
-    Param("rank", "rank", _at_least(1, to_int), 10, "number of latent factors"),
-    Param("maxIter", "max_iter", _at_least(0, to_int), 10, "number of alternating iterations"),
-    Param("regParam", "reg_param", _at_least(0, float), 0.1,
+    spark_param("rank", "rank", _at_least(1, to_int), 10, "number of latent factors"),
+    spark_param("maxIter", "max_iter", _at_least(0, to_int), 10, "number of alternating iterations"),
+    spark_param("regParam", "reg_param", _at_least(0, float), 0.1,
           "regularisation, scaled by each user's (item's) number of ratings"),
-    Param("implicitPrefs", "implicit_prefs", to_bool, False, "ratings are implicit preferences (confidence)"),
-    Param("alpha", "alpha", _at_least(0, float), 1.0, "implicitPrefs: confidence 1 + alpha·|rating|"),
-    Param("nonnegative", "nonnegative", to_bool, False, "factors constrained to be non-negative (NNLS)"),
-    Param("coldStartStrategy", "cold_start_strategy", _cold_start, "nan",
+    spark_param("implicitPrefs", "implicit_prefs", to_bool, False, "ratings are implicit preferences (confidence)"),
+    spark_param("alpha", "alpha", _at_least(0, float), 1.0, "implicitPrefs: confidence 1 + alpha·|rating|"),
+    spark_param("nonnegative", "nonnegative", to_bool, False, "factors constrained to be non-negative (NNLS)"),
+    spark_param("coldStartStrategy", "cold_start_strategy", _cold_start, "nan",
           "unknown users/items in evaluateTable: nan (rmse is NaN) or drop (rows left out)"),
-    Param("userCol", "user_col", str, "user", "user id column (whole numbers)"),
-    Param("itemCol", "item_col", str, "item", "item id column (whole numbers)"),
-    Param("ratingCol", "rating_col", str, "rating", "rating column"),
-    Param("numUserBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-    Param("numItemBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-    Param("blockSize", None, to_int, 4096, "accepted for Spark compatibility; no effect"),
-    Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
-    Param("intermediateStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
-    Param("finalStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
+    spark_param("userCol", "user_col", str, "user", "user id column (whole numbers)"),
+    spark_param("itemCol", "item_col", str, "item", "item id column (whole numbers)"),
+    spark_param("ratingCol", "rating_col", str, "rating", "rating column"),
+    spark_param("numUserBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    spark_param("numItemBlocks", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    spark_param("blockSize", None, to_int, 4096, "accepted for Spark compatibility; no effect"),
+    spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    spark_param("intermediateStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
+    spark_param("finalStorageLevel", None, str, "MEMORY_AND_DISK", "accepted for Spark compatibility; no effect"),
     SEED,
 )
 
@@ -218,8 +218,8 @@ ALGORITHMS = (
         params=PARAMS,
         build=_als,
         statement_params=(
-            Param("userRec", "userRec", _at_least(1, to_int), None, "write the top N items per user to TARGET/data/userRec"),
-            Param("itemRec", "itemRec", _at_least(1, to_int), None, "write the top N users per item to TARGET/data/itemRec"),
+            spark_param("userRec", "userRec", _at_least(1, to_int), None, "write the top N items per user to TARGET/data/userRec"),
+            spark_param("itemRec", "itemRec", _at_least(1, to_int), None, "write the top N users per item to TARGET/data/itemRec"),
         ),
         id_params=("userCol", "itemCol"), label_param="ratingCol",
         tables=recommendations,

@@ -4,7 +4,7 @@ optimizer is scikit-learn's online variational Bayes, ``em`` its batch variant."
 
 from __future__ import annotations
 
-from ..algorithm import CLUSTERER, TOPICS, Algorithm, Param, to_int
+from ..algorithm import CLUSTERER, TOPICS, Algorithm, spark_param, to_int
 from .common import SEED
 
 
@@ -42,12 +42,12 @@ ALGORITHMS = (
     Algorithm(
         name="KMeans", kind=CLUSTERER, library="skops", implementation="sklearn.cluster.KMeans",
         params=(
-            Param("k", "n_clusters", to_int, 2, "number of clusters"),
-            Param("maxIter", "max_iter", to_int, 20, "maximum number of iterations"),
-            Param("tol", "tol", float, 1e-4, "convergence tolerance"),
-            Param("initMode", "init", str, "k-means||", "k-means|| (k-means++) or random", adapt=_init_mode),
-            Param("initSteps", None, to_int, 2, "accepted for Spark compatibility; no effect"),
-            Param("distanceMeasure", None, str, "euclidean", "euclidean only"),
+            spark_param("k", "n_clusters", to_int, 2, "number of clusters"),
+            spark_param("maxIter", "max_iter", to_int, 20, "maximum number of iterations"),
+            spark_param("tol", "tol", float, 1e-4, "convergence tolerance"),
+            spark_param("initMode", "init", str, "k-means||", "k-means|| (k-means++) or random", adapt=_init_mode),
+            spark_param("initSteps", None, to_int, 2, "accepted for Spark compatibility; no effect"),
+            spark_param("distanceMeasure", None, str, "euclidean", "euclidean only"),
             SEED,
         ),
         build=_kmeans,
@@ -55,17 +55,17 @@ ALGORITHMS = (
     Algorithm(
         name="LDA", kind=TOPICS, library="skops", implementation="sklearn.decomposition.LatentDirichletAllocation",
         params=(
-            Param("k", "n_components", to_int, 10, "number of topics"),
-            Param("maxIter", "max_iter", to_int, 20, "maximum number of iterations"),
-            Param("docConcentration", "doc_topic_prior", str, "auto", "prior of document-topic weights (auto: 1/k)",
+            spark_param("k", "n_components", to_int, 10, "number of topics"),
+            spark_param("maxIter", "max_iter", to_int, 20, "maximum number of iterations"),
+            spark_param("docConcentration", "doc_topic_prior", str, "auto", "prior of document-topic weights (auto: 1/k)",
                   adapt=_positive_or_auto),
-            Param("topicConcentration", "topic_word_prior", str, "auto", "prior of topic-word weights (auto: 1/k)",
+            spark_param("topicConcentration", "topic_word_prior", str, "auto", "prior of topic-word weights (auto: 1/k)",
                   adapt=_positive_or_auto),
-            Param("optimizer", "learning_method", str, "online", "online or em", adapt=_optimizer),
-            Param("learningOffset", "learning_offset", float, 1024.0, "online: downweights early iterations"),
-            Param("learningDecay", "learning_decay", float, 0.51, "online: learning rate decay"),
-            Param("subsamplingRate", None, float, 0.05, "accepted for Spark compatibility; whole batches are used"),
-            Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+            spark_param("optimizer", "learning_method", str, "online", "online or em", adapt=_optimizer),
+            spark_param("learningOffset", "learning_offset", float, 1024.0, "online: downweights early iterations"),
+            spark_param("learningDecay", "learning_decay", float, 0.51, "online: learning rate decay"),
+            spark_param("subsamplingRate", None, float, 0.05, "accepted for Spark compatibility; whole batches are used"),
+            spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
             SEED,
         ),
         build=_lda, threads_param="n_jobs",

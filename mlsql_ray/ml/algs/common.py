@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..algorithm import Param, to_int
+from ..algorithm import spark_param, to_int
 
-SEED = Param("seed", "random_state", to_int, 0, "random seed (Spark's default is fixed per class; ours is 0)")
-MAX_ITER = Param("maxIter", "max_iter", to_int, 100, "maximum number of iterations")
-TOL = Param("tol", "tol", float, 1e-6, "convergence tolerance")
+SEED = spark_param("seed", "random_state", to_int, 0, "random seed (Spark's default is fixed per class; ours is 0)")
+MAX_ITER = spark_param("maxIter", "max_iter", to_int, 100, "maximum number of iterations")
+TOL = spark_param("tol", "tol", float, 1e-6, "convergence tolerance")
 
 
 def subset_strategy(text: str):

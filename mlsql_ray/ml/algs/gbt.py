@@ -4,7 +4,7 @@ XGBoost's own JSON model format."""
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, Param, to_int
+from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param, to_int
 from .common import SEED
 
 
@@ -13,16 +13,16 @@ def _fraction(text: str) -> float:
 
 
 PARAMS = (
-    Param("maxIter", "n_estimators", to_int, 20, "number of boosting rounds (trees)"),
-    Param("maxDepth", "max_depth", to_int, 5, "maximum depth of a tree"),
-    Param("stepSize", "learning_rate", float, 0.1, "learning rate (shrinkage)"),
-    Param("subsamplingRate", "subsample", float, 1.0, "fraction of rows each tree is trained on"),
-    Param("maxBins", "max_bin", to_int, 32, "histogram bins per feature"),
-    Param("minInstancesPerNode", "min_child_weight", float, 1.0, "minimum weight (rows) in a leaf"),
-    Param("minInfoGain", "gamma", float, 0.0, "minimum loss reduction of a split"),
-    Param("featureSubsetStrategy", "colsample_bynode", str, "all",
+    spark_param("maxIter", "n_estimators", to_int, 20, "number of boosting rounds (trees)"),
+    spark_param("maxDepth", "max_depth", to_int, 5, "maximum depth of a tree"),
+    spark_param("stepSize", "learning_rate", float, 0.1, "learning rate (shrinkage)"),
+    spark_param("subsamplingRate", "subsample", float, 1.0, "fraction of rows each tree is trained on"),
+    spark_param("maxBins", "max_bin", to_int, 32, "histogram bins per feature"),
+    spark_param("minInstancesPerNode", "min_child_weight", float, 1.0, "minimum weight (rows) in a leaf"),
+    spark_param("minInfoGain", "gamma", float, 0.0, "minimum loss reduction of a split"),
+    spark_param("featureSubsetStrategy", "colsample_bynode", str, "all",
           "fraction of features tried per split (all, onethird or a number)", adapt=_fraction),
-    Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+    spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
     SEED,
 )
 

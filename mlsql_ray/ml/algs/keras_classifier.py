@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from ..algorithm import CLASSIFIER, Algorithm, Param, to_int
+from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_int
 from ..columns import features_of, labels_of
 
 
@@ -109,14 +109,14 @@ class KerasClassifier:
 ALGORITHMS = (Algorithm(
     name="KerasClassifier", kind=CLASSIFIER, library="keras", implementation="mlsql_ray.train.fit (Keras)",
     params=(
-        Param("layers", "layers", str, "512", "hidden layer sizes, e.g. 512,256", adapt=_layers),
-        Param("epochs", "epochs", to_int, 7, "rounds of weight averaging (one epoch each)"),
-        Param("batchSize", "batch_size", to_int, 128, "batch size"),
-        Param("learningRate", "learning_rate", float, 0.01, "SGD learning rate (scaled by the worker count)"),
-        Param("scale", "scale", str, "1", "factor applied to features, e.g. 1/255", adapt=_fraction),
-        Param("workers", "workers", to_int, 2, "Ray actors training in parallel"),
-        Param("cpusPerWorker", "cpus_per_worker", float, 1.0, "CPUs per actor"),
-        Param("seed", "seed", to_int, 0, "random seed of the initial weights"),
+        spark_param("layers", "layers", str, "512", "hidden layer sizes, e.g. 512,256", adapt=_layers),
+        spark_param("epochs", "epochs", to_int, 7, "rounds of weight averaging (one epoch each)"),
+        spark_param("batchSize", "batch_size", to_int, 128, "batch size"),
+        spark_param("learningRate", "learning_rate", float, 0.01, "SGD learning rate (scaled by the worker count)"),
+        spark_param("scale", "scale", str, "1", "factor applied to features, e.g. 1/255", adapt=_fraction),
+        spark_param("workers", "workers", to_int, 2, "Ray actors training in parallel"),
+        spark_param("cpusPerWorker", "cpus_per_worker", float, 1.0, "CPUs per actor"),
+        spark_param("seed", "seed", to_int, 0, "random seed of the initial weights"),
     ),
     build=lambda kwargs, n_rows: KerasClassifier(**kwargs), in_process=True, reads_partitions=True,
 ),)

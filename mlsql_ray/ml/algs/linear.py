@@ -5,16 +5,16 @@ converted with the row count (C = 1/(n·regParam)), elasticNetParam is l1_ratio,
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, Param, to_bool
+from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param, to_bool
 from .common import MAX_ITER, TOL
 
 PARAMS = (
-    Param("regParam", "regParam", float, 0.0, "regularisation strength (0: none)"),
-    Param("elasticNetParam", "elasticNetParam", float, 0.0, "mix of L1 (1) and L2 (0) regularisation"),
+    spark_param("regParam", "regParam", float, 0.0, "regularisation strength (0: none)"),
+    spark_param("elasticNetParam", "elasticNetParam", float, 0.0, "mix of L1 (1) and L2 (0) regularisation"),
     MAX_ITER,
     TOL,
-    Param("fitIntercept", "fit_intercept", to_bool, True, "fit an intercept term"),
-    Param("standardization", "standardization", to_bool, True, "scale features to unit variance first"),
+    spark_param("fitIntercept", "fit_intercept", to_bool, True, "fit an intercept term"),
+    spark_param("standardization", "standardization", to_bool, True, "scale features to unit variance first"),
 )
 
 

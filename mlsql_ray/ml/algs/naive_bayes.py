@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, Algorithm, Param
+from ..algorithm import CLASSIFIER, Algorithm, spark_param
 
 MODEL_TYPES = ("multinomial", "bernoulli", "gaussian")
 
@@ -27,8 +27,8 @@ ALGORITHMS = (Algorithm(
     name="NaiveBayes", kind=CLASSIFIER, library="skops",
     implementation="sklearn.naive_bayes.MultinomialNB, BernoulliNB or GaussianNB (by modelType)",
     params=(
-        Param("smoothing", "smoothing", float, 1.0, "additive (Laplace) smoothing"),
-        Param("modelType", "modelType", str, "multinomial", "multinomial, bernoulli or gaussian", adapt=_model_type),
+        spark_param("smoothing", "smoothing", float, 1.0, "additive (Laplace) smoothing"),
+        spark_param("modelType", "modelType", str, "multinomial", "multinomial, bernoulli or gaussian", adapt=_model_type),
     ),
     build=_build,
 ),)

@@ -4,7 +4,7 @@ importances for modelExplain."""
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, Algorithm, Param, to_bool, to_int
+from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_bool, to_int
 from .common import SEED, subset_strategy
 
 
@@ -19,17 +19,17 @@ ALGORITHMS = (Algorithm(
     name="RandomForest", kind=CLASSIFIER, library="skops",
     implementation="sklearn.ensemble.RandomForestClassifier",
     params=(
-        Param("numTrees", "n_estimators", to_int, 20, "number of trees"),
-        Param("maxDepth", "max_depth", to_int, 5, "maximum depth of a tree"),
-        Param("minInstancesPerNode", "min_samples_leaf", to_int, 1, "minimum rows in a leaf"),
-        Param("minInfoGain", "min_impurity_decrease", float, 0.0, "minimum impurity decrease of a split"),
-        Param("featureSubsetStrategy", "max_features", str, "auto",
+        spark_param("numTrees", "n_estimators", to_int, 20, "number of trees"),
+        spark_param("maxDepth", "max_depth", to_int, 5, "maximum depth of a tree"),
+        spark_param("minInstancesPerNode", "min_samples_leaf", to_int, 1, "minimum rows in a leaf"),
+        spark_param("minInfoGain", "min_impurity_decrease", float, 0.0, "minimum impurity decrease of a split"),
+        spark_param("featureSubsetStrategy", "max_features", str, "auto",
               "features tried per split: auto (sqrt), all, onethird, sqrt, log2 or a fraction", adapt=subset_strategy),
-        Param("subsamplingRate", "max_samples", float, 1.0, "fraction of rows each tree is trained on"),
-        Param("bootstrap", "bootstrap", to_bool, True, "sample rows with replacement"),
-        Param("impurity", "criterion", str, "gini", "gini or entropy"),
-        Param("maxBins", None, to_int, 32, "accepted for Spark compatibility; exact splits are used"),
-        Param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
+        spark_param("subsamplingRate", "max_samples", float, 1.0, "fraction of rows each tree is trained on"),
+        spark_param("bootstrap", "bootstrap", to_bool, True, "sample rows with replacement"),
+        spark_param("impurity", "criterion", str, "gini", "gini or entropy"),
+        spark_param("maxBins", None, to_int, 32, "accepted for Spark compatibility; exact splits are used"),
+        spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
         SEED,
     ),
     build=_build, threads_param="n_jobs",

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted, text
 from .base import ET, Call
 
@@ -124,7 +124,8 @@ ETS = (
         Param("windowSize", "5", "words on each side that count as context"),
         Param("maxIter", "1", "passes over the texts"),
         Param("stepSize", "0.025", "initial learning rate"),
-        Param("seed", "1", "random seed (training runs on one thread, so a seed gives the same vectors)")),
+        Param("seed", "1", "random seed (training runs on one thread, so a seed gives the same vectors)"),
+        Param("wordvecPaths", "", "vectors trained elsewhere: not supported yet (an error; leave it out)")),
        kind="feature engineer", learner=LEARNER, example="""select 'spark sql on ray' as content union all select 'ray trains models' as content as corpus;
 train corpus as Word2VecInPlace.`db.w2v` where inputCol="content" and vectorSize="4" and resultFeature="merge" as vectors;
 register Word2VecInPlace.`db.w2v` as w2v_convert;

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted
 from .base import ET, Call
 

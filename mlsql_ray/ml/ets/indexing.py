@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted
 from .base import ET, Call
 

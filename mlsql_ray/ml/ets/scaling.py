@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ...arrays import matrix
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted
 from .base import ET, Call
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted
 from .base import Call
 
@@ -31,6 +31,8 @@ PARAMS = (
                        "and single CJK ideographs"),
     Param("stopWordPath", "", "a file of words to leave out, one a line"),
     Param("ignoreNature", "true", "accepted for Byzer's scripts: words carry no part of speech here"),
+    Param("dicPaths", "", "accepted for Byzer's scripts: the ansj segmenter's dictionaries; there is no such "
+                          "segmenter here, so words are cut as above"),
 )
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ..datasources.base import Param
+from ...options import Param
 from . import fitted
 from .base import ET, Call
 

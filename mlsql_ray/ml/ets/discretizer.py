@@ -18,7 +18,6 @@ in group order) to their buckets, or, trained in the single-column form, ``f(v)`
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pyarrow as pa
@@ -26,12 +25,11 @@ import pyarrow.compute as pc
 
 from ...arrays import matrix
 from ...errors import MLSQLError
-from .. import spark_types
-from ..datasources.base import Param
+from ...lang import spark_types
+from ...options import Param, groups as parameter_groups
 from . import fitted
 from .base import ET, Call
 
-_GROUP = re.compile(r"fitParam\.(\d+)\.(\w+)")
 NAME = "Discretizer"
 
 
@@ -42,16 +40,12 @@ HANDLE_INVALID = ("keep", "error", "skip")
 
 def _groups(call: Call) -> tuple[list[dict], bool]:
     """The groups' options, and whether they are the single-column form's one group."""
-    groups: dict[int, dict] = {}
-    for key, value in call.options.items():
-        match = _GROUP.fullmatch(key)
-        if match:
-            groups.setdefault(int(match.group(1)), {})[match.group(2)] = value
+    groups = parameter_groups(call.options)
     single = {key: value for key, value in call.options.items() if key in _SINGLE_OPTIONS}
     if groups and "inputCol" in single:
         raise MLSQLError(f"{NAME}: give either inputCol=\"...\" (one column) or `fitParam.N.inputCol` groups, not both")
     if groups:
-        return [groups[i] for i in sorted(groups)], False
+        return list(groups.values()), False
     if "inputCol" not in single:
         raise MLSQLError(f"{NAME} needs inputCol=\"...\" (one column) or one `fitParam.N.inputCol`=\"...\" per column "
                          "to discretize")

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ...errors import MLSQLError
 from ...storage import delta
+from ..store import model_target
 from .base import Call, input_table
 
 _STATE_SCHEMA = pa.schema([("et", pa.string()), ("state", pa.string())])
@@ -28,11 +29,9 @@ _TABLES = "_tables"  # the state's key: {KEY: version of TARGET/model_KEY}
 
 
 def target_path(session, target: str):
-    from ..learning import _target
-
     if not target:
         raise MLSQLError("train ... as ET.`TARGET` needs a TARGET path to save what it learnt")
-    return _target(session, target, {})
+    return model_target(session, target, {})
 
 
 def save(session, target: str, et: str, state: dict, transformed: pa.Table) -> None:
@@ -53,15 +52,14 @@ def load(session, target: str, et: str) -> tuple[int, dict]:
     path = target_path(session, target)
     if not delta.exists(path / "model"):
         raise MLSQLError(f"{target} holds no {et} state (train a table as {et}.`{target}` first)")
-    table = delta.open_table(path / "model", f"{target}/model")
-    [row] = table.to_pyarrow_table().to_pylist()
+    version, data = delta.read(path / "model", f"{target}/model")
+    [row] = data.to_pylist()
     if row["et"].lower() != et.lower():
         raise MLSQLError(f"{target} was trained by {row['et']}, not {et}")
     state = json.loads(row["state"])
-    for key, version in state.pop(_TABLES, {}).items():
-        state[key] = delta.open_table(path / f"model_{key}", f"{target}/model_{key}",
-                                      {"version": str(version)}).to_pyarrow_table()
-    return table.version(), state
+    for key, saved in state.pop(_TABLES, {}).items():
+        state[key] = delta.read(path / f"model_{key}", f"{target}/model_{key}", {"version": str(saved)})[1]
+    return version, state
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
-"""The engine's side of training from SQL (mlsql_ray.ml): statements ↔ catalog, warehouse and Ray.
+"""The model side of the model statements: what ``train``/``predict``/``register``/``load
+modelExplain`` of a built-in algorithm do with the session's tables, the warehouse and Ray. The
+engine's statement modules (``engine/statements/train.py``, ``register.py``) name the outputs in
+the catalog and say what happened.
 
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
-(predict.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
+(ml.serving.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
 ``load modelList/modelParams/modelExplain`` describe algorithms and models. An algorithm may write
 tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register``
 (``Algorithm.no_inference``).
@@ -17,29 +20,26 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..lang import ast
-from ..ml import predictor as ml_predictor, registry, runner, sources, store
-from ..ml.algorithm import TOPICS
-from ..storage import delta
-from . import vectors
-from .catalog import quoted
-from .result import PREVIEW_ROWS, Result
+from . import predictor as ml_predictor, registry, runner, sources, store
+from .algorithm import TOPICS
+
+
+def _quoted(name: str) -> str:
+    """A column name as DuckDB SQL, by sqlglot (the engine's ``catalog.quoted`` is above this package)."""
+    return exp.to_identifier(name, quoted=True).sql("duckdb")
 
 
 def is_algorithm(fmt: str) -> bool:
     return registry.is_known(fmt)
 
 
-def _target(session, name: str, options: dict) -> Path:
-    """A model TARGET: a path (Byzer's `/tmp/model`) or a warehouse name (`db.model`)."""
-    if "/" in name or options.get("mode") == "path":
-        return session.local_path(name)
-    return delta.table_path(session.warehouse, name, {})
-
-
-def train(session, s: ast.Train) -> Result:
+def train(session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
+    """Fit the groups ``s`` asks for and save them to its TARGET: (Byzer's result table, the
+    model table's version, how many groups were fitted, how many of them failed)."""
     options = dict(s.options)
     plans = runner.plan(s.format, options)
     evaluate_name = options.get("evaluateTable")
@@ -53,17 +53,12 @@ def train(session, s: ast.Train) -> Result:
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
     extra = runner.extra_tables(s.format, options, groups, s.path)
-    path = _target(session, s.path, options)
+    path = store.model_target(session, s.path, options)
     version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
     if extra is not None:
         _write_data(path / "data", extra)
     result = runner.result_table(groups, s.path, version, automl=s.format.lower() == registry.AUTOML.lower())
-    output = s.output or "output"
-    session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
-    failed = sum(g.status == "fail" for g in groups)
-    return Result(s, f"trained {len(groups)} {s.format} model(s) into {s.path} version {version}"
-                     + (f" ({failed} failed)" if failed else ""),
-                  table=result, num_rows=result.num_rows, name=output, version=version)
+    return result, version, len(groups), sum(g.status == "fail" for g in groups)
 
 
 class CatalogTable:
@@ -89,12 +84,12 @@ class CatalogTable:
         [(rows,)] = relation.aggregate("count(*)").fetchall()
         if label is None:
             return rows, None
-        distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({quoted(label)} AS DOUBLE) AS v "
+        distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({_quoted(label)} AS DOUBLE) AS v "
                                                  "FROM _train_rows ORDER BY v").to_arrow_table()
         return rows, distinct.column("v").to_numpy()
 
     def first_invalid(self, column: str, ids: bool = False) -> pa.Table:
-        value = quoted(column)
+        value = _quoted(column)
         invalid = f"{value} IS NULL"
         if ids:
             number = f"TRY_CAST({value} AS DOUBLE)"
@@ -122,11 +117,13 @@ def _chosen(session, fmt: str, target: str, options: dict):
         if alg.no_inference:
             raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
                              f"{alg.no_inference.replace('TARGET', target)}")
-    version, groups = store.read(_target(session, target, options), target, options)
+    version, groups = store.read(store.model_target(session, target, options), target, options)
     return version, ml_predictor.select(groups, fmt, options, target)
 
 
-def predict(session, s: ast.Train) -> Result:
+def predict(session, s: ast.Train) -> tuple[pa.Table, str]:
+    """``s``'s table scored by the model group it chooses: (the table with the model's columns,
+    which model: its TARGET, version and algIndex)."""
     options = dict(s.options)
     table = session.catalog.arrow(s.table)
     version, group = _chosen(session, s.format, s.path, options)
@@ -137,19 +134,15 @@ def predict(session, s: ast.Train) -> Result:
         if name in scored.column_names:
             scored = scored.drop_columns([name])
         scored = scored.append_column(name, column)
-    output = s.output or f"{s.table}_predictions"
-    scored = vectors.mark_predicted(session, scored, s.table)
-    session.catalog.add_arrow(output, scored, f"predict {s.format}.`{s.path}`")
-    return Result(s, f"{output}: {scored.num_rows} rows (model {s.path} version {version}, algIndex {group.index})",
-                  table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
+    return scored, f"model {s.path} version {version}, algIndex {group.index}"
 
 
 def _on_actors(output: str | None = None):
-    """A ModelFunction (predict.py) whose Ray actors hold the group, answering ``output`` (else
+    """A ModelFunction (ml/serving.py) whose Ray actors hold the group, answering ``output`` (else
     the statement's ``output`` option)."""
 
     def start(session, name: str, s: ast.Register, version: int, group):
-        from ..predict import ModelFunction
+        from .serving import ModelFunction
 
         options = dict(s.options) if output is None else {**dict(s.options), "output": output}
         session.ray_link.ensure()
@@ -213,7 +206,7 @@ def _model_explain(session, s: ast.Load) -> pa.Table:
         if index is not None and index.strip() != folder["index"]:
             raise MLSQLError(f"modelExplain.`{target}` is index {folder['index']}, but index={index!r} is given too")
         target, index = folder["target"], folder["index"]
-    path = _target(session, target, options)
+    path = store.model_target(session, target, options)
     if index is not None:
         kept = store.kept_versions(path, target)
         if not index.strip().isdigit() or int(index) not in kept:

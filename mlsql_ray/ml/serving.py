@@ -15,9 +15,9 @@ from fractions import Fraction
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cluster.link import remote_error_line, stop_actors
-from .cluster.warm import Shape, WarmActor, WarmPool
-from .errors import MLSQLError
+from ..cluster.link import remote_error_line, stop_actors
+from ..cluster.warm import Shape, WarmActor, WarmPool
+from ..errors import MLSQLError
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
@@ -30,14 +30,14 @@ class Predictor(WarmActor):
     output_types = OUTPUT_TYPES
 
     def __init__(self, threads: int):
-        from .train.worker import configure_tensorflow
+        from ..train.worker import configure_tensorflow
 
         configure_tensorflow(threads)
         self.model = None
 
     def load(self, rows, unsafe: bool) -> int | None:
         """Load the model from its rows; returns ``input_width()``."""
-        from .models import model_from_rows
+        from ..models import model_from_rows
 
         self.forget()
         self.model = model_from_rows(rows, unsafe=unsafe)
@@ -56,7 +56,7 @@ class Predictor(WarmActor):
         return int(shape[1]) if len(shape) == 2 and shape[1] is not None else None
 
     def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
-        from .arrays import matrix
+        from ..arrays import matrix
 
         x = matrix(column)
         if scale is not None:
@@ -131,7 +131,7 @@ class ModelFunction:
         unsafe = parse_flag(options, "unsafe")
         row_list = rows.to_pylist()
         if predictor is Predictor:
-            from .models import model_file, refuse_python_code
+            from ..models import model_file, refuse_python_code
 
             what = f"the rows of {table} version {version}"
             with model_file(row_list, what) as path:
