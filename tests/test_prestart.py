@@ -42,8 +42,8 @@ def session(ray_runtime, module_pool, tmp_path_factory):
 
 
 def job_ended(session, text_start: str):
-    """When the session's finished job whose text starts with ``text_start`` ended (!show jobs' record)."""
-    [job] = [j for j in session.jobs._finished if j.text.startswith(text_start)]
+    """When the session's last finished job whose text starts with ``text_start`` ended (!show jobs' record)."""
+    *_, job = [j for j in session.jobs._finished if j.text.startswith(text_start)]
     return job.ended
 
 
