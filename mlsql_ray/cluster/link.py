@@ -313,10 +313,13 @@ class RayLink:
     def single_machine(self) -> bool:
         """Whether the cluster is this machine alone: connected to a one-node Ray whose node is the
         driver's, or not connected yet with an embedded Ray to start. False for a cluster not yet
-        reached at an address (unknown until connected)."""
+        reached at its address (unknown until connected)."""
         ray = sys.modules.get("ray")
-        if ray is None or not ray.is_initialized():
-            return self.default_address is None
+        connected = ray is not None and ray.is_initialized()
+        if self.default_address is not None and (not connected or self.address != self.default_address):
+            return False
+        if not connected:
+            return True
         try:
             nodes = [n for n in ray.nodes() if n.get("Alive")]
             return len(nodes) == 1 and nodes[0]["NodeID"] == ray.get_runtime_context().get_node_id()
