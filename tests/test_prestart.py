@@ -26,6 +26,7 @@ from mlsql_ray.frontend import cli
 from mlsql_ray.cluster import ray_internals
 from mlsql_ray.engine import prestart
 from mlsql_ray.errors import MLSQLError
+from mlsql_ray.ml import runner
 
 LOAD = f"""load parquet.`{SAMPLE_MNIST}/train.parquet` as raw;
 select image, label from raw limit 60 as small;
@@ -41,8 +42,8 @@ def session(ray_runtime, module_pool, tmp_path_factory):
 
 
 def job_ended(session, text_start: str):
-    """When the session's finished job whose text starts with ``text_start`` ended (!show jobs' record)."""
-    [job] = [j for j in session.jobs._finished if j.text.startswith(text_start)]
+    """When the session's last finished job whose text starts with ``text_start`` ended (!show jobs' record)."""
+    *_, job = [j for j in session.jobs._finished if j.text.startswith(text_start)]
     return job.ended
 
 
@@ -64,7 +65,45 @@ def test_what_counts_as_training(code, expected):
     assert prestart.needs(statement) == expected
 
 
-def test_a_script_that_trains_starts_its_workers_while_the_select_runs_and_the_training_takes_them(session):
+def ids(actors) -> set[str]:
+    return {ray_internals.actor_id(a) for a in actors}
+
+
+def test_on_one_machine_the_start_imports_the_groups_library_here_and_the_next_train_gets_hosts(session):
+    """On this one-machine Ray the first train's groups are fitted here: the start imports their
+    library here before the train runs and starts no host; the hosts come up after the fits, for
+    the next request's train, which runs on them."""
+    results = list(session.execute_iter(LOAD + TRAIN))
+    started = session.prestart
+    assert started is not None and started.reached and started.fits_here
+    assert started.started < job_ended(session, "select image, label from raw")
+    assert started.imported is not None and started.imported < job_ended(session, "train small")
+    assert started.actors == [] and started.workers_ready is not None
+    assert results[-1].name == "res" and len(session.table("res").to_pylist()) > 0
+    session.workers.settle()
+    hosts = ids(session.workers.idle_actors())
+    assert len(hosts) == 2
+    session.execute(LOAD + TRAIN)
+    assert ids(session.workers.idle_actors()) == hosts
+
+
+def test_closing_the_pool_stops_the_hosts_still_starting_for_the_next_train(session, ray_runtime):
+    session.workers.release()
+    wait_for(lambda: ray_runtime.available_resources().get("CPU", 0) >= 2)
+    session.execute(LOAD + TRAIN)  # fitted here; two hosts starting for the next train
+    session.workers.release()
+    session.workers.settle()
+    assert session.workers.idle_actors() == []
+    assert not [r for r in ray_internals.actor_states().values()
+                if r.get("ActorClassName", "").endswith("GroupHost") and r.get("State") != "DEAD"]
+
+
+def test_a_script_that_trains_starts_its_workers_while_the_select_runs_and_the_training_takes_them(
+        session, ray_runtime, monkeypatch):
+    """On a cluster of several machines (here: the one-machine rule off) the start starts the hosts."""
+    monkeypatch.setattr(runner, "FIT_HERE_ON_ONE_MACHINE", False)
+    session.workers.release()  # the last test's hosts: the start ahead starts only what free CPUs allow
+    wait_for(lambda: ray_runtime.available_resources().get("CPU", 0) >= 2)
     results = list(session.execute_iter(LOAD + TRAIN))
     started = session.prestart
     assert started is not None and started.reached
@@ -97,7 +136,8 @@ def wait_for(condition, seconds: float = 120) -> None:
         time.sleep(0.1)
 
 
-def test_an_error_before_the_training_releases_the_workers_started_for_it(session, ray_runtime):
+def test_an_error_before_the_training_releases_the_workers_started_for_it(session, ray_runtime, monkeypatch):
+    monkeypatch.setattr(runner, "FIT_HERE_ON_ONE_MACHINE", False)  # hosts started ahead, as on several machines
     session.workers.release()  # the last test's hosts: the start ahead starts only what free CPUs allow
     wait_for(lambda: ray_runtime.available_resources().get("CPU", 0) >= 2)
     run = session.execute_iter(LOAD + "select no_such_column from small as broken;\n" + TRAIN)
@@ -125,6 +165,7 @@ EMBEDDED = textwrap.dedent("""
     import ray
     from mlsql_ray import Session
     from mlsql_ray.errors import MLSQLError
+from mlsql_ray.ml import runner
 
     with Session(warehouse=sys.argv[1]) as session:
         try:

@@ -3,7 +3,8 @@ worker gets a description of its partition (the files and row range to read, or 
 batches of a computed table are in Ray's object store) and reads it itself; the driver never
 holds the training rows. Shown from what the warm workers hold after the statement: the key of
 the partition they read (what they were given) and its rows. Several groups of a scikit-learn
-algorithm are fitted on GroupHosts, which likewise read the table themselves.
+algorithm are fitted on GroupHosts, which likewise read the table themselves (on this one-machine
+Ray once warm hosts are ready: the first such train fits here and starts them, issue 27).
 
 Tiny generated data (two separable classes labelled 2 and 5), a tiny network, the module's warm
 workers (``warm_workers``) shared by the statements."""
@@ -125,19 +126,43 @@ def metrics(session) -> list[str]:
     return [r["value"] for r in session.table("rf").to_pylist() if r["name"] == "metrics"]
 
 
-def test_groups_on_hosts_read_their_rows_there(session, warm_workers, points):
-    """Several groups of an algorithm fitted from arrays (RandomForest) run on GroupHosts, and each
-    host reads the table and the evaluateTable from their files itself (FileRows in its read
-    cache); the driver reads no rows. Each group fitted alone in this process, which reads the
-    rows here, gives the same metrics."""
+def group_hosts(pool) -> set[str]:
+    """The ids of the pool's idle GroupHosts."""
+    import ray
+
+    from mlsql_ray.cluster import ray_internals
+
+    def is_host(actor):
+        from mlsql_ray.ml.runner import GroupHost
+
+        return isinstance(actor, GroupHost)
+
+    idle = pool.idle_actors()
+    return {ray_internals.actor_id(a) for a, host in zip(idle, ray.get([a.__ray_call__.remote(is_host) for a in idle]))
+            if host}
+
+
+def test_groups_fitted_here_first_then_on_the_hosts_started_for_the_next_train(session, warm_workers, points):
+    """On this one-machine Ray, the first train of several groups of an algorithm fitted from arrays
+    (RandomForest) fits them here, no warm GroupHost being ready, and starts two hosts for the next
+    train: they read nothing. That train runs on them, and each host reads the table and the
+    evaluateTable from their files itself (FileRows in its read cache); the driver reads no rows.
+    Each group fitted alone in this process gives the same metrics."""
     from mlsql_ray.cells import partitions
 
+    warm_workers.release()  # the Keras workers idle here hold the CPUs the hosts started ahead need
     session.execute("select features, label from raw where id % 8 != 7 as kept;")
     session.execute("select features, label from raw where id % 8 = 7 as held;")
+    session.execute(RANDOM_FOREST.format(groups=GROUPS))
+    fitted_here = metrics(session)
+    warm_workers.settle()
+    hosts = group_hosts(warm_workers)
+    assert len(hosts) == 2 and host_reads(warm_workers) == []  # started after the fits, for the next train
     session.execute(RANDOM_FOREST.format(groups=GROUPS))
     rows = {r["name"]: r["value"] for r in session.table("rf").to_pylist()}
     assert rows["status"] == "success", rows["message"]
     on_hosts = metrics(session)
+    assert group_hosts(warm_workers) == hosts and on_hosts == fitted_here
     reads = host_reads(warm_workers)
     assert reads and all(type(plan) is FileRows and plan.pieces[0].files == (str(points),) for plan, _ in reads)
     assert {n for _, n in reads} == {ROWS - ROWS // 8, ROWS // 8}  # the training rows and the held-out ones
@@ -164,9 +189,13 @@ ALS_GROUPS = ('train kept as ALSInPlace.`db.als` where userCol="u" and itemCol="
     ("select case when id = 100 then [0.5] else features end as features, label from raw as kept;", RANDOM_FOREST,
      "the list rows have different lengths"),  # found by the host that reads the rows
 ])
-def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, train, message):
+def test_bad_rows_stop_a_statement_whose_groups_run_on_hosts(session, statement, train, message, monkeypatch):
     """The driver finds a null label or a bad ALS id past the first row by SQL, before any host
-    starts; what only reading every row finds stops the statement from the host."""
+    starts; what only reading every row finds stops the statement from the host (groups on hosts
+    as on a cluster of several machines, warm hosts or not)."""
+    from mlsql_ray.ml import runner
+
+    monkeypatch.setattr(runner, "FIT_HERE_ON_ONE_MACHINE", False)
     session.execute(statement)
     session.execute("select * from kept as held;")
     with pytest.raises(MLSQLError, match=re.escape(message)):

@@ -220,7 +220,8 @@ def test_sql_train_runs_its_groups_on_the_last_trains_hosts(ray_session):
     session.execute(f"load parquet.`{SAMPLE_MNIST / 'train.parquet'}` as mnist; select * from mnist limit 600 as small;")
     statement = ('train small as RandomForest.`db.rf` where featuresCol="image" and numTrees="5" '
                  'and `fitParam.0.maxDepth`="3" and `fitParam.1.maxDepth`="6" as res;')
-    session.execute(statement)
+    session.execute(statement)  # fitted here (no warm host on this one-machine Ray), hosts started after
+    session.workers.settle()
     hosts = ids(session.workers.idle_actors())
     assert len(hosts) == 2
     session.execute(statement)
@@ -242,6 +243,7 @@ def test_sessions_given_one_pool_share_its_actors_and_leave_it_to_its_owner(ray_
     with warm.WarmPool() as pool:
         with Session(warehouse=tmp_path / "first", workers=pool) as first:
             first.execute(load + statement)
+        pool.settle()  # the hosts started for the next train, once its groups were fitted here
         hosts = ids(pool.idle_actors())
         assert len(hosts) == 2 and not dead(hosts)
         with Session(warehouse=tmp_path / "second", workers=pool) as second:

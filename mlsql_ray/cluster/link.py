@@ -310,6 +310,22 @@ class RayLink:
         quiet_ray()
         return ray
 
+    def single_machine(self) -> bool:
+        """Whether the cluster is this machine alone: connected to a one-node Ray whose node is the
+        driver's, or not connected yet with an embedded Ray to start. False for a cluster not yet
+        reached at its address (unknown until connected)."""
+        ray = sys.modules.get("ray")
+        connected = ray is not None and ray.is_initialized()
+        if self.default_address is not None and (not connected or self.address != self.default_address):
+            return False
+        if not connected:
+            return True
+        try:
+            nodes = [n for n in ray.nodes() if n.get("Alive")]
+            return len(nodes) == 1 and nodes[0]["NodeID"] == ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - a client connection (ray://) does not say: a remote cluster
+            return False
+
     def cpus(self) -> int:
         import ray
 

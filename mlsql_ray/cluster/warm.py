@@ -16,6 +16,8 @@ An idle actor still holds its CPUs, so the pool lets them go:
   work waiting for resources (a watcher thread polls the cluster's pending demand while the pool
   holds anything): another job, or a task of the user's, never waits on our idle actors.
 An idle actor found dead when taken (killed, out of memory) is dropped and a fresh one started.
+Actors may also be started for the pool ahead of need (``start_ahead``): they join it once each
+has answered, and ``release`` stops those still starting too.
 
 Runs find the pool through ``current()``: a ``Session`` activates its own around the statements
 that train or register; from plain Python, ``with WarmPool() as pool, pool.active(): ...``.
@@ -43,6 +45,8 @@ DEFAULT_CAP = int(os.environ.get("MLSQL_WARM_CAP", "8"))
 POLL_SECONDS = 0.5
 #: how long a taken actor may take to answer before it counts as dead
 PING_TIMEOUT_S = 10
+#: how long an actor started ahead (``WarmPool.start_ahead``) may take to answer before it is stopped
+START_AHEAD_TIMEOUT_S = 300
 
 _current: contextvars.ContextVar[WarmPool | None] = contextvars.ContextVar("warm_pool", default=None)
 _pools: weakref.WeakSet[WarmPool] = weakref.WeakSet()  # every pool of this process (sessions', users')
@@ -85,6 +89,9 @@ class WarmPool:
         self._lock = threading.Lock()
         self._watcher: threading.Thread | None = None
         self._expected: dict[Shape, list[threading.Event]] = {}  # actors being started ahead (expect)
+        self._starting: dict[int, object] = {}  # id -> actor started by start_ahead, not yet given
+        self._arrivals: list[threading.Thread] = []  # start_ahead's threads
+        self._releases = 0  # how many times everything was released (an arrival after one is stopped)
         _pools.add(self)
 
     # -- use by runs ---------------------------------------------------------------------------
@@ -111,6 +118,14 @@ class WarmPool:
         """Up to ``count`` live idle actors of ``shape``, now the caller's: the newest ``count``, in the
         order they were given, so a run's worker N gets the last run's worker N (and its partition)."""
         return [actor for actor in self.take_on(shape, [None] * count)[::-1] if actor is not None]
+
+    def idle_count(self, shape: Shape) -> int:
+        """How many idle actors of ``shape`` a run could take now (not asked whether they answer)."""
+        import ray
+
+        job = _job_id(ray)
+        with self._lock:
+            return sum(i.shape == shape and i.job == job for i in self._idle)
 
     def take_on(self, shape: Shape, nodes: list[str | None]) -> list:
         """For each of ``nodes`` (node ids, repeats allowed; None: any node) a live idle actor of
@@ -160,6 +175,45 @@ class WarmPool:
                 self._watcher.start()
         stop_actors(ray, [i.actor for i in extra])
 
+    def start_ahead(self, shape: Shape, actors: list, ready_calls: list) -> None:
+        """Keep ``actors``, still starting, for the next run of ``shape``: a thread gives each to the
+        pool once its call in ``ready_calls`` has answered (one that fails or takes longer than
+        ``START_AHEAD_TIMEOUT_S`` is stopped). Runs meanwhile do not wait for them; ``settle`` does."""
+        with self._lock:
+            self._starting.update((id(a), a) for a in actors)
+            thread = threading.Thread(target=self._arrive, args=(shape, actors, ready_calls, self._releases),
+                                      name="mlsql-warm-start", daemon=True)
+            self._arrivals = [t for t in self._arrivals if t.is_alive()] + [thread]
+        thread.start()
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait until the actors ``start_ahead`` is starting have joined the pool (or were stopped)."""
+        with self._lock:
+            arrivals = list(self._arrivals)
+        for thread in arrivals:
+            thread.join(timeout)
+
+    def _arrive(self, shape: Shape, actors: list, calls: list, releases: int) -> None:
+        import ray
+
+        deadline, ready = time.monotonic() + START_AHEAD_TIMEOUT_S, []
+        while len(ready) < len(calls) and time.monotonic() < deadline:
+            with self._lock:
+                if not any(id(a) in self._starting for a in actors):
+                    return  # released meanwhile (session closed, run interrupted): stopped there
+            try:
+                ready, _ = ray.wait(calls, num_returns=len(calls), timeout=POLL_SECONDS)
+            except Exception:  # noqa: BLE001 - Ray went away: the actors with it
+                return
+        live = [a for a, call in zip(actors, calls) if call in ready and answered(ray, call)]
+        with self._lock:
+            mine = [a for a in actors if self._starting.pop(id(a), None) is not None]
+        stop_actors(ray, [a for a in mine if not any(a is b for b in live)])
+        arrived = [a for a in mine if any(a is b for b in live)]
+        self.give(shape, arrived)
+        if self._releases != releases:  # released while they were being given
+            self.release(arrived)
+
     def keep(self, shape: Shape, actors: list) -> None:
         """Tell each actor to forget its run (its ``forget`` method), then ``give`` them."""
         for actor in actors:
@@ -170,6 +224,14 @@ class WarmPool:
         """Stop every idle actor (session closed, run interrupted), or those of ``actors`` still
         idle here, and wait until Ray says so."""
         if actors is None:
+            with self._lock:
+                starting, self._starting = list(self._starting.values()), {}
+                self._releases += 1
+            if starting:
+                import ray
+
+                if ray.is_initialized():
+                    stop_actors(ray, starting)
             self._release(lambda i: True)
         else:
             chosen = {id(a) for a in actors}
@@ -261,6 +323,15 @@ def _answering(ray, actors: list) -> list[bool]:
             answers.append(False)
     stop_actors(ray, [actor for actor, live in zip(actors, answers) if not live])
     return answers
+
+
+def answered(ray, call) -> bool:
+    """Whether ``call`` (made on an actor starting up) returned: the actor is up."""
+    try:
+        ray.get(call)
+        return True
+    except Exception:  # noqa: BLE001 - an actor that failed to start
+        return False
 
 
 def _job_id(ray) -> str:

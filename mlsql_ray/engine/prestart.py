@@ -12,7 +12,11 @@ What counts as training is decided from the parsed statements, at the top level 
   on the driver (``runIn=executor`` cells train without the session's pool: Ray only);
 * ``train T as ALG.`...``` of a built-in algorithm with several parameter groups: Ray, and the
   ``GroupHost`` actors its groups will run on, with the algorithm's library imported (a single group
-  runs in this process and needs nothing; an algorithm that trains on Ray itself gets Ray only);
+  runs in this process and needs nothing; an algorithm that trains on Ray itself gets Ray only).
+  On a cluster that is this machine alone the groups are fitted in this process while no warm
+  hosts are ready (``ml.runner.fitted_here``): the start imports the algorithm's library and its
+  serialiser here instead, first (before Ray), and starts no host, whose start would take the CPUs
+  the statements before the training and its fits use;
 * ``register`` of a model (tf, keras or a built-in algorithm's): Ray.
 
 The workers go to the session's warm pool, announced first (``WarmPool.expect``): the run that
@@ -106,11 +110,14 @@ class Prestart:
     ray_ready: dt.datetime | None = None
     workers_ready: dt.datetime | None = None
     started_ray: bool = False
+    fits_here: bool = False  # the train's groups will be fitted here: their libraries imported, no host started
+    imported: dt.datetime | None = None  # when those libraries were imported here
     actors: list = field(default_factory=list)  # the actors started ahead (some may be taken by now)
     reached: bool = False  # a statement that needs the start began running
     _arrivals: dict = field(default_factory=dict)  # shape -> the event its pool's take waits for
     _thread: threading.Thread | None = None
     _cancelled: threading.Event = field(default_factory=threading.Event)
+    _imports_done: threading.Event = field(default_factory=threading.Event)  # see reach
 
     @classmethod
     def begin(cls, session, statements: list[ast.Statement]) -> Prestart | None:
@@ -121,6 +128,9 @@ class Prestart:
         merged = Needs(next((n.tensorflow_workers for _, n in wanted if n.tensorflow_workers is not None), None),
                        next((n.group_hosts for _, n in wanted if n.group_hosts is not None), None))
         prestart = cls(session, merged, {_where(s) for s, _ in wanted})
+        prestart.fits_here = prestart._groups_here()
+        if not prestart.fits_here:
+            prestart._imports_done.set()
         prestart._arrivals = {shape: session.workers.expect(shape) for shape in prestart._shapes_ahead()}
         prestart._thread = threading.Thread(target=prestart._run, name="mlsql-prestart", daemon=True)
         prestart._thread.start()
@@ -130,6 +140,8 @@ class Prestart:
         """Note that ``statement`` is running (a training one: what was started is in use now)."""
         if _where(statement) in self.triggers:
             self.reached = True
+            if self.needs.group_hosts is not None:  # the imports here must end before the statement's own
+                self._imports_done.wait()
 
     def stop(self) -> None:
         """Stop waiting for actors still starting (they are stopped), and wait for the start to end."""
@@ -153,22 +165,36 @@ class Prestart:
         shapes = []
         if self.needs.tensorflow_workers is not None:
             shapes.append(_worker_shape())
-        if self.needs.group_hosts is not None:
+        if self.needs.group_hosts is not None and not self.fits_here:
             shapes.append(_host_shape(self._host_layout(None)[0]))
         return shapes
 
     def _host_layout(self, cpus: int | None) -> tuple[int, int]:
         """(threads per host, hosts) as ``ml.runner.run_groups`` will ask for them."""
         from ..cluster.link import local_cpus
+        from ..ml.runner import host_layout
 
-        groups = self.needs.group_hosts[0]
-        cpus = cpus or local_cpus()
-        threads = max(1, cpus // min(groups, cpus))
-        return threads, min(groups, max(1, cpus // threads))
+        return host_layout(self.needs.group_hosts[0], cpus or local_cpus())
+
+    def _groups_here(self) -> bool:
+        """Whether the train's groups will be fitted in this process: a cluster of this machine alone
+        (a cluster at an address not yet reached counts as another: its hosts are started)."""
+        from ..ml import runner
+
+        return self.needs.group_hosts is not None and runner.FIT_HERE_ON_ONE_MACHINE and self.session.ray_link.single_machine()
+
+    def _import_here(self) -> None:
+        from ..ml.runner import load_algorithms
+
+        load_algorithms(self.needs.group_hosts[1])
+        self.imported = dt.datetime.now().astimezone()
 
     def _run(self) -> None:
         link = self.session.ray_link
         try:
+            if self.fits_here:
+                self._import_here()
+            self._imports_done.set()
             import ray
 
             connected = link.ensure_ahead()
@@ -183,6 +209,7 @@ class Prestart:
         except Exception:  # noqa: BLE001 - a start ahead is a bonus: the run starts its own actors instead
             pass
         finally:
+            self._imports_done.set()
             for arrival in self._arrivals.values():
                 arrival.set()
 
@@ -198,7 +225,7 @@ class Prestart:
             actors = [actor.remote(1) for _ in range(count)]
             starts.append((_worker_shape(), actors, [a.pid.remote() for a in actors]))
             free -= count
-        if self.needs.group_hosts is not None:
+        if self.needs.group_hosts is not None and not self.fits_here:
             from ..ml.runner import GroupHost
 
             threads, count = self._host_layout(cpus)
@@ -210,7 +237,7 @@ class Prestart:
         for shape, actors, calls in starts:
             self.actors += actors
             ready = self._wait(ray, calls)
-            answers = [call in ready and _answered(ray, call) for call in calls]
+            answers = [call in ready and warm.answered(ray, call) for call in calls]
             stop_actors(ray, [a for a, live in zip(actors, answers) if not live])
             pool.give(shape, [a for a, live in zip(actors, answers) if live])
             if shape in self._arrivals:
@@ -230,14 +257,6 @@ def _where(statement: ast.Statement) -> tuple:
     """A top-level statement of a request, told apart from the others (compile-time ``set``s may
     hand the session copies of the parsed statements)."""
     return type(statement), statement.line, statement.col
-
-
-def _answered(ray, call) -> bool:
-    try:
-        ray.get(call)
-        return True
-    except Exception:  # noqa: BLE001 - an actor that failed to start: the run starts its own
-        return False
 
 
 def _worker_shape() -> warm.Shape:

@@ -7,6 +7,14 @@ process instead (nothing to ship, and it gets all local CPUs). The hosts go to t
 pool afterwards (``mlsql_ray.cluster.warm``), so the next ``train`` finds scikit-learn imported. A group
 whose fit fails is ``fail`` with its error; the others still finish.
 
+On a cluster that is this machine alone, several groups are fitted in this process too, one after
+another with every CPU, while no warm GroupHosts are ready for them (``fitted_here``): a fresh
+host costs a Ray worker process plus importing this package and scikit-learn (4-8 s on 2 cores,
+several times the fits themselves), and on one machine the rows are read where they are fitted
+either way. The hosts are then started in the background for the next ``train`` (after the fits,
+not beside them: their start would take the CPUs the fits use). On a cluster of several nodes the
+groups always go to hosts (issue 26: each reads its table on the node that fits it).
+
 Where the rows are read: a group fitted in this process reads the table (and the evaluateTable)
 here. Groups fitted on GroupHosts, or by an algorithm whose workers read their own partitions
 (``Algorithm.reads_partitions``), get the table described (``Described``): checked from its first
@@ -17,6 +25,7 @@ runs (``HostRows``); the driver never holds the training rows.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -196,10 +205,32 @@ def described(alg: Algorithm, columns: dict, table: TrainTable, what: str | None
     return Described(what, rows, width, distinct, table.servers)
 
 
-def fitted_here(plans: list[GroupPlan], in_process: bool | None = None) -> bool:
-    """Whether ``run_groups`` fits the groups in this process (one group, or ``in_process``)
-    rather than on GroupHosts, which read the rows themselves."""
-    return len(plans) == 1 if in_process is None else in_process
+#: whether several groups on a cluster that is this machine alone are fitted here while no warm
+#: GroupHosts are ready (see the module's docstring); tests of the hosts' own path turn it off
+FIT_HERE_ON_ONE_MACHINE = True
+
+
+def fitted_here(plans: list[GroupPlan], in_process: bool | None = None, ray_link=None) -> bool:
+    """Whether ``run_groups`` fits the groups in this process rather than on GroupHosts, which read
+    the rows themselves: as ``in_process`` says if given; one group, always; several (``ray_link``
+    given) when the cluster is this machine alone and the warm pool has no GroupHosts ready for them."""
+    if in_process is not None:
+        return in_process
+    if len(plans) == 1:
+        return True
+    if ray_link is None or not FIT_HERE_ON_ONE_MACHINE or not ray_link.single_machine():
+        return False
+    ray, pool = sys.modules.get("ray"), warm.current()
+    if pool is None or ray is None or not ray.is_initialized():
+        return True  # no Ray yet: no warm host either
+    threads, count = host_layout(len(plans), ray_link.cpus())
+    return pool.idle_count(warm.Shape(HOST_KIND, threads)) < count
+
+
+def host_layout(groups: int, cpus: int) -> tuple[int, int]:
+    """(threads per GroupHost, hosts) for ``groups`` groups on a cluster of ``cpus`` CPUs."""
+    threads = max(1, cpus // min(groups, cpus))
+    return threads, min(groups, max(1, cpus // threads))
 
 
 def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | None,
@@ -324,17 +355,21 @@ def _stamp(seconds: float) -> str:
 
 
 def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None) -> list[StoredGroup]:
-    """Fit every group: one in this process, several as Ray tasks sized to the cluster
-    (``in_process`` overrides the choice; bench/bench_sql_train.py measures both)."""
-    if fitted_here(plans, in_process):
+    """Fit every group: in this process (``fitted_here``: one group; several on a machine alone
+    while no warm GroupHosts are ready, which are then started for the next train), or on
+    GroupHosts sized to the cluster (``in_process`` overrides the choice; bench/bench_sql_train.py
+    measures both)."""
+    if fitted_here(plans, in_process, ray_link):
         if any(registry.get(p.alg).in_process for p in plans):
             ray_link.ensure()  # their fit starts Ray actors
         done = []
-        for p in plans:
-            _report_start(p, len(plans))
-            alg = registry.get(p.alg)
-            train, check = (shipped(alg, d) for d in data[p.inputs])
-            done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
+        with warm.released_on_interrupt(warm.current()):
+            for p in plans:
+                _report_start(p, len(plans))
+                alg = registry.get(p.alg)
+                train, check = (shipped(alg, d) for d in data[p.inputs])
+                done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
+        _start_hosts_ahead(plans, ray_link)
         return done
     local = [p for p in plans if registry.get(p.alg).in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
@@ -342,17 +377,44 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         done = {g.index: g for g in remote + run_groups(local, data, ray_link, in_process=True)}
         return [done[p.index] for p in plans]
     ray = ray_link.ensure()
-    cpus = ray_link.cpus()
-    threads = max(1, cpus // min(len(plans), cpus))
+    threads, count = host_layout(len(plans), ray_link.cpus())
     refs = {}
     for p in plans:
         if p.inputs not in refs:
             refs[p.inputs] = tuple(ray.put(shipped(registry.get(p.alg), d)) for d in data[p.inputs])
-    with warm.released_on_interrupt(warm.current()), _Hosts(ray, min(len(plans), max(1, cpus // threads)), threads) as hosts:
+    with warm.released_on_interrupt(warm.current()), _Hosts(ray, count, threads) as hosts:
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
 
+def _start_hosts_ahead(plans: list[GroupPlan], ray_link) -> None:
+    """After groups were fitted here that GroupHosts could fit: start those hosts in the background
+    (as many as free CPUs allow, their libraries imported) for the session's next ``train``."""
+    hosted = [p for p in plans if not registry.get(p.alg).in_process]
+    ray, pool = sys.modules.get("ray"), warm.current()
+    if len(hosted) < 2 or pool is None or ray is None or not ray.is_initialized():
+        return
+    threads, count = host_layout(len(hosted), ray_link.cpus())
+    shape = warm.Shape(HOST_KIND, threads)
+    count = min(count - pool.idle_count(shape), int(ray.available_resources().get("CPU", 0)) // threads)
+    if count <= 0:
+        return
+    actor = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
+    hosts = [actor.remote() for _ in range(count)]
+    algorithms = tuple(sorted({p.alg for p in hosted}))
+    pool.start_ahead(shape, hosts, [host.load.remote(algorithms) for host in hosts])
+
+
 HOST_KIND = "ml.GroupHost"  # GroupHosts' kind in the warm pool
+
+
+def load_algorithms(algorithms: tuple[str, ...]) -> None:
+    """Import what fitting ``algorithms`` needs, in this process: their libraries and serialisers,
+    by building each one's default estimator (a GroupHost's, or the driver's ahead of its fits)."""
+    for name in algorithms:
+        alg = registry.get(name)
+        alg.estimator({}, 1)
+        if alg.library == "skops":
+            import skops.io  # noqa: F401 - what dumps will import
 
 
 class GroupHost(warm.WarmActor):
@@ -360,13 +422,8 @@ class GroupHost(warm.WarmActor):
     for the next group and, through the warm pool, the next ``train``."""
 
     def load(self, algorithms: tuple[str, ...]) -> None:
-        """Import what fitting ``algorithms`` needs, ahead of the first group (``engine.prestart``):
-        their libraries and serialisers, by building each one's default estimator."""
-        for name in algorithms:
-            alg = registry.get(name)
-            alg.estimator({}, 1)
-            if alg.library == "skops":
-                import skops.io  # noqa: F401 - what dumps will import
+        """Import what fitting ``algorithms`` needs, ahead of the first group (``engine.prestart``)."""
+        load_algorithms(algorithms)
 
     def fit(self, group: GroupPlan, train: Dataset | HostRows, check: Dataset | HostRows | None,
             threads: int) -> StoredGroup:

@@ -46,9 +46,10 @@ def train(session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
     if evaluate_name and evaluate_name not in session.catalog:
         session.catalog.relation(evaluate_name)  # raises: no table of that name
     evaluate = CatalogTable(session, evaluate_name) if evaluate_name else None
-    data = runner.datasets(plans, CatalogTable(session, s.table), evaluate)
     with session.workers.active():
-        groups = runner.run_groups(plans, data, session.ray_link)
+        here = runner.fitted_here(plans, ray_link=session.ray_link)  # decided once: the data's form follows
+        data = runner.datasets(plans, CatalogTable(session, s.table), evaluate, in_process=here)
+        groups = runner.run_groups(plans, data, session.ray_link, in_process=here)
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
