@@ -165,8 +165,9 @@ EMBEDDED = textwrap.dedent("""
     import ray
     from mlsql_ray import Session
     from mlsql_ray.errors import MLSQLError
-from mlsql_ray.ml import runner
+    from mlsql_ray.ml import runner
 
+    runner.FIT_HERE_ON_ONE_MACHINE = False  # the groups' hosts (and so the Ray) are started ahead, as on several machines
     with Session(warehouse=sys.argv[1]) as session:
         try:
             session.execute(sys.argv[2])

@@ -27,6 +27,17 @@ from .quiet import quiet_ray
 CONNECT_TIMEOUT_S = 10
 
 
+def imported_ray():
+    """The ``ray`` module if this process has imported it, else None, without importing it (that
+    costs seconds). A module another thread is still importing (a start ahead of need) is waited
+    for by the import statement, never handed out half-initialized as ``sys.modules`` would."""
+    if "ray" not in sys.modules:
+        return None
+    import ray
+
+    return ray
+
+
 def local_cpus() -> int:
     """CPUs this process may use (cgroup/affinity aware), never more than exist."""
     try:
@@ -314,7 +325,7 @@ class RayLink:
         """Whether the cluster is this machine alone: connected to a one-node Ray whose node is the
         driver's, or not connected yet with an embedded Ray to start. False for a cluster not yet
         reached at its address (unknown until connected)."""
-        ray = sys.modules.get("ray")
+        ray = imported_ray()
         connected = ray is not None and ray.is_initialized()
         if self.default_address is not None and (not connected or self.address != self.default_address):
             return False
@@ -335,7 +346,7 @@ class RayLink:
         """Stop Ray if we started it (or, with ``force``, disconnect from any cluster). A process
         that never imported Ray has nothing to stop: importing it just to ask would cost seconds
         at the end of every run."""
-        ray = sys.modules.get("ray")
+        ray = imported_ray()
         if ray is not None and ray.is_initialized() and (self.owned or force):
             ray.shutdown()
         self.owned = False

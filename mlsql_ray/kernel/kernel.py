@@ -40,6 +40,7 @@ import uuid
 from ipykernel.kernelbase import Kernel
 
 from .. import __version__
+from ..cluster.link import imported_ray
 from ..lang import ast
 from . import assist
 
@@ -178,7 +179,7 @@ class MLSQLKernel(Kernel):
     def _await_worker_output(self) -> None:
         """Ray forwards what its workers print some 50-100 ms late: give it that time after a
         cell that ran work on Ray, so the lines land under this cell and not the next."""
-        ray = sys.modules.get("ray")
+        ray = imported_ray()
         if ray is None or self._interrupted or not self._cell_uses_ray:
             return
         try:

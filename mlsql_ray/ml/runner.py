@@ -25,7 +25,6 @@ runs (``HostRows``); the driver never holds the training rows.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +35,7 @@ import pyarrow as pa
 
 from .. import progress
 from ..cluster import warm
-from ..cluster.link import local_cpus, remote_error_line, stop_actors
+from ..cluster.link import imported_ray, local_cpus, remote_error_line, stop_actors
 from ..errors import MLSQLError
 from ..options import groups, is_group_option
 from . import metrics as evaluation, registry, serialize
@@ -220,7 +219,7 @@ def fitted_here(plans: list[GroupPlan], in_process: bool | None = None, ray_link
         return True
     if ray_link is None or not FIT_HERE_ON_ONE_MACHINE or not ray_link.single_machine():
         return False
-    ray, pool = sys.modules.get("ray"), warm.current()
+    ray, pool = imported_ray(), warm.current()
     if pool is None or ray is None or not ray.is_initialized():
         return True  # no Ray yet: no warm host either
     threads, count = host_layout(len(plans), ray_link.cpus())
@@ -390,7 +389,7 @@ def _start_hosts_ahead(plans: list[GroupPlan], ray_link) -> None:
     """After groups were fitted here that GroupHosts could fit: start those hosts in the background
     (as many as free CPUs allow, their libraries imported) for the session's next ``train``."""
     hosted = [p for p in plans if not registry.get(p.alg).in_process]
-    ray, pool = sys.modules.get("ray"), warm.current()
+    ray, pool = imported_ray(), warm.current()
     if len(hosted) < 2 or pool is None or ray is None or not ray.is_initialized():
         return
     threads, count = host_layout(len(hosted), ray_link.cpus())
