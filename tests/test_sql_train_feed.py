@@ -145,9 +145,10 @@ def group_hosts(pool) -> set[str]:
 def test_groups_fitted_here_first_then_on_the_hosts_started_for_the_next_train(session, warm_workers, points):
     """On this one-machine Ray, the first train of several groups of an algorithm fitted from arrays
     (RandomForest) fits them here, no warm GroupHost being ready, and starts two hosts for the next
-    train: they read nothing. That train runs on them, and each host reads the table and the
-    evaluateTable from their files itself (FileRows in its read cache); the driver reads no rows.
-    Each group fitted alone in this process gives the same metrics."""
+    train, which read the table and the evaluateTable from their files themselves as they start
+    (FileRows in their read cache), as the next train will read them. That train runs on them and
+    finds the rows read; the driver reads no rows. Each group fitted alone in this process gives
+    the same metrics."""
     from mlsql_ray.cells import partitions
 
     warm_workers.release()  # the Keras workers idle here hold the CPUs the hosts started ahead need
@@ -157,13 +158,15 @@ def test_groups_fitted_here_first_then_on_the_hosts_started_for_the_next_train(s
     fitted_here = metrics(session)
     warm_workers.settle()
     hosts = group_hosts(warm_workers)
-    assert len(hosts) == 2 and host_reads(warm_workers) == []  # started after the fits, for the next train
+    read_ahead = host_reads(warm_workers)
+    assert len(hosts) == 2 and len(read_ahead) == 4  # started after the fits, each read both tables
     session.execute(RANDOM_FOREST.format(groups=GROUPS))
     rows = {r["name"]: r["value"] for r in session.table("rf").to_pylist()}
     assert rows["status"] == "success", rows["message"]
     on_hosts = metrics(session)
     assert group_hosts(warm_workers) == hosts and on_hosts == fitted_here
     reads = host_reads(warm_workers)
+    assert sorted(map(repr, reads)) == sorted(map(repr, read_ahead))  # what the train read was there already
     assert reads and all(type(plan) is FileRows and plan.pieces[0].files == (str(points),) for plan, _ in reads)
     assert {n for _, n in reads} == {ROWS - ROWS // 8, ROWS // 8}  # the training rows and the held-out ones
     # the driver's read cache holds no plan of this table's file (earlier tests in this process may

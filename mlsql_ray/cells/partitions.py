@@ -56,11 +56,7 @@ class ParquetRows:
     stop: int | None = None
 
     def define(self, con, name: str) -> None:
-        from ..errors import MLSQLError
-
-        for file, stamp in zip(self.files, self.stamps):
-            if _stamp(file) != stamp:
-                raise MLSQLError(f"the input file {file} changed while the cell read it")
+        _check_unchanged(self.files, self.stamps, _local_stamps(self.files))
         listed = ", ".join(_string(f) for f in self.files)
         options = ""
         if self.hive_types is not None:
@@ -100,12 +96,8 @@ class FragmentRows:
     def define(self, con, name: str) -> None:
         import pyarrow.dataset as ds
 
-        from ..errors import MLSQLError
-
         paths = [f.path for f in self.fragments]
-        for path, stamp, now in zip(paths, self.stamps, _stamps(self.filesystem, paths)):
-            if now != stamp:
-                raise MLSQLError(f"the input file {path} changed while the cell read it")
+        _check_unchanged(paths, self.stamps, _stamps(self.filesystem, paths))
         dataset = ds.FileSystemDataset(list(self.fragments), self.schema, self.format, self.filesystem)
         if self.start is not None:
             dataset = _rows_between(dataset.to_batches(), self.schema, self.start, self.stop)
@@ -118,6 +110,29 @@ def _stamps(filesystem, paths: list[str]) -> list[tuple[int, int] | None]:
 
     return [(info.size, info.mtime_ns) if info.type == fs.FileType.File else None
             for info in filesystem.get_file_info(paths)]
+
+
+def _local_stamps(paths) -> list[tuple[int, int] | None]:
+    """``_stamps`` of local files, without a pyarrow filesystem (one ``stat`` each)."""
+    stamps = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            stamps.append(None)
+        else:
+            stamps.append((info.st_size, info.st_mtime_ns))
+    return stamps
+
+
+def _check_unchanged(paths, planned, now) -> None:
+    """A partition's files as they were when it was planned, or the user's error: one rewritten,
+    replaced or removed since would give other rows than the plan counted."""
+    from ..errors import MLSQLError
+
+    for path, stamp, current in zip(paths, planned, now):
+        if current != stamp:
+            raise MLSQLError(f"the input file {path} changed while the cell read it")
 
 
 def _rows_between(batches, schema: pa.Schema, start: int, stop: int) -> pa.Table:
@@ -230,10 +245,15 @@ def row_bounds(total: int, parts: tuple[int, ...], num_partitions: int | None, c
 def plan(session, name: str, num_partitions: int | None) -> list:
     """The partitions of table ``name``, with their row counts: [(FileRows or StoredRows, rows)]."""
     parts = session.catalog.partitions(name)
-    file_plan = _file_plan(session, name, parts, num_partitions)
-    if file_plan is not None:
-        return file_plan
+    from_files = _file_plan(session, name, parts, num_partitions)
+    if from_files is not None:
+        return from_files
     return _stored_plan(session, name, parts, num_partitions)
+
+
+def file_plan(session, name: str, num_partitions: int | None) -> list | None:
+    """``plan`` when the table's rows can be read from files by a worker (FileRows), else None."""
+    return _file_plan(session, name, session.catalog.partitions(name), num_partitions)
 
 
 def _stored_plan(session, name: str, parts, num_partitions) -> list:
@@ -343,12 +363,8 @@ def _parquet_sources(session, entry) -> list[tuple[Any, int]] | None:
         types = dict(zip(relation.columns, (str(t) for t in relation.types)))
         hive_types = tuple(sorted((k, types[k]) for k in keys if k in types))
     files = [os.path.abspath(f) for f in entry.parquet_files]  # workers run in other folders than the driver
-    return [(ParquetRows((f,), (_stamp(f),), hive_types), pq.read_metadata(f).num_rows) for f in files]
-
-
-def _stamp(path: str) -> tuple[int, int]:
-    info = os.stat(path)
-    return info.st_size, info.st_mtime_ns
+    return [(ParquetRows((f,), (stamp,), hive_types), pq.read_metadata(f).num_rows)
+            for f, stamp in zip(files, _local_stamps(files))]
 
 
 def _pieces(sources: list[tuple[Any, int]], begin: int, end: int) -> tuple:

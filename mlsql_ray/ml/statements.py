@@ -46,10 +46,12 @@ def train(session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
     if evaluate_name and evaluate_name not in session.catalog:
         session.catalog.relation(evaluate_name)  # raises: no table of that name
     evaluate = CatalogTable(session, evaluate_name) if evaluate_name else None
+    table = CatalogTable(session, s.table)
     with session.workers.active():
         here = runner.fitted_here(plans, ray_link=session.ray_link)  # decided once: the data's form follows
-        data = runner.datasets(plans, CatalogTable(session, s.table), evaluate, in_process=here)
-        groups = runner.run_groups(plans, data, session.ray_link, in_process=here)
+        data = runner.datasets(plans, table, evaluate, in_process=here)
+        groups = runner.run_groups(plans, data, session.ray_link, in_process=here,
+                                   tables=[t for t in (table, evaluate) if t is not None])
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
@@ -102,6 +104,11 @@ class CatalogTable:
 
         self.session.ray_link.ensure()
         return partition(self.session, self.name, count)
+
+    def file_servers(self, count: int) -> list | None:
+        from ..cells.runner import file_partition
+
+        return file_partition(self.session, self.name, count)
 
 
 def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:

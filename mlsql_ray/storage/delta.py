@@ -99,12 +99,9 @@ def delta_table(path: Path | ObjectPath, **kwargs):
 
 
 def open_table(path: Path, name: str, options: dict[str, str] | None = None):
-    """A DeltaTable at the requested version (``version`` or ``timestampAsOf`` option)."""
-    from deltalake import DeltaTable
-
+    """A DeltaTable at the requested version (``version`` or ``timestampAsOf`` option): one read
+    of its log (an object store's listing costs a round trip each)."""
     options = options or {}
-    if not exists(path):
-        raise MLSQLError(f"Delta table {name} does not exist (looked in {path})")
     version = options.get("version")
     if version is not None:
         if not version.isdigit():
@@ -112,7 +109,7 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
         try:
             return delta_table(path, version=int(version))
         except Exception as exc:
-            latest = _read_log(path, name).version()
+            latest = _read_log(path, name).version()  # says when there is no table at all
             raise MLSQLError(f"Delta table {name} has no version {version} (latest is {latest})") from exc
     table = _read_log(path, name)
     stamp = options.get("timestampAsOf")
@@ -122,14 +119,17 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
 
 
 def _read_log(path: Path, name: str):
-    """The table at its latest version; a log deltalake cannot read (damaged, or written with
-    features it lacks) is the table's problem, said as such."""
+    """The table at its latest version; none there is the user's error, and a log deltalake cannot
+    read (damaged, or written with features it lacks) is the table's problem, said as such."""
     from deltalake.exceptions import DeltaError
 
     try:
-        return delta_table(path)
+        table = _opened(path)
     except (DeltaError, OSError) as exc:
         raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
+    if table is None:
+        raise MLSQLError(f"Delta table {name} does not exist (looked in {path})")
+    return table
 
 
 def arrow_dataset(table, path: Path):
