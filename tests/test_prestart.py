@@ -161,7 +161,7 @@ def test_an_error_of_the_background_start_shows_at_the_training_statement(tmp_pa
 
 
 EMBEDDED = textwrap.dedent("""
-    import json, sys
+    import json, sys, threading
     import ray
     from mlsql_ray import Session
     from mlsql_ray.errors import MLSQLError
@@ -175,16 +175,29 @@ EMBEDDED = textwrap.dedent("""
             error = str(exc)
         started = session.prestart
         select = [j for j in session.jobs._finished if j.text.startswith("select")][0]
-        print(json.dumps({"error": error, "started_ray": started.started_ray,
-                          "began_before_the_select_ended": started.started < select.ended,
-                          "ray_up_after_the_error": ray.is_initialized()}))
+        up_after_the_error = ray.is_initialized()
+    with Session(warehouse=sys.argv[1]) as session:  # a request that starts Ray ahead and fails at once,
+        try:                                         # then one that starts nothing, while Ray still starts
+            session.execute("register tf.`../x` as f;")
+        except MLSQLError:
+            pass
+        session.execute("select 1 as a;")
+    for thread in threading.enumerate():  # a start the close did not wait for would finish now
+        if thread.name == "mlsql-prestart":
+            thread.join()
+    print(json.dumps({"error": error, "started_ray": started.started_ray,
+                      "began_before_the_select_ended": started.started < select.ended,
+                      "ray_up_after_the_error": up_after_the_error,
+                      "ray_up_after_a_later_close": ray.is_initialized()}))
 """)
 
 
 def test_a_failed_script_stops_the_embedded_ray_it_started(tmp_path):
     """The one test with a Ray of its own: no Ray is running in the subprocess, so the session's
     background start starts an embedded one; the script fails before its training, and that Ray
-    is stopped (by the session's own handle)."""
+    is stopped (by the session's own handle). A start begun by a request that failed once it
+    reached its training statement, still running when the next request runs, is stopped when the
+    session closes: no Ray is left behind."""
     script = LOAD + "select no_such_column from small as broken;\n" + TRAIN
     env = {k: v for k, v in os.environ.items() if k not in ("MLSQL_RAY_ADDRESS", "RAY_ADDRESS")}
     done = subprocess.run([sys.executable, "-c", EMBEDDED, str(tmp_path / "warehouse"), script],
@@ -194,6 +207,7 @@ def test_a_failed_script_stops_the_embedded_ray_it_started(tmp_path):
     assert "no_such_column" in report["error"]
     assert report["started_ray"] and report["began_before_the_select_ended"], (report, done.stderr[-2000:])
     assert not report["ray_up_after_the_error"]
+    assert not report["ray_up_after_a_later_close"]  # closing waits for an earlier request's start and stops it
 
 
 def test_the_cli_computes_the_first_rows_of_a_select_once_when_it_prints_them(tmp_path, capsys):

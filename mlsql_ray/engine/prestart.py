@@ -143,6 +143,10 @@ class Prestart:
             if self.needs.group_hosts is not None:  # the imports here must end before the statement's own
                 self._imports_done.wait()
 
+    def running(self) -> bool:
+        """Whether the background start is still at work."""
+        return self._thread.is_alive()
+
     def stop(self) -> None:
         """Stop waiting for actors still starting (they are stopped), and wait for the start to end."""
         self._cancelled.set()

@@ -80,7 +80,9 @@ HOSTILE_NAMES = [
 
 
 @pytest.fixture
-def table_session(tmp_path: Path):
+def table_session(tmp_path: Path, ray_runtime):
+    """The test run's Ray is up: a ``register`` starts Ray ahead (engine.prestart) before its name
+    is refused, and a session closes only once such a start has ended (and stops the Ray it began)."""
     with Session(warehouse=tmp_path / "box" / "warehouse") as session:
         session.catalog.add_arrow("t", pa.table({"a": [1, 2]}), "test")
         yield session
