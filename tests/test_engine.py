@@ -141,6 +141,21 @@ def test_csv_header_and_infer_schema(session, csv_file):
     assert rows(table, "id") == rows(PEOPLE, "id")
 
 
+@pytest.mark.parametrize("width", [15, 16, 17, 256, 300])
+def test_csv_columns_come_from_the_whole_first_record_however_wide(session, tmp_path, width):
+    """The first record is read 16 fields at a time, then 16 times more while every field is
+    filled: the widths either side of each step give every column, the last one empty or not."""
+    header = ",".join(f"h{i}" for i in range(width))
+    (tmp_path / "wide.csv").write_text(f"{header}\n" + ",".join(map(str, range(width - 1))) + ",\n")
+    session.execute(f'load csv.`{tmp_path / "wide.csv"}` where header="true" as t; select * from t as out;')
+    table = session.table("out")
+    assert table.column_names == [f"h{i}" for i in range(width)]
+    assert table.to_pylist()[0][f"h{width - 2}"] == str(width - 2) and table.to_pylist()[0][f"h{width - 1}"] is None
+    (tmp_path / "bare.csv").write_text(",".join("x" * width) + "\n")
+    session.execute(f'load csv.`{tmp_path / "bare.csv"}` as t; select * from t as out;')
+    assert session.table("out").column_names == [f"_c{i}" for i in range(width)]
+
+
 def test_csv_delimiter(session, tmp_path):
     path = tmp_path / "pipes.csv"
     path.write_text("a|b\nx,1|2\ny|3\n")

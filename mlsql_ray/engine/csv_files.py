@@ -27,7 +27,9 @@ from sqlglot import exp
 from ..errors import MLSQLError
 from .files import quoted, truthy
 
-FIRST_RECORD_WIDTH = 256  # fields read of the first record at first
+# fields read of the first record at first, 16 times more while they are all filled: DuckDB reads a
+# record of 256 declared columns ~20 times slower than one of 16, and most files have fewer
+FIRST_RECORD_WIDTH = 16
 PARSE_MODES = ("PERMISSIVE", "DROPMALFORMED", "FAILFAST")
 _MODE_OPTIONS = {  # DuckDB's reader options for each mode, given the columns
     "PERMISSIVE": {"null_padding": True, "strict_mode": False},
