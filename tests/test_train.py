@@ -1,5 +1,5 @@
-"""mlsql_ray.train on a real local Ray: averaging math, common start, MNIST accuracy, dead
-workers replaced (or not, past max_failures), no actor left, models through Delta."""
+"""mlsql_ray.train on a real local Ray: averaging math, common start, learning-rate scaling, MNIST
+accuracy, dead workers replaced (or not, past max_failures), no actor left, models through Delta."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from mlsql_ray import MLSQLError, progress, train
 
-from conftest import MNIST_ROUNDS, SAMPLE_MNIST
+from conftest import MNIST_ROUNDS
 
 from training_helpers import Fate, alive_actors, eventually, fated_model, held_out_accuracy, tiny_model, tiny_partitions
 
@@ -91,19 +91,6 @@ def test_workers_start_from_worker_zeros_weights(ray_runtime, tmp_path: Path):
     assert alive_workers(ray_runtime) == []
 
 
-@pytest.mark.slow
-def test_learning_rate_is_scaled_by_worker_count(ray_runtime):
-    seen, history = [], []
-    with progress.reporting_to(lambda kind, event: seen.append((kind, event))):
-        result = train.fit(tiny_model(0.01), tiny_partitions(), rounds=2, batch_size=8, on_round=history.append)
-    assert history == result.history and [h["round"] for h in history] == [1, 2]
-    kinds = [k for k, _ in seen]
-    assert kinds == ["train_start", "train_round", "train_round", "train_end"]
-    rounds = [e for k, e in seen if k == "train_round"]
-    assert [r["round"] for r in rounds] == [1, 2]
-    assert all(len(r["workers"]) == 2 and r["workers"][0]["samples"] == 40 for r in rounds)
-
-
 def test_two_workers_reach_085_on_mnist_and_leave_no_actor(ray_runtime, mnist_trained, mnist_test):
     """The test run's shared MNIST run (conftest's ``mnist_trained``: the seed's model, two workers,
     5 rounds), not a run of its own: an MNIST fit is the suite's dearest step. Its workers are gone
@@ -161,23 +148,76 @@ def fate(tmp_path: Path, name: str, kill_at: set[int]) -> Fate:
 # by every run's setup). Replacements are always fresh actors.
 
 @pytest.mark.slow
-def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path):
+def test_learning_rate_is_scaled_by_worker_count(ray_runtime, warm_workers):
+    """Progress events and ``on_round``, not actors: the run's two workers stay in the module's warm
+    pool for the next tests (the learning-rate step's two runs, then the first case of the
+    killed-while-starting test: a pair of TensorFlow starts spared each)."""
+    seen, history = [], []
+    with progress.reporting_to(lambda kind, event: seen.append((kind, event))):
+        result = train.fit(tiny_model(0.01), tiny_partitions(), rounds=2, batch_size=8, on_round=history.append)
+    assert history == result.history and [h["round"] for h in history] == [1, 2]
+    kinds = [k for k, _ in seen]
+    assert kinds == ["train_start", "train_round", "train_round", "train_end"]
+    rounds = [e for k, e in seen if k == "train_round"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert all(len(r["workers"]) == 2 and r["workers"][0]["samples"] == 40 for r in rounds)
+
+
+@pytest.mark.slow
+def test_two_synchronous_workers_step_with_twice_the_learning_rate(ray_runtime, warm_workers):
+    """Synchronous training multiplies the optimizer's learning rate by the number of workers
+    (``train.fit``'s ``scale_learning_rate``, on by default): checked by what one SGD step does to a
+    weight, through the public ``train.fit`` only (issue 24, item 9; was test_train_lr_scaling.py,
+    whose two runs started a pair of workers of their own: here they take the module's warm pair).
+
+    The model is one weight w (a bias-free Dense(1), w = 1 at the start), mean squared error, plain
+    SGD at 0.1; each worker holds the same two rows x = 1, 2 with target 0 and takes one step of one
+    batch: the gradient is 2·w·mean(x²) = 5, so the averaged weight after the round is 1 - 5·rate.
+    With 2 workers, scaled: 1 - 5·0.2 = 0; not scaled: 1 - 5·0.1 = 0.5."""
+    rows = (np.array([[1.0], [2.0]], dtype=np.float32), np.array([0.0, 0.0], dtype=np.float32))
+
+    def one_weight_model():
+        from tensorflow.keras import layers, models, optimizers
+
+        network = models.Sequential([layers.Input((1,)), layers.Dense(1, use_bias=False, kernel_initializer="ones")])
+        network.compile(optimizer=optimizers.SGD(0.1), loss="mse")
+        return network
+
+    def weight_after_one_step(**options) -> float:
+        result = train.fit(one_weight_model, [rows, rows], rounds=1, batch_size=2, **options)
+        [kernel] = result.model.get_weights()
+        return float(kernel[0, 0])
+
+    scaled = weight_after_one_step()
+    unscaled = weight_after_one_step(scale_learning_rate=False)
+    assert unscaled == pytest.approx(0.5, abs=1e-6)
+    assert scaled == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_while_starting_is_replaced_or_named(ray_runtime, tmp_path, warm_workers):
     """The first model built kills its process (in the worker's setup, as the run starts): within
     max_failures=1 a replacement takes its place and training finishes; past it (max_failures=0),
-    a TrainingError."""
+    a TrainingError. The first case starts on the two workers the learning-rate tests left in the
+    module's pool (run alone, on two fresh ones)."""
+    from mlsql_ray.cluster import ray_internals
+
+    pool = warm_workers
     before = set(workers_started_since(set()))
-    with train.WarmPool() as pool, pool.active():
-        model = fated_model(tiny_model(), fate(tmp_path, "within", {1}))
-        result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=1)
-        assert [h["round"] for h in result.history] == [1, 2]
-        assert len(workers_started_since(before)) == 3 and len(pool.idle_actors()) == 2  # two, and one replacement
-        model = fated_model(tiny_model(), fate(tmp_path, "past", {1}))
-        with pytest.raises(train.TrainingError) as caught:
-            train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=0)
-        assert re.search(r"training worker [01] died while starting \(ActorDiedError: The actor is dead because its "
-                         r"worker process has died\.\); 1 failures is more than max_failures=0", caught.value.message), caught.value.message
-        assert pool.idle_actors() == []
-    assert all_dead(before) == 3  # the second run started none
+    warm = {ray_internals.actor_id(a) for a in pool.idle_actors()}
+    fresh = 2 - len(warm)  # the workers the first case has to start (0 after the learning-rate tests)
+    model = fated_model(tiny_model(), fate(tmp_path, "within", {1}))
+    result = train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=1)
+    assert [h["round"] for h in result.history] == [1, 2]
+    assert len(workers_started_since(before)) == fresh + 1 and len(pool.idle_actors()) == 2  # and one replacement
+    model = fated_model(tiny_model(), fate(tmp_path, "past", {1}))
+    with pytest.raises(train.TrainingError) as caught:
+        train.fit(model, tiny_partitions(), rounds=2, batch_size=8, max_failures=0)
+    assert re.search(r"training worker [01] died while starting \(ActorDiedError: The actor is dead because its "
+                     r"worker process has died\.\); 1 failures is more than max_failures=0", caught.value.message), caught.value.message
+    assert pool.idle_actors() == []
+    assert all_dead(before) == fresh + 1  # the second run started none
+    assert all(ray_internals.actor_states(i).get("State") == "DEAD" for i in warm)  # the warm two as well
 
 
 @pytest.mark.slow
@@ -266,39 +306,10 @@ def test_a_dead_parameter_shard_ends_async_training_with_its_name(ray_runtime):
     assert all_dead(before) == 2
 
 
-def test_past_max_failures_training_stops_with_a_clear_error_and_nothing_is_saved(ray_session, mnist_servers):
-    import ray
-
-    session = ray_session
-    session.execute("load parquet.`%s` as mnist;" % (SAMPLE_MNIST / "train.parquet"))
-    session.execute("select 1 as a as old_model; save overwrite old_model as delta.`ai_model.kept`;")
-    cell = """--%python
---%input=mnist
---%output=mnist_model
---%num_partitions=2
-from pyjava.api.mlsql import RayContext
-from mlsql_ray import train
-
-def mnist_model():
-    from tensorflow.keras import layers, models
-    network = models.Sequential([layers.Input((784,)), layers.Dense(64, activation="relu"), layers.Dense(10, activation="softmax")])
-    network.compile(optimizer="sgd", loss="categorical_crossentropy", metrics=["accuracy"])
-    return network
-
-rc = RayContext.connect(globals(), None)
-rc.build_result(train.fit(mnist_model, rc.data_servers(), rounds=3, batch_size=128, scale=1 / 255,
-                          one_hot=10, max_failures=0).model_rows())
-"""
-    # the cell trains in this process: the sink kills worker 0 as round 1 is reported and returns once
-    # Ray says it is dead, so round 2 is the one to lose it
-    with progress.reporting_to(kill_before_round(ray, 2, worker=0)), pytest.raises(MLSQLError) as caught:
-        session.execute(cell)
-    assert "training worker 0 died in round 2 (ActorDiedError" in caught.value.message, caught.value.message
-    assert "max_failures=0" in caught.value.message
-    assert "mnist_model" not in session.catalog
-    history = session.execute("!delta history ai_model.kept;")[0].table
-    assert history.column("version").to_pylist() == [0]
-    assert alive_workers(ray) == []
+# A --%python cell whose training loses a worker past max_failures=0 (clear error, nothing saved, the
+# model table kept, no actor left) is reliability/test_worker_death.py's
+# test_with_max_failures_0_a_dead_worker_stops_training_and_the_model_table_keeps_its_version: it
+# checks all this test checked (its assertions moved there), and one such session run is enough.
 
 
 def test_model_rows_through_delta_give_the_same_predictions(ray_session, mnist_trained, mnist_test, warehouse):

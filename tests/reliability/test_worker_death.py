@@ -10,8 +10,10 @@ point of test accuracy of the undisturbed run (2 000 test images: 1 point is 20 
 actor started (the replacements too) must be dead afterwards and its process gone.
 
 With ``max_failures=0`` through a Session: a ``--%python`` cell whose training loses a worker
-fails with a clear error, the save after it never runs, and the model table saved before keeps
-its version and its bytes (and still loads as a model).
+fails with a clear error, the save after it never runs, the model table saved before keeps
+its version and its bytes (and still loads as a model; ``!delta history`` shows that one version),
+and no worker actor is left (test_train.py had a second such session run of its own; its checks
+are this one's now).
 """
 
 from __future__ import annotations
@@ -170,16 +172,18 @@ save overwrite mnist_model as delta.`ai_model.kept`;
         session.execute(script)
     message = caught.value.message
     assert killer.killed_while_training
-    assert f"training worker 0 died in round {KILL_ROUND}" in message and "max_failures=0" in message, message
+    assert f"training worker 0 died in round {KILL_ROUND} (ActorDiedError" in message and "max_failures=0" in message, message
     assert "mnist_model" not in session.catalog
     after = DeltaTable(str(path))
     assert after.version() == before_version == 0
     assert after.to_pyarrow_table().sort_by("start").equals(before_rows)
     assert [h["version"] for h in after.history()] == [0]
+    assert session.execute("!delta history ai_model.kept;")[0].table.column("version").to_pylist() == [0]
     x, _ = mnist_test
     np.testing.assert_allclose(load_model("ai_model.kept", warehouse=warehouse).predict(x[:100], verbose=0),
                                kept_result.model.predict(x[:100], verbose=0), rtol=1e-5, atol=1e-6)
     started = {i: a for i, a in worker_actors().items() if i not in started_before}
     assert len(started) == 2 and all(a["State"] == "DEAD" for a in started.values())
+    assert [a for a in worker_actors().values() if a["State"] != "DEAD"] == []  # no worker left at all
     assert eventually(lambda: not any(running(a["Pid"]) for a in started.values() if a.get("Pid")), 30)
     figures["training with max_failures=0: model table version before/after the failed run"] = f"{before_version}/{after.version()}"
