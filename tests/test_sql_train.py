@@ -53,6 +53,20 @@ def assert_close(got: dict, want: dict) -> None:
         assert math.isclose(got[name], want[name], rel_tol=1e-9, abs_tol=1e-12), (name, got[name], want[name])
 
 
+@pytest.fixture
+def ray_session(ray_runtime, module_pool, warehouse):
+    """A session on the test run's Ray whose actors come from, and go back to, the module's warm
+    pool: the Predictors behind ``register`` (a fresh one is a Ray worker importing scikit-learn:
+    seconds) serve the next test's ``register``, and GroupHosts started ahead after a train of
+    several groups serve the next such train. The first train of several groups in the module
+    (test_random_forest_groups_...) still fits them here, with no host ready; test_sql_train_feed
+    and test_warm_workers test the hosts and the pool themselves."""
+    from mlsql_ray import Session
+
+    with Session(warehouse=warehouse, workers=module_pool) as s:
+        yield s
+
+
 def columns(session, table: str, *names: str):
     data = session.table(table)
     return [np.asarray(data.column(n).to_pylist()) for n in names]

@@ -62,12 +62,13 @@ def dead(actor_ids) -> bool:
 
 
 @pytest.fixture(scope="module")
-def three_fits_in_one_pool(ray_runtime) -> SimpleNamespace:
+def three_fits_in_one_pool(ray_runtime, mnist_servers) -> SimpleNamespace:
     """Three fits of one shape in one pool, what was seen along the way kept for the tests below:
     the first on fresh actors (the pool starts empty: a cold run), the second on the first one's,
-    the third after one of them was killed (SIGKILL) while idle. One sequence for three tests:
-    every fresh worker imports TensorFlow (seconds apiece), and the later cases start where the
-    earlier ones end."""
+    the third after one of them was killed (SIGKILL) while idle; then the data-server fits of
+    test_a_second_fit_on_the_same_data_servers_... on the actors the third left idle, before the
+    pool closes. One sequence for four tests: every fresh worker imports TensorFlow (seconds
+    apiece), and the later cases start where the earlier ones end."""
     seen = SimpleNamespace()
     with train.WarmPool() as pool, pool.active():
         seen.cold, seen.cold_actors = fit_recording_actors()
@@ -79,6 +80,7 @@ def three_fits_in_one_pool(ray_runtime) -> SimpleNamespace:
         os.kill(ray_runtime.get(victim.pid.remote()), signal.SIGKILL)
         seen.victim_died = eventually(lambda: dead([seen.victim]))
         seen.after_death, seen.after_death_actors = fit_recording_actors()
+        seen.servers = fits_on_data_servers(pool, mnist_servers)
     seen.all_dead_after_close = eventually(lambda: dead(set(seen.cold_actors) | set(seen.after_death_actors)))
     return seen
 
@@ -91,23 +93,34 @@ def test_a_second_fit_of_the_same_shape_runs_on_the_first_ones_actors(three_fits
     assert seen.all_dead_after_close
 
 
-def test_a_second_fit_on_the_same_data_servers_keeps_each_workers_partition(ray_runtime, mnist_servers):
-    """Worker N of the second run is worker N of the first, so the rows it read stay in place
-    (the same arrays, not read again); a run on other data reads its own."""
+def fits_on_data_servers(pool, servers) -> SimpleNamespace:
+    """Two fits on the same data servers, then one on other data (the same servers, swapped), in
+    ``pool`` (active): which actors ran them, and the partition arrays each worker held after each."""
     def partitions(actors) -> list[int]:
         return ray.get([a.__ray_call__.remote(lambda worker: id(worker.x)) for a in actors])
 
     def fit(servers) -> None:
         train.fit(small_mnist_model, servers, rounds=1, steps_per_round=1, batch_size=32, scale=1 / 255, one_hot=10)
 
-    with train.WarmPool() as pool, pool.active():
-        fit(mnist_servers)
-        actors = pool.idle_actors()
-        first = partitions(actors)
-        fit(mnist_servers)
-        assert ids(pool.idle_actors()) == ids(actors) and partitions(actors) == first
-        fit(mnist_servers[::-1])
-        assert all(now != before for now, before in zip(partitions(pool.idle_actors()), first))
+    seen = SimpleNamespace()
+    fit(servers)
+    actors = pool.idle_actors()
+    seen.first_actors, seen.first = ids(actors), partitions(actors)
+    fit(servers)
+    seen.second_actors, seen.second = ids(pool.idle_actors()), partitions(actors)
+    fit(servers[::-1])
+    seen.other_data = partitions(pool.idle_actors())
+    return seen
+
+
+def test_a_second_fit_on_the_same_data_servers_keeps_each_workers_partition(three_fits_in_one_pool):
+    """Worker N of the second run is worker N of the first, so the rows it read stay in place
+    (the same arrays, not read again); a run on other data reads its own. (On the actors the
+    fixture's fits left idle: what is kept is what the last run read, whoever started them.)"""
+    seen = three_fits_in_one_pool.servers
+    assert len(seen.first_actors) == 2
+    assert seen.second_actors == seen.first_actors and seen.second == seen.first
+    assert all(now != before for now, before in zip(seen.other_data, seen.first))
 
 
 def small_mnist_model():
