@@ -79,19 +79,18 @@ def test_kernel_info(kernel):
     assert "MLSQL" in info["banner"]
 
 
-def test_importing_ray_writes_nothing_to_stderr(kernelspec, tmp_path):
+def test_importing_ray_writes_nothing_to_stderr(kernel):
     """Ray imports tqdm.auto, which in a process that imported ipykernel warned "IProgress not
     found" under the first cell using Ray (tqdm comes with papermill, a dev extra): the kernel picks
-    tqdm's text bar instead. A fresh kernel, so that no earlier cell imported Ray already."""
-    fresh = Kernel(cwd=tmp_path, warehouse=tmp_path / "warehouse")
-    try:
-        reply, messages = fresh.execute("--%python\nimport ray\nimport tqdm.auto\nprint(tqdm.auto.tqdm.__module__)",
-                                        timeout=120)
-    finally:
-        fresh.close()
+    tqdm's text bar instead. The module's kernel, before any cell of it imported Ray (the cell
+    checks that no earlier one did: a kernel of its own cost a start and a shutdown)."""
+    reply, messages = kernel.execute("--%python\nimport sys\nprint('ray imported before:', 'ray' in sys.modules)\n"
+                                     "import ray\nimport tqdm.auto\nprint(tqdm.auto.tqdm.__module__)", timeout=120)
     assert reply["status"] == "ok", reply
     assert stdout(messages, "stderr") == ""
-    assert stdout(messages).startswith("tqdm.asyncio")  # tqdm.auto's text bar (its notebook one is tqdm.notebook)
+    before, bar = stdout(messages).splitlines()[:2]
+    assert before == "ray imported before: False"  # else this test proves nothing: reorder it
+    assert bar.startswith("tqdm.asyncio")  # tqdm.auto's text bar (its notebook one is tqdm.notebook)
 
 
 def test_kernelspec_files_agree():

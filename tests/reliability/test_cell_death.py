@@ -39,10 +39,16 @@ def run_script(tmp_path: Path, text: str, ray_address: str | None = None) -> sub
                           cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
 
 
-@pytest.mark.parametrize("kill", list(KILLS), ids=list(KILLS))
-def test_an_executor_cell_whose_worker_dies_runs_once_and_fails_at_its_line(tmp_path, ray_address, kill, figures):
-    runs = tmp_path / "runs.txt"
-    done = run_script(tmp_path, f"""select 1 as a as t;
+# kill -> (the run's folder, its result): test_the_cell_after_a_dead_worker_runs reads the
+# os._exit(5) run instead of killing a worker of its own (one CLI run and one worker death less)
+KILLED: dict[str, tuple[Path, subprocess.CompletedProcess]] = {}
+
+
+def killed_run(folder: Path, kill: str, ray_address: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """An ``mlsql-ray run`` whose executor cell appends to ``runs.txt`` and is killed by ``kill``."""
+    if kill not in KILLED:
+        runs = folder / "runs.txt"
+        KILLED[kill] = folder, run_script(folder, f"""select 1 as a as t;
 -- %%
 --%python
 --%runIn=executor
@@ -51,6 +57,13 @@ with open({str(runs)!r}, "a") as f:
     f.write("ran\\n")
 {KILLS[kill]}
 """, ray_address)
+    return KILLED[kill]
+
+
+@pytest.mark.parametrize("kill", list(KILLS), ids=list(KILLS))
+def test_an_executor_cell_whose_worker_dies_runs_once_and_fails_at_its_line(tmp_path, ray_address, kill, figures):
+    folder, done = killed_run(tmp_path, kill, ray_address)
+    runs = folder / "runs.txt"
     output = done.stdout + done.stderr
     assert runs.read_text() == "ran\n", "the cell ran more than once"
     assert done.returncode == 1, output
@@ -62,11 +75,9 @@ with open({str(runs)!r}, "a") as f:
 
 
 def test_the_cell_after_a_dead_worker_runs(tmp_path, ray_address):
-    done = run_script(tmp_path, """--%python
---%runIn=executor
-import os
-os._exit(5)
-""", ray_address)
+    """The run after one whose executor cell's worker died (os._exit(5): the run above, or made
+    here when this test runs alone) works as usual on the same Ray."""
+    _, done = killed_run(tmp_path, "os._exit(5)", ray_address)
     assert done.returncode == 1 and "died" in done.stderr, done.stderr
     again = run_script(tmp_path, """--%python
 --%runIn=executor
