@@ -117,9 +117,10 @@ def test_ctrl_c_stops_the_job(jobs_head, tmp_path):
     while "waiting" not in seen:  # the job is running its second statement once the first printed
         assert time.monotonic() < deadline and process.poll() is None, seen
         seen += process.stdout.readline()
+    sent = time.monotonic()
     process.send_signal(signal.SIGINT)
-    code, _, err = finished(process)
-    assert code == 130, err
+    code, out, err = finished(process)
+    assert code == 130, f"exit {code} {time.monotonic() - sent:.1f} s after the SIGINT\n{seen}{out}\n{err}"
     assert "STOPPED" in err
 
 

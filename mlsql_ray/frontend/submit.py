@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -125,6 +126,35 @@ async def _stream_logs(client, job_id: str) -> None:
         sys.stdout.flush()
 
 
+def _follow(client, job_id: str) -> bool:
+    """Stream the job's logs until its stream ends: True, or False when Ctrl-C came first.
+
+    Ctrl-C is this loop's own signal handler, not the KeyboardInterrupt ``asyncio.run`` makes of a
+    SIGINT: that one is raised only if the cancelled task ends *as cancelled*, so whether Ctrl-C
+    stops the job would depend on how Ray's and aiohttp's code inside the stream take a
+    cancellation (once in a full test run the job went on to its end after a SIGINT)."""
+
+    async def follow() -> bool:
+        loop = asyncio.get_running_loop()
+        interrupted = asyncio.Event()
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        try:
+            stream = asyncio.ensure_future(_stream_logs(client, job_id))
+            pressed = asyncio.ensure_future(interrupted.wait())
+            await asyncio.wait({stream, pressed}, return_when=asyncio.FIRST_COMPLETED)
+            if interrupted.is_set():
+                stream.cancel()
+                await asyncio.wait({stream}, timeout=STOP_WAIT_S)
+                return False
+            pressed.cancel()
+            stream.result()  # a broken stream raises its RuntimeError here
+            return True
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    return asyncio.run(follow())
+
+
 def _wait_terminal(client, job_id: str, timeout: float):
     """The job's info once Ray reports it finished (the log stream can close just before)."""
     deadline = time.monotonic() + timeout
@@ -161,10 +191,13 @@ def submit(args) -> int:
         return INTERRUPTED_EXIT
     print(f"mlsql-ray submit: job {job_id} ({size / MIB:.1f} MiB uploaded from {folder})", file=sys.stderr, flush=True)
     try:
-        asyncio.run(_stream_logs(client, job_id))
+        ended = _follow(client, job_id)
     except RuntimeError as exc:  # the stream broke off; the job's end still decides the exit status
         print(f"mlsql-ray submit: lost the job's log stream ({exc}); `ray job logs {job_id}` shows it", file=sys.stderr)
-    except KeyboardInterrupt:
+        ended = True
+    except KeyboardInterrupt:  # before or after the loop's own handler was in place
+        ended = False
+    if not ended:
         client.stop_job(job_id)
         info = _wait_terminal(client, job_id, STOP_WAIT_S)
         print(f"mlsql-ray submit: interrupted; job {job_id} {info.status.value}", file=sys.stderr)
