@@ -82,7 +82,7 @@ class Session:
         self._requests = threading.RLock()  # held by the thread running a request (see run)
         self._previews = False  # whether the running request's front end shows each select's first rows
         self.prestart: Prestart | None = None  # the last request's start ahead of its training (engine.prestart)
-        self._earlier_prestarts: list[Prestart] = []  # earlier requests' starts still running
+        self._prestarts: list[Prestart] = []  # the last request's and earlier ones still running: close stops them all
 
     # -- public API ------------------------------------------------------------------------
 
@@ -116,9 +116,10 @@ class Session:
             yield from self._side_request(statements)
             return
         self._previews = previews
-        if self.prestart is not None:  # an earlier request's start may still be running: close waits for it too
-            self._earlier_prestarts = [p for p in (*self._earlier_prestarts, self.prestart) if p.running()]
         self.prestart = Prestart.begin(self, statements)
+        self._prestarts = [p for p in self._prestarts if p.running()]
+        if self.prestart is not None:
+            self._prestarts.append(self.prestart)
         try:
             yield from self._request(statements, source)
         except BaseException:
@@ -175,9 +176,8 @@ class Session:
     def close(self) -> None:
         """Release DuckDB, model functions and warm actors (a caller's pool keeps them), and stop Ray
         if this session started it."""
-        for prestart in (*self._earlier_prestarts, self.prestart):
-            if prestart is not None:
-                prestart.stop()  # a start still running would connect after the shutdown below
+        for prestart in self._prestarts:
+            prestart.stop()  # a start still running would connect after the shutdown below
         if self.model_functions is not None:
             self.model_functions.close()
         if self._owns_workers:

@@ -380,7 +380,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
                 alg = registry.get(p.alg)
                 train, check = (shipped(alg, d) for d in data[p.inputs])
                 done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
-        _start_hosts_ahead(plans, ray_link, _read_ahead(tables, data))
+        _start_hosts_ahead(plans, ray_link, tables, data)
         return done
     local = [p for p in plans if registry.get(p.alg).in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
@@ -397,7 +397,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
 
-def _read_ahead(tables: list[TrainTable], data: dict) -> Callable[[], tuple[HostRows, ...]]:
+def _read_ahead(tables: list[TrainTable], data: dict) -> tuple[HostRows, ...]:
     """What hosts started ahead read into their read cache (``cells.partitions``) once their
     libraries are imported: the tables just trained on, when their rows come from files and fit
     the cache, as the next ``train`` (a re-run cell, a tweaked parameter) will most often read
@@ -407,20 +407,16 @@ def _read_ahead(tables: list[TrainTable], data: dict) -> Callable[[], tuple[Host
 
     size = sum(d.x.nbytes + (d.y.nbytes if d.y is not None else 0)
                for pair in data.values() for d in pair if isinstance(d, Dataset))
-
-    def reads() -> tuple[HostRows, ...]:
-        if size > READ_CACHE_BYTES:
-            return ()
-        servers = [(t.name, t.file_servers(1)) for t in tables]
-        return tuple(HostRows(name, tuple(s)) for name, s in servers if s)
-
-    return reads
+    if size > READ_CACHE_BYTES:
+        return ()
+    servers = [(t.name, t.file_servers(1)) for t in tables]
+    return tuple(HostRows(name, tuple(s)) for name, s in servers if s)
 
 
-def _start_hosts_ahead(plans: list[GroupPlan], ray_link, reads: Callable[[], tuple[HostRows, ...]]) -> None:
+def _start_hosts_ahead(plans: list[GroupPlan], ray_link, tables: list[TrainTable], data: dict) -> None:
     """After groups were fitted here that GroupHosts could fit: start those hosts in the background
-    (as many as free CPUs allow, their libraries imported, ``reads()`` read) for the session's
-    next ``train``."""
+    (as many as free CPUs allow, their libraries imported, ``_read_ahead``'s tables read) for the
+    session's next ``train``."""
     hosted = [p for p in plans if not registry.get(p.alg).in_process]
     up = _ray_and_pool()
     if len(hosted) < 2 or up is None:
@@ -433,7 +429,7 @@ def _start_hosts_ahead(plans: list[GroupPlan], ray_link, reads: Callable[[], tup
         return
     actor = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
     hosts = [actor.remote() for _ in range(count)]
-    algorithms, ahead = tuple(sorted({p.alg for p in hosted})), reads()
+    algorithms, ahead = tuple(sorted({p.alg for p in hosted})), _read_ahead(tables, data)
     pool.start_ahead(shape, hosts, [host.load.remote(algorithms, ahead) for host in hosts])
 
 
