@@ -22,6 +22,7 @@ from deltalake import DeltaTable
 
 from mlsql_ray import MLSQLError
 from mlsql_ray.frontend.submit import check_upload_size
+from signal_helpers import sigint_as_in_a_terminal
 from test_cluster import free_port, running_head
 
 DASHBOARD_TIMEOUT_S = 90
@@ -111,7 +112,7 @@ def test_ctrl_c_stops_the_job(jobs_head, tmp_path):
     folder.mkdir()
     (folder / "slow.mlsql").write_text('select "waiting" as state as s;\nset waited = "sleep 120" where type="shell";\n')
     process = submit(str(folder / "slow.mlsql"), "--address", jobs_head, "--no-install",
-                     "--warehouse", str(tmp_path / "wh"))
+                     "--warehouse", str(tmp_path / "wh"), preexec_fn=sigint_as_in_a_terminal)
     seen = ""
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while "waiting" not in seen:  # the job is running its second statement once the first printed

@@ -8,6 +8,8 @@ too) on stdout, warnings and training progress on stderr. Errors print as
 ``FILE:LINE:COL: message`` on stderr, then the line with a caret under the column, with a
 non-zero exit; ``--verbose`` adds the Python traceback. A bug in mlsql-ray (an ``InternalError``)
 says so, with a hint to run again with ``--verbose`` for its traceback.
+
+Ctrl-C (SIGINT) stops a run at any moment, and is never taken for success (see ``main``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from ..cluster import quiet
@@ -180,6 +184,39 @@ def _format_error(path: Path, cell: int | None, view) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``mlsql-ray``: the exit status of the run, or of the submitted job.
+
+    Ctrl-C (SIGINT) during ``run`` is never taken for success, whenever it comes:
+
+    * while a statement runs (a load's first rows being computed for the screen included), it stops
+      the run there: exit 130 and ``FILE: interrupted`` on stderr (``... at line N`` when a query
+      was running). A save it comes too late to stop (every row handed over, the commit under way)
+      says what it committed: ``FILE: interrupted after db.t was committed as version N``;
+    * after the last statement, while the session closes (DuckDB, Ray), or while the outcome is
+      printed: still exit 130 and ``FILE: interrupted``, every result having been printed already;
+    * once that is done, SIGINT ends the process at once, as it ends any program without a handler
+      for it: killed by SIGINT, which a shell reports as 130. (Left to Python, a KeyboardInterrupt
+      while the interpreter shuts down, e.g. waiting for a save's writer thread, is printed as
+      "Exception ignored" and the process exits 0.)
+
+    A process started with SIGINT ignored (``trap '' INT``, or ``cmd &`` in a shell without job
+    control) keeps ignoring it, as commands do: such a process is not the one Ctrl-C is meant for."""
     args = build_parser().parse_args(argv)
-    return submit_job.submit(args) if args.command == "submit" else run_file(args)
+    if args.command == "submit":
+        return submit_job.submit(args)
+    try:
+        return run_file(args)
+    except KeyboardInterrupt:  # before the run began (reading the file), or while its outcome was printed
+        print(f"{args.file}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        _sigint_ends_the_process()
+
+
+def _sigint_ends_the_process() -> None:
+    """From here on, SIGINT ends the process with the system's default action, if it had Python's
+    (a handler someone else installed, and an ignored SIGINT, stay as they are)."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 

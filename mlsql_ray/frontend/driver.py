@@ -120,11 +120,11 @@ class Request:
         self.lines = [s.line for s in statements]
         self.running = 0
         for result in session.run(statements, source=self.source, previews=previews):
+            self.last = result
+            if show is not None:  # its view may run a query (a load's first rows): still this statement's line
+                show(present_result(result, session.catalog))
             if result.statement.line in self.lines:
                 self.running = self.lines.index(result.statement.line) + 1
-            self.last = result
-            if show is not None:
-                show(present_result(result, session.catalog))
 
     def _running_line(self) -> int | None:
         return self.lines[self.running] if 0 <= self.running < len(self.lines) else None

@@ -132,12 +132,15 @@ def _follow(client, job_id: str) -> bool:
     Ctrl-C is this loop's own signal handler, not the KeyboardInterrupt ``asyncio.run`` makes of a
     SIGINT: that one is raised only if the cancelled task ends *as cancelled*, so whether Ctrl-C
     stops the job would depend on how Ray's and aiohttp's code inside the stream take a
-    cancellation (once in a full test run the job went on to its end after a SIGINT)."""
+    cancellation. A SIGINT this process was started ignoring (a background command's) stays
+    ignored, as ``mlsql-ray run`` leaves it."""
 
     async def follow() -> bool:
         loop = asyncio.get_running_loop()
         interrupted = asyncio.Event()
-        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+        ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if ours:
+            loop.add_signal_handler(signal.SIGINT, interrupted.set)
         try:
             stream = asyncio.ensure_future(_stream_logs(client, job_id))
             pressed = asyncio.ensure_future(interrupted.wait())
@@ -150,7 +153,8 @@ def _follow(client, job_id: str) -> bool:
             stream.result()  # a broken stream raises its RuntimeError here
             return True
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            if ours:
+                loop.remove_signal_handler(signal.SIGINT)
 
     return asyncio.run(follow())
 

@@ -220,6 +220,7 @@ def delta_compatible(schema: pa.Schema) -> pa.Schema:
 
 SLICE_BYTES = 16 * 2**20  # how much data deltalake takes between two looks at a cancellation
 CANCEL_WAIT_S = 60  # how long Ctrl-C waits for deltalake to abandon the write
+START_WAIT_S = 5  # how long it waits for a write thread that may not have been made (see _interruptible)
 
 
 class _Cancelled(Exception):
@@ -290,9 +291,10 @@ def _interruptible(work, cancelled: threading.Event, name: str):
     exits while deltalake still runs in the helper crashes. The helper is not a daemon thread
     for the same reason: the interpreter waits for it rather than tearing it down mid-write."""
     outcome: dict = {}
-    done = threading.Event()
+    began, done = threading.Event(), threading.Event()
 
     def run():
+        began.set()
         try:
             outcome["value"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
@@ -300,14 +302,20 @@ def _interruptible(work, cancelled: threading.Event, name: str):
         finally:
             done.set()
 
-    threading.Thread(target=run, name="mlsql-delta-write").start()
     try:
+        # Started inside the try: Thread.start waits for the thread to begin, and an interrupt
+        # there must cancel the write as any other does (outside it, the write went on uncancelled
+        # and committed after the run had said "interrupted").
+        threading.Thread(target=run, name="mlsql-delta-write").start()
         while not done.wait(0.05):
             pass
     except KeyboardInterrupt as interrupt:
-        cancelled.set()
-        deadline = time.monotonic() + CANCEL_WAIT_S
+        cancelled.set()  # the stream's next look at it ends the write (its first, if the helper has not begun)
+        now = time.monotonic()
+        deadline, begin_by = now + CANCEL_WAIT_S, now + START_WAIT_S
         while not done.is_set() and time.monotonic() < deadline:
+            if not began.is_set() and time.monotonic() > begin_by:
+                raise  # interrupted inside Thread.start before the thread was made: there is no write
             try:
                 done.wait(0.05)
             except KeyboardInterrupt:  # pressed again: the write is being cancelled already
@@ -382,7 +390,10 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
         if isinstance(exc, (DeltaError, pa.ArrowException, OSError)) or type(exc) is Exception:
             raise MLSQLError(_delta_message(name, exc)) from exc
         raise
-    written.leftovers_removed = len(remove_leftovers(path))
+    try:
+        written.leftovers_removed = len(remove_leftovers(path))
+    except KeyboardInterrupt as interrupt:  # the commit is done: the interrupt says so
+        raise InterruptedAfterCommit(name, written.version) from interrupt
     return written
 
 

@@ -4,7 +4,8 @@
   says it was interrupted, and the table's version, log and content are what they were, read
   back with plain ``deltalake``. (Before the engine ran deltalake's write in a helper thread and
   cancelled its input stream, the interrupt only took effect after the commit: the "interrupted"
-  run had replaced the table.)
+  run had replaced the table.) Ctrl-C while the write's thread starts, and after the commit while
+  the save looks for files earlier saves left, are exact cases of their own.
 * A Python cell that raises after ``build_result``: no output table (an older table of that
   name keeps its rows), the save after it never runs, the Delta table is unchanged.
 * An append whose schema does not match: a clear error, and not one file more in the table.
@@ -16,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,7 +27,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from mlsql_ray import MLSQLError, Session
+from mlsql_ray import InterruptedAfterCommit, MLSQLError, Session
+from mlsql_ray.storage import delta
+from signal_helpers import catches_sigint, sigint_as_in_a_terminal
 
 BIG_ROWS = 3_000_000
 ROW_BYTES = 200
@@ -99,7 +103,8 @@ def start_big_save(tmp_path: Path, big: Path) -> tuple[Path, subprocess.Popen]:
     script = tmp_path / "save.mlsql"
     script.write_text(f"load parquet.`{big}` as big;\nsave overwrite big as delta.`keep.big`;\n")
     run = subprocess.Popen([sys.executable, "-m", "mlsql_ray", "run", str(script), "--warehouse", str(warehouse)],
-                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=sigint_as_in_a_terminal)
     first = run.stdout.readline()
     assert first.startswith("loaded parquet"), first
     # The load is lazy: the save opens the source file, then deltalake starts its runtime
@@ -122,15 +127,18 @@ def test_sigint_during_a_delta_save_leaves_the_table_as_it_was(tmp_path: Path, b
     try:
         before = snapshot(path)
         # the write has begun once deltalake opens its first file in the table's folder (the source
-        # being open and deltalake's runtime running can both come before it: an interrupt there
-        # raced the write's start, and twice in full runs the run then ended "saved", exit 0)
+        # being open and deltalake's runtime running can both come before it)
         deadline = time.monotonic() + 120
         while not set(os.listdir(path)) - before["files"]:
             assert run.poll() is None, run.communicate()
             assert time.monotonic() < deadline, "the save never began writing"
             time.sleep(0.002)
         time.sleep(STREAMING_S)
+        # DuckDB closes the source once it has read it all, a second or more before deltalake has
+        # written its last file and commits (1.0-1.4 s on a quiet 2-core machine): open, it is
+        # still being streamed, and the commit is that far away
         assert reading(run.pid, big_parquet) and run.poll() is None, "the save ended before the interrupt"
+        assert catches_sigint(run.pid), "the run ignores or blocks SIGINT: Ctrl-C cannot reach it"
         inside_save = time.monotonic()
         run.send_signal(signal.SIGINT)
         out, err = run.communicate(timeout=180)
@@ -238,6 +246,85 @@ def test_an_interrupt_that_lost_the_race_with_the_commit_says_so(tmp_path: Path,
     assert "saved" not in done.stdout
     expected = [2, 3, 4] if mode == "overwrite" else [1, 2, 3, 4]
     assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == expected
+
+
+def test_an_interrupt_while_the_write_thread_starts_cancels_the_write(session, warehouse, monkeypatch):
+    """Ctrl-C inside ``Thread.start`` of the save's writer thread (start waits there for the thread
+    to run; the KeyboardInterrupt is raised as start returns): the write is cancelled, and the
+    interrupt goes up once the writer has given up, as from any other moment. (With the thread
+    started outside the wait's try, the KeyboardInterrupt went up at once and nothing was
+    cancelled: the write went on, and committed if it had its rows before the save closed its
+    source.) The write here begins 0.2 s late, so that the interrupt is under way when it does."""
+    import deltalake
+
+    session.catalog.add_arrow("small", SMALL, "test")
+    session.execute("save overwrite small as delta.`keep.start`;")
+    writers, finished = [], threading.Event()
+
+    class InterruptedStart(threading.Thread):
+        def start(self):
+            super().start()
+            if self.name == "mlsql-delta-write":
+                writers.append(self)
+                raise KeyboardInterrupt
+
+    real_write = deltalake.write_deltalake
+
+    def late_write(*args, **kwargs):
+        try:
+            time.sleep(0.2)
+            return real_write(*args, **kwargs)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(delta.threading, "Thread", InterruptedStart)
+    monkeypatch.setattr(deltalake, "write_deltalake", late_write)
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            session.execute("save overwrite small as delta.`keep.start`;")
+        assert finished.is_set(), "the interrupt went up while the write went on"
+    finally:
+        for writer in writers:
+            writer.join(60)
+    assert len(writers) == 1 and type(raised.value) is KeyboardInterrupt
+    assert DeltaTable(str(warehouse / "keep" / "start")).version() == 0
+
+
+def test_an_interrupt_before_the_write_thread_exists_does_not_wait_for_it(session, warehouse, monkeypatch):
+    """Ctrl-C inside ``Thread.start`` before the thread was made: there is no write to wait for,
+    and the interrupt goes up once the thread has had ``START_WAIT_S`` to show up (0.2 s here),
+    not after ``CANCEL_WAIT_S`` with "it may yet commit"."""
+    class NeverStarted(threading.Thread):
+        def start(self):
+            if self.name != "mlsql-delta-write":
+                return super().start()
+            raise KeyboardInterrupt
+
+    session.catalog.add_arrow("small", SMALL, "test")
+    session.execute("save overwrite small as delta.`keep.never`;")
+    monkeypatch.setattr(delta.threading, "Thread", NeverStarted)
+    monkeypatch.setattr(delta, "START_WAIT_S", 0.2)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt) as raised:
+        session.execute("save overwrite small as delta.`keep.never`;")
+    assert type(raised.value) is KeyboardInterrupt and time.monotonic() - started < 10
+    assert DeltaTable(str(warehouse / "keep" / "never")).version() == 0
+
+
+def test_an_interrupt_after_the_commit_while_the_save_tidies_up_names_the_commit(session, warehouse, monkeypatch):
+    """Ctrl-C after deltalake has committed, while the save looks for data files interrupted saves
+    left (``remove_leftovers``: a vacuum dry run): ``InterruptedAfterCommit`` with the version, not
+    a bare "interrupted" for a save that went through."""
+    def interrupted(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(delta, "remove_leftovers", interrupted)
+    session.catalog.add_arrow("small", SMALL, "test")
+    with pytest.raises(KeyboardInterrupt) as raised:  # (an InterruptedAfterCommit is one)
+        session.execute("save overwrite small as delta.`keep.tidy`;")
+    assert isinstance(raised.value, InterruptedAfterCommit), repr(raised.value)
+    assert str(raised.value) == "interrupted after keep.tidy was committed as version 0"
+    assert DeltaTable(str(warehouse / "keep" / "tidy")).version() == 0
 
 
 def test_a_python_cell_that_raises_after_build_result_changes_nothing(ray_session, warehouse):
