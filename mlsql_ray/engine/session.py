@@ -31,7 +31,7 @@ from .datasources import jdbc
 from .jobs import Jobs
 from .prestart import Prestart
 from .result import Result
-from .sql import duckdb_message, translate
+from .sql import duckdb_message, interrupted_query, translate
 
 class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
@@ -254,10 +254,7 @@ class Session:
         except InternalError:
             raise  # from a statement of an included script: it knows its own position
         except Exception as exc:  # noqa: BLE001 - user mistakes are MLSQLErrors by now: anything else is our bug
-            if isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted":
-                # DuckDB's answer to a SIGINT during a query (Ctrl-C): an interrupt, not a crash. Only the text
-                # tells: DuckDB raises a bare RuntimeError for it (its con.interrupt() raises InterruptException,
-                # a duckdb.Error, handled above: tests/test_sql_trees.py; the SIGINT case: tests/test_driver.py)
+            if interrupted_query(exc):  # DuckDB's answer to a SIGINT during a query: an interrupt, not a crash
                 raise KeyboardInterrupt(f"interrupted at line {statement.line}") from exc
             raise InternalError(exc, statement.line, statement.col, self.current_file()) from exc
 

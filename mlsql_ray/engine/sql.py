@@ -11,11 +11,21 @@ import duckdb
 from ..lang.sql import translate
 from ..lang.sql_types import Schemas
 
-__all__ = ["duckdb_message", "to_duckdb", "translate"]
+__all__ = ["duckdb_message", "interrupted_query", "to_duckdb", "translate"]
 
 
 def to_duckdb(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | None = None) -> str:
     return translate(spark_sql, line, col, schemas).sql
+
+
+def interrupted_query(exc: BaseException) -> bool:
+    """Whether DuckDB ended a query because of Ctrl-C. A SIGINT during a query ends it with a bare
+    ``RuntimeError("Query interrupted")``: DuckDB's client has run the signal's handler, so the
+    KeyboardInterrupt is gone and only the text tells (tests/test_driver.py); ``con.interrupt()``
+    (the interrupt watcher of the kernel and the magic) with ``duckdb.InterruptException``
+    (tests/test_sql_trees.py)."""
+    return (isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted") or \
+        isinstance(exc, duckdb.InterruptException)
 
 
 def duckdb_message(exc: BaseException, tables: list[str]) -> str:

@@ -80,25 +80,16 @@ def _load_preview(result, catalog, warnings: list[str]) -> TableView | None:
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the load itself worked (lazily); only its preview did not
-        if _interrupted_query(exc):  # Ctrl-C while the preview's query ran: the run stops, as anywhere
+        from ..engine.sql import interrupted_query
+
+        # Ctrl-C while the preview's query ran: the run stops, as anywhere. Taken for a failed preview,
+        # it left a warning ("cannot preview t: Query interrupted") and the run went on
+        if interrupted_query(exc):
             raise KeyboardInterrupt(f"interrupted at line {result.statement.line}") from exc
         first_line = str(exc).strip().split("\n")[0]
         warnings.append(f"cannot preview {result.name}: {first_line}")
         return None
     return TableView(head.slice(0, PREVIEW_ROWS), None, head.num_rows > PREVIEW_ROWS, heading=result.message)
-
-
-def _interrupted_query(exc: Exception) -> bool:
-    """Whether DuckDB ended the query because of Ctrl-C. A SIGINT during a query ends it with a bare
-    ``RuntimeError("Query interrupted")`` (DuckDB's client ran the signal's handler: the
-    KeyboardInterrupt is gone; ``Session._run_statement`` knows it by the same text), and
-    ``con.interrupt()`` (the interrupt watcher of the kernel and the magic) with
-    ``duckdb.InterruptException``. Taken for a failed preview, either left a warning ("cannot
-    preview t: Query interrupted") and the run went on as if Ctrl-C had not been pressed."""
-    import duckdb
-
-    return (isinstance(exc, RuntimeError) and str(exc).strip() == "Query interrupted") or \
-        isinstance(exc, duckdb.InterruptException)
 
 
 # -- errors -------------------------------------------------------------------------------------------
