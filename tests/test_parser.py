@@ -550,6 +550,8 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ("load a.`x` as t; /* never\nclosed", 1, 18, "unterminated /* comment"),
     ("load a.`x` as t;\nrun c as Ray.`` where code='''\nprint(1);\n", 2, 28, "unterminated ''' string"),
     ("select * from ${t as y;", 1, 15, "unterminated ${ variable"),
+    # a word that goes on after a ${…} spanning a line: the unclosed ${ is on the second line
+    ("select a${x\n}b${y as t;", 2, 3, "unterminated ${ variable"),
     ("load csv.`x` where header=true as t;", 1, 27, "option 'header' needs a quoted value"),
     ("load csv.`x` where header= as t;", 1, 28, "option 'header' needs a quoted value"),
     ('load a.`x` where k="1" and k="2" as t;', 1, 28, "option 'k' is given twice"),
