@@ -18,7 +18,8 @@ import re
 
 MASK = "***"
 # ... but not a name for the kind of a secret (RAY_AUTH_MODE=token, auth_type=basic, key_id_file)
-_NAME = r"\b\w*(?:pass|pwd|secret|token|credential|key|auth)\w*(?<!mode)(?<!type)(?<!method)(?<!file)(?<!path)"
+_SECRET_WORDS = "pass|pwd|secret|token|credential|key|auth"
+_NAME = rf"\b\w*(?:{_SECRET_WORDS})\w*(?<!mode)(?<!type)(?<!method)(?<!file)(?<!path)"
 SECRET_NAME = re.compile(_NAME, re.IGNORECASE)
 """A name whose value is a secret (an option, a variable, a URL parameter): use ``fullmatch``."""
 
@@ -44,8 +45,25 @@ _RULES = (
 )
 
 
+# What every rule's match contains (a secret's name, or a URL's ://): the common text that has none
+# (every statement is masked for !show jobs) is ruled out in microseconds, where the rules try their
+# ``\b\w*`` start at every word; the case-insensitive search is for text that is not ASCII (whose
+# case folding ``str.lower`` would not match exactly: ``ſ`` is an ``s`` to it), 5x slower
+_HINTS = (*_SECRET_WORDS.split("|"), "://")
+_ANY_HINT = re.compile("|".join(_HINTS), re.IGNORECASE)
+
+
+def _may_hold_secrets(text: str) -> bool:
+    if text.isascii():
+        lowered = text.lower()
+        return any(hint in lowered for hint in _HINTS)
+    return _ANY_HINT.search(text) is not None
+
+
 def _spans(text: str) -> list[tuple[int, int]]:
     """Where the secrets of ``text`` are, as sorted, non-overlapping (start, end) pairs."""
+    if not _may_hold_secrets(text):
+        return []
     found = []
     for pattern, group in _RULES:
         for match in pattern.finditer(text):

@@ -19,6 +19,9 @@ from mlsql_ray.masking import mask, mask_at, secrets_in
     ("set password=pw1;", "set password=***;"),
     ('!python env "AWS_SECRET_ACCESS_KEY=pw1";', '!python env "AWS_SECRET_ACCESS_KEY=***";'),
     ("cannot connect to x?password=pw1: refused", "cannot connect to x?password=***: refused"),
+    # text that is not ASCII: case-insensitive as the rules are (ſ is an s to them, not to str.lower)
+    ('where PAſſWORD="pw1" and note="é"', 'where PAſſWORD="***" and note="é"'),
+    ("select 'é' as e, * from t where Token='pw1'", "select 'é' as e, * from t where Token='***'"),
 ])
 def test_secrets_are_masked(text, expected):
     assert mask(text) == expected
