@@ -572,3 +572,24 @@ def test_als_half_step_is_sparks_least_squares(implicit):
         else:
             a, b = f.T @ f + 0.3 * rows.sum() * np.eye(3), f.T @ r
         assert np.allclose(model.user_factors[u], np.linalg.solve(a, b))
+
+
+def test_forests_get_their_features_as_float32_and_grow_the_same_trees():
+    """RandomForest's features are handed over in the float32 scikit-learn's forests compute in
+    (``Algorithm.features_dtype``): no second copy of the matrix, and the trees a float64 matrix
+    would give; other algorithms keep float64."""
+    import pyarrow as pa
+    from sklearn.ensemble import RandomForestClassifier
+
+    from mlsql_ray.ml import registry, runner
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(300, 6)) * 1e3  # values float32 rounds: its rounding is the forest's own
+    table = pa.table({"f": pa.array(list(features), pa.list_(pa.float64())), "label": (features[:, 0] > 0).astype(float)})
+    columns = {"featuresCol": "f", "labelCol": "label"}
+    forest = runner.dataset(registry.get("RandomForest"), columns, table, "t")
+    assert forest.x.dtype == np.float32
+    assert runner.dataset(registry.get("LogisticRegression"), columns, table, "t").x.dtype == np.float64
+    fitted = [RandomForestClassifier(n_estimators=5, random_state=0).fit(x, forest.y) for x in (forest.x, features)]
+    assert all((a.tree_.threshold == b.tree_.threshold).all() and (a.tree_.feature == b.tree_.feature).all()
+               for a, b in zip(fitted[0].estimators_, fitted[1].estimators_))

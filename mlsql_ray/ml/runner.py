@@ -179,7 +179,7 @@ def dataset(alg: Algorithm, columns: dict, table: pa.Table, what: str) -> Datase
     if alg.id_params:
         x = np.column_stack([ids_of(table, columns[p], what, p) for p in alg.id_params])
     else:
-        x = features_of(table, columns["featuresCol"], what)
+        x = features_of(table, columns["featuresCol"], what, np.dtype(alg.features_dtype))
     y = labels_of(table, columns[alg.label_param], what, alg.label_param) if alg.kind in SUPERVISED else None
     return Dataset(x, y)
 

@@ -32,5 +32,5 @@ ALGORITHMS = (Algorithm(
         spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
         SEED,
     ),
-    build=_build, threads_param="n_jobs",
+    build=_build, threads_param="n_jobs", features_dtype="float32",
 ),)
