@@ -80,7 +80,7 @@ def _load_preview(result, catalog, warnings: list[str]) -> TableView | None:
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the load itself worked (lazily); only its preview did not
-        from ..engine.sql import interrupted_query
+        from ..engine.sql import interrupted_query  # here: it imports DuckDB, which a kernel imports after its start
 
         # Ctrl-C while the preview's query ran: the run stops, as anywhere. Taken for a failed preview,
         # it left a warning ("cannot preview t: Query interrupted") and the run went on
