@@ -525,3 +525,18 @@ def test_a_commit_another_writer_won_is_reported_as_a_concurrent_write():
     message = _delta_message("db.t", CommitFailedError("Failed to commit transaction: Commit failed: a concurrent transactions added new data."))
     assert message.startswith("Delta table db.t was changed by another writer at the same time")
     assert _delta_message("db.t", Exception("Commit failed: a concurrent thing")).startswith("cannot write to Delta table db.t: Commit")
+
+
+@pytest.mark.parametrize("size", [0, 1, 64 * 1024, 7 * 64 * 1024 + 5])
+def test_bytes_as_rows_survive_a_delta_table_across_several_arrow_arrays(warehouse, monkeypatch, size):
+    """A model or a file is stored as rows of at most CHUNK_SIZE bytes; its bytes are cut into
+    several Arrow arrays when they pass what one array addresses (2 GiB; three rows here)."""
+    from mlsql_ray.storage import delta, rows as file_rows
+
+    monkeypatch.setattr(file_rows, "_CHUNKS_PER_ARRAY", 3)
+    data = os.urandom(size)
+    table = file_rows.bytes_to_rows(data)
+    assert table.column("value").num_chunks == -(-table.num_rows // 3)
+    assert table.column("offset").to_pylist() == [len(v) for v in table.column("value").to_pylist()]
+    delta.write(warehouse / "blob", "blob", table.to_reader(), "overwrite", (), {})
+    assert file_rows.rows_to_bytes(DeltaTable(str(warehouse / "blob")).to_pyarrow_dataset().to_table()) == data

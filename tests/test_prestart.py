@@ -87,6 +87,31 @@ def test_on_one_machine_the_start_imports_the_groups_library_here_and_the_next_t
     assert ids(session.workers.idle_actors()) == hosts
 
 
+def test_a_fit_here_waits_for_its_algorithms_import_ahead_and_only_that_fit():
+    """The start ahead imports a train's libraries in a background thread; the train reads its rows
+    meanwhile and its first fit of those algorithms waits for the import (not one of another
+    algorithm), so that no two threads import the same modules at once."""
+    import threading
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    data = runner.Dataset(rng.random(size=(40, 3)), np.arange(40) % 2)
+    forest, bayes = (runner.plan(alg, {"featuresCol": "f"})[0] for alg in ("RandomForest", "NaiveBayes"))
+    load = runner.load_ahead(("RandomForest",))
+    fitted = {}
+    fits = [threading.Thread(target=lambda p=p: fitted.setdefault(p.alg, runner.fit_group(p, data, None, 1)))
+            for p in (forest, bayes)]
+    for fit in fits:
+        fit.start()
+    fits[1].join(60)
+    time.sleep(0.5)
+    assert set(fitted) == {"NaiveBayes"}  # the forest's fit is waiting for the import ahead
+    load()
+    fits[0].join(60)
+    assert {alg: group.status for alg, group in fitted.items()} == {"NaiveBayes": "success", "RandomForest": "success"}
+
+
 def test_closing_the_pool_stops_the_hosts_still_starting_for_the_next_train(session, ray_runtime):
     session.workers.release()
     wait_for(lambda: ray_runtime.available_resources().get("CPU", 0) >= 2)

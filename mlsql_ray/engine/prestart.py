@@ -16,7 +16,8 @@ What counts as training is decided from the parsed statements, at the top level 
   On a cluster that is this machine alone the groups are fitted in this process while no warm
   hosts are ready (``ml.runner.fitted_here``): the start imports the algorithm's library and its
   serialiser here instead, first (before Ray), and starts no host, whose start would take the CPUs
-  the statements before the training and its fits use;
+  the statements before the training and its fits use; the train statement reads and checks its
+  rows meanwhile and waits for the imports at its first fit (``ml.runner.load_ahead``);
 * ``register`` of a model (tf, keras or a built-in algorithm's): Ray.
 
 The workers go to the session's warm pool, announced first (``WarmPool.expect``): the run that
@@ -117,7 +118,7 @@ class Prestart:
     _arrivals: dict = field(default_factory=dict)  # shape -> the event its pool's take waits for
     _thread: threading.Thread | None = None
     _cancelled: threading.Event = field(default_factory=threading.Event)
-    _imports_done: threading.Event = field(default_factory=threading.Event)  # see reach
+    _load: object = None  # the imports to make here first (``ml.runner.load_ahead``), when fits_here
 
     @classmethod
     def begin(cls, session, statements: list[ast.Statement]) -> Prestart | None:
@@ -129,8 +130,10 @@ class Prestart:
                        next((n.group_hosts for _, n in wanted if n.group_hosts is not None), None))
         prestart = cls(session, merged, {_where(s) for s, _ in wanted})
         prestart.fits_here = prestart._groups_here()
-        if not prestart.fits_here:
-            prestart._imports_done.set()
+        if prestart.fits_here:
+            from ..ml.runner import load_ahead
+
+            prestart._load = load_ahead(merged.group_hosts[1])
         prestart._arrivals = {shape: session.workers.expect(shape) for shape in prestart._shapes_ahead()}
         prestart._thread = threading.Thread(target=prestart._run, name="mlsql-prestart", daemon=True)
         prestart._thread.start()
@@ -140,8 +143,6 @@ class Prestart:
         """Note that ``statement`` is running (a training one: what was started is in use now)."""
         if _where(statement) in self.triggers:
             self.reached = True
-            if self.needs.group_hosts is not None:  # the imports here must end before the statement's own
-                self._imports_done.wait()
 
     def running(self) -> bool:
         """Whether the background start is still at work."""
@@ -187,18 +188,12 @@ class Prestart:
 
         return self.needs.group_hosts is not None and runner.FIT_HERE_ON_ONE_MACHINE and self.session.ray_link.single_machine()
 
-    def _import_here(self) -> None:
-        from ..ml.runner import load_algorithms
-
-        load_algorithms(self.needs.group_hosts[1])
-        self.imported = dt.datetime.now().astimezone()
-
     def _run(self) -> None:
         link = self.session.ray_link
         try:
-            if self.fits_here:
-                self._import_here()
-            self._imports_done.set()
+            if self._load is not None:
+                self._load()
+                self.imported = dt.datetime.now().astimezone()
             import ray
 
             connected = link.ensure_ahead()
@@ -213,7 +208,6 @@ class Prestart:
         except Exception:  # noqa: BLE001 - a start ahead is a bonus: the run starts its own actors instead
             pass
         finally:
-            self._imports_done.set()
             for arrival in self._arrivals.values():
                 arrival.set()
 

@@ -25,6 +25,7 @@ runs (``HostRows``); the driver never holds the training rows.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -289,6 +290,7 @@ def fit_group(group: GroupPlan, train: Dataset | Described | HostRows, check: Da
               threads: int) -> StoredGroup:
     """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason. Rows
     sent as ``HostRows`` are read first, here: a bad row there is the statement's error."""
+    _after_loads_ahead(group.alg)
     from threadpoolctl import threadpool_limits
 
     alg = registry.get(group.alg)
@@ -434,6 +436,36 @@ def _start_hosts_ahead(plans: list[GroupPlan], ray_link, tables: list[TrainTable
 
 
 HOST_KIND = "ml.GroupHost"  # GroupHosts' kind in the warm pool
+
+
+#: (algorithms, done) of the imports running ahead in a background thread (``load_ahead``)
+_loads_ahead: list[tuple[frozenset[str], threading.Event]] = []
+
+
+def load_ahead(algorithms: tuple[str, ...]) -> Callable[[], None]:
+    """Announce that ``algorithms``' libraries are about to be imported by a background thread of
+    this process (``engine.prestart``, ahead of fits here) and return the call that imports them,
+    for that thread to make. Until it has, a ``fit_group`` of one of them waits for it, not before
+    (the train statement reads its rows meanwhile), instead of importing the same modules from a
+    second thread at once, which importlib can answer with a module the other half initialised."""
+    done = threading.Event()
+    entry = (frozenset(algorithms), done)
+    _loads_ahead.append(entry)
+
+    def load() -> None:
+        try:
+            load_algorithms(algorithms)
+        finally:
+            done.set()
+            _loads_ahead.remove(entry)
+
+    return load
+
+
+def _after_loads_ahead(algorithm: str) -> None:
+    for algorithms, done in list(_loads_ahead):
+        if algorithm in algorithms:
+            done.wait()
 
 
 def load_algorithms(algorithms: tuple[str, ...]) -> None:
