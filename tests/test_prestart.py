@@ -98,17 +98,20 @@ def test_a_fit_here_waits_for_its_algorithms_import_ahead_and_only_that_fit():
     rng = np.random.default_rng(0)
     data = runner.Dataset(rng.random(size=(40, 3)), np.arange(40) % 2)
     forest, bayes = (runner.plan(alg, {"featuresCol": "f"})[0] for alg in ("RandomForest", "NaiveBayes"))
-    load = runner.load_ahead(("RandomForest",))
     fitted = {}
-    fits = [threading.Thread(target=lambda p=p: fitted.setdefault(p.alg, runner.fit_group(p, data, None, 1)))
-            for p in (forest, bayes)]
-    for fit in fits:
-        fit.start()
-    fits[1].join(60)
-    time.sleep(0.5)
-    assert set(fitted) == {"NaiveBayes"}  # the forest's fit is waiting for the import ahead
-    load()
+    fits = [threading.Thread(target=lambda p=p: fitted.setdefault(p.alg, runner.fit_group(p, data, None, 1)),
+                             daemon=True) for p in (forest, bayes)]
+    load = runner.load_ahead(("RandomForest",))
+    try:
+        for fit in fits:
+            fit.start()
+        fits[1].join(60)
+        time.sleep(0.5)
+        before_the_import = set(fitted)
+    finally:
+        load()  # also when the test fails: a fit of this process must not wait for it forever
     fits[0].join(60)
+    assert before_the_import == {"NaiveBayes"}  # the forest's fit waited for the import ahead
     assert {alg: group.status for alg, group in fitted.items()} == {"NaiveBayes": "success", "RandomForest": "success"}
 
 

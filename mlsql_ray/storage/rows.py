@@ -35,9 +35,10 @@ def model_rows(table: pa.Table, name: str) -> pa.Table:
 
 def bytes_to_rows(data: bytes) -> pa.Table:
     """``data`` cut into ``CHUNK_SIZE`` rows without copying it: the values of each row are a
-    slice of ``data``'s own buffer (two copies a chunk, one per slice and one into Arrow, cost a
-    model's save 0.1-0.2 s on this machine's slow-to-touch fresh memory). Arrow's binary arrays
-    address at most 2 GiB each: larger data becomes several arrays, of ``_CHUNKS_PER_ARRAY`` rows."""
+    slice of ``data``'s own buffer (copying each chunk twice, by slicing and into Arrow, took about
+    half a second of a process's first model save here, where fresh memory is slow to touch).
+    Arrow's binary arrays address at most 2 GiB each: larger data becomes several arrays, of
+    ``_CHUNKS_PER_ARRAY`` rows."""
     whole, starts = pa.py_buffer(data), range(0, len(data), CHUNK_SIZE)
     arrays = []
     for first in range(0, len(starts), _CHUNKS_PER_ARRAY):
