@@ -278,7 +278,7 @@ predict data1 as LogisticRegression.`db.lr` as preds;
 
 
 def _java(values) -> str:
-    from mlsql_ray.engine.ets.spark_format import java_double
+    from mlsql_ray.spark.java_numbers import java_double
 
     return ",".join(java_double(v) for v in values)
 

@@ -15,7 +15,7 @@ import pytest
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine.ets.base import PARENT_CHILD_DATA, PEOPLE_DATA
 from mlsql_ray.engine.ets.distributions import alternative_pattern
-from mlsql_ray.engine.ets.spark_format import java_double, rounded
+from mlsql_ray.spark.java_numbers import java_double, rounded
 
 Q = "'''"
 

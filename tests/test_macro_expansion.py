@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sqlglot
 
-from mlsql_ray.lang import macro_expansion
-from mlsql_ray.lang.sql import translate
+from mlsql_ray.spark import macro_expansion
+from mlsql_ray.spark.translate import translate
 
 NESTED = ("cast(round(cast(round(cast(round(c) as string) * 2) as string) / 3) as string)")
 

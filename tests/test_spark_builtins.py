@@ -12,8 +12,8 @@ import pytest
 
 from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine.connection import ON_DEMAND_SQL, new_connection
-from mlsql_ray.lang import java_regex
-from mlsql_ray.lang.spark_calls import hygienic
+from mlsql_ray.spark import java_regex
+from mlsql_ray.spark.calls import hygienic
 
 
 def connection_with_every_macro():
@@ -140,9 +140,9 @@ def test_hash_macro_is_murmur3_on_whole_words(text: str, seed: int, digest: str)
 def test_no_two_families_define_a_macro_of_the_same_name():
     """The families' macros share one namespace on a connection: a name defined twice would be
     whichever was created last (a hash helper once replaced the decimal division's)."""
-    from mlsql_ray.engine import spark_functions
-    from mlsql_ray.lang import (spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math,
-                                spark_regex, spark_strings)
+    from mlsql_ray.spark import arrays_maps as spark_collections, byzer as spark_functions, casts as spark_casts
+    from mlsql_ray.spark import datetimes as spark_datetime, formats as spark_format, hashes as spark_hashes
+    from mlsql_ray.spark import maths as spark_math, regexes as spark_regex, strings as spark_strings
 
     families = [spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex,
                 spark_strings]

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from mlsql_ray import MLSQLError, Session
-from mlsql_ray.lang import spark_functions, sql_types
-from mlsql_ray.lang.sql import translate
+from mlsql_ray.spark import functions as spark_functions, sql_types
+from mlsql_ray.spark.translate import translate
 
 DATES = (("dates", (("D_DATEKEY", "DATE"), ("D_YEAR", "INTEGER"), ("D_MONTH", "VARCHAR"))),)
 

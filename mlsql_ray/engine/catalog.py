@@ -25,8 +25,8 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from ..lang import sql_build
-from ..ml import vectors as ml_vectors
+from ..spark import sql_build
+from ..spark import vectors as ml_vectors
 from .result import PREVIEW_ROWS
 
 RETIRED_PREFIX = "__mlsql_retired_"

@@ -18,7 +18,7 @@ from ..cluster import quiet
 from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
-from ..lang import spark_types
+from ..spark import type_names as spark_types
 from . import assertions, macros
 from .command_families import object_fs, scripts, show, tables
 from .files import truthy

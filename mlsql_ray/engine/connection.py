@@ -12,8 +12,7 @@ import sys
 
 import duckdb
 
-from ..ml import vectors
-from . import spark_functions, spark_text
+from ..spark import byzer as spark_functions, json_writers as spark_text, vectors
 
 SETUP_SQL: tuple[str, ...] = (
     # DuckDB 2.0 prefetches every row group of a local parquet file it scans, so even a 20-row

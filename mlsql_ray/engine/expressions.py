@@ -21,9 +21,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from ..errors import MLSQLError
-from ..lang import spark_functions
+from ..spark import functions as spark_functions
 from ..lang.ast import substitute
-from ..lang.sql import parse_error_description
+from ..spark.translate import parse_error_description
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import duckdb
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from ..lang import sql_build
+from ..spark import sql_build
 from .sql import duckdb_message
 
 _LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes

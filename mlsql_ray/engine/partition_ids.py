@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from ..lang import sql_build
+from ..spark import sql_build
 
 FUNCTION = "spark_partition_id"
 COLUMN = "__spark_partition_id"

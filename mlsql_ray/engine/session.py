@@ -22,7 +22,8 @@ from ..config import resolve as resolve_config
 from ..errors import InternalError, MLSQLError
 from ..lang import ast
 from ..objectstore import ObjectPath
-from . import partition_ids, spark_functions, statements, timezone, udfs, vectors
+from ..spark import byzer as spark_functions
+from . import partition_ids, statements, timezone, udfs, vectors
 from .catalog import Catalog
 from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets

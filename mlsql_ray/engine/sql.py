@@ -8,8 +8,8 @@ import re
 
 import duckdb
 
-from ..lang.sql import translate
-from ..lang.sql_types import Schemas
+from ..spark.sql_types import Schemas
+from ..spark.translate import translate
 
 __all__ = ["duckdb_message", "interrupted_query", "to_duckdb", "translate"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..lang import spark_vectors
-from ..lang.sql import translate
-from ..ml import predictor as ml_predictor, vectors as ml_vectors
+from ..ml import predictor as ml_predictor
+from ..spark import vector_casts as spark_vectors, vectors as ml_vectors
+from ..spark.translate import translate
 
 #: the columns of ``predict``'s output that Spark's models write as vectors
 PREDICTED_VECTORS = {"probability": spark_vectors.DENSE, "topicdistribution": spark_vectors.DENSE}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from ...lang import sql_build
-from ...lang.spark_types import type_name as spark_type_name
+from ...spark import sql_build
+from ...spark.type_names import type_name as spark_type_name
 from ...ml.ets.base import Call
 from ..catalog import quoted
 

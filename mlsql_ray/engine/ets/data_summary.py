@@ -19,9 +19,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...errors import MLSQLError
-from ...lang import sql_build
+from ...spark import sql_build
 from ...options import Param
-from . import spark_format
+from ...spark import java_numbers as spark_format
 from ...ml.ets.base import ET, Call
 from .base import PEOPLE_DATA, input_name, is_numeric, spark_type_name
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...errors import MLSQLError
-from ...lang import sql_build
+from ...spark import sql_build
 from ...options import Param
 from ...ml.ets.base import ET, Call
 from .base import input_name

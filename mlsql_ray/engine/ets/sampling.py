@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from ...cells.schema import parse_schema
 from ...errors import MLSQLError
-from ...lang import sql_build
+from ...spark import sql_build
 from ...options import Param
 from ...ml.ets.base import ET, Call, input_table
 from .base import PEOPLE_DATA, input_name

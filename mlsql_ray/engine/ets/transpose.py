@@ -7,10 +7,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ...errors import MLSQLError
-from ...lang import sql_build
-from ...lang import spark_types
+from ...spark import sql_build
+from ...spark import type_names as spark_types
 from ...options import Param
-from . import spark_format
+from ...spark import java_numbers as spark_format
 from ...ml.ets.base import ET, Call
 from .base import input_name
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ...lang import sql_build
+from ...spark import sql_build
 from ...options import Param
 from ...ml.ets.base import ET, Call
 from .base import PARENT_CHILD_DATA, input_name

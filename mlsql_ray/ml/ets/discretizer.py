@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ...arrays import matrix
 from ...errors import MLSQLError
-from ...lang import spark_types
+from ...spark import type_names as spark_types
 from ...options import Param, groups as parameter_groups
 from . import fitted
 from .base import ET, Call

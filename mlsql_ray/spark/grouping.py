@@ -27,7 +27,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .spark_collections import gated
+from .arrays_maps import gated
 
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))

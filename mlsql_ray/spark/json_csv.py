@@ -28,7 +28,7 @@ from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
 from .datetime_patterns import strftime_format
-from .spark_collections import gated
+from .arrays_maps import gated
 
 T = exp.DataType.Type
 INTEGERS = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
-from .spark_collections import gated
+from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .arrays_maps import gated
 
 MACROS: dict[str, str] = hygienic({
     # Java's Double.toString / Float.toString from DuckDB's shortest digits: plain between 10^-3

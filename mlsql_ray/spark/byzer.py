@@ -13,8 +13,9 @@ from __future__ import annotations
 import duckdb
 from sqlglot import exp
 
-from ..lang import (spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex,
-                   spark_strings, sql_build)
+from . import arrays_maps as spark_collections, casts as spark_casts, datetimes as spark_datetime
+from . import formats as spark_format, hashes as spark_hashes, maths as spark_math, regexes as spark_regex
+from . import sql_build, strings as spark_strings
 
 MACROS: dict[str, str] = {
     **spark_casts.MACROS,

@@ -15,8 +15,9 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import (spark_casts, spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json,
-               spark_math, spark_regex, spark_strings)
+from . import arrays_maps as spark_collections, casts as spark_casts, datetimes as spark_datetime
+from . import formats as spark_format, grouping as spark_grouping, hashes as spark_hashes, json_csv as spark_json
+from . import maths as spark_math, regexes as spark_regex, strings as spark_strings
 from .sql_types import kind, spark_type
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, fail, hygienic, integer_of, number
-from .spark_collections import gated
+from .calls import call, fail, hygienic, integer_of, number
+from .arrays_maps import gated
 
 _M32 = "4294967296"
 _P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,

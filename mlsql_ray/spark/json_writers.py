@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .ets.spark_format import java_double
+from .java_numbers import java_double
 
 
 # -- DuckDB type strings ---------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from . import java_regex
-from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
-from .spark_collections import gated
+from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .arrays_maps import gated
 
 # Java-only constructs a pattern from a column may hold (approximate: a backslash-escaped look-alike
 # is refused too): lookaround, atomic groups, backreferences, \G \Z \X \k, possessive quantifiers,

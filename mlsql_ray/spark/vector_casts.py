@@ -19,7 +19,8 @@ from collections.abc import Mapping
 
 from sqlglot import exp
 
-from . import spark_functions, templates
+from ..lang import templates
+from . import functions as spark_functions
 
 DENSE, SPARSE = "dense", "sparse"
 #: Byzer's vec_* functions that return a dense vector (vec_array returns an array)

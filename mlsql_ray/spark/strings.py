@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
-from .spark_collections import gated
+from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
+from .arrays_maps import gated
 
 _INT_MAX = "2147483647"
 

@@ -16,7 +16,8 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from . import macro_expansion, spark_casts, spark_functions, sql_types, templates
+from ..lang import templates
+from . import casts as spark_casts, functions as spark_functions, macro_expansion, sql_types
 from .sql_types import Schemas
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..lang.spark_vectors import DENSE_STRING, SPARSE_CALL_STRING, SPARSE_STRING
+from .vector_casts import DENSE_STRING, SPARSE_CALL_STRING, SPARSE_STRING
 
 VECTOR_KEY = b"mlsql.vector"
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from .spark_calls import call, cast, hygienic, integer_of, number
-from .spark_collections import gated
+from .calls import call, cast, hygienic, integer_of, number
+from .arrays_maps import gated
 from .sql_types import MAX_PRECISION, decimal, kind, precision_scale, set_type, spark_type
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
