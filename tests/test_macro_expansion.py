@@ -1,4 +1,4 @@
-"""Nested Spark functions stay small for DuckDB (``lang.macro_expansion``): a macro's argument is
+"""Nested Spark functions stay small for DuckDB (``spark.macro_expansion``): a macro's argument is
 copied wherever its body names it, so nested calls multiplied into binds of seconds."""
 
 from __future__ import annotations

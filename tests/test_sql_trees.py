@@ -1,5 +1,5 @@
 """The SQL the engine writes itself (an ET's queries, a view, a save, a probe) is built as sqlglot
-trees (``lang.sql_build``): a table or column whose name holds a quote, a backtick, a space or a
+trees (``spark.sql_build``): a table or column whose name holds a quote, a backtick, a space or a
 keyword goes through every statement that names it."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..spark import sql_build
-from ..spark import vectors as ml_vectors
+from ..spark import vector_marks as ml_vectors
 from .result import PREVIEW_ROWS
 
 RETIRED_PREFIX = "__mlsql_retired_"
@@ -340,7 +340,7 @@ class Catalog:
         return {k.decode(): v.decode() for k, v in entry.data.schema.metadata.items() if not k.startswith(b"pandas")}
 
     def schemas(self, names) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
-        """The columns and DuckDB types of those of ``names`` the catalog holds (``lang.sql_types.Schemas``:
+        """The columns and DuckDB types of those of ``names`` the catalog holds (``spark.sql_types.Schemas``:
         what ``translate`` needs to know Spark's types of a query's expressions). Each table's are
         found once: from its Arrow schema, its DuckDB relation, or by binding its query."""
         found = []

@@ -1,18 +1,17 @@
-"""The SQL functions every query of ours may use (Spark's, Byzer's and the vec_* macros), as statements:
-run on the session's DuckDB connection, and handed to the Ray workers that read a cell's input
-from files (``cells.partitions``), which may not import the engine. The macros are defined on a
-connection when a query first calls them (``define_macros``), so opening one costs DuckDB's own
-connect."""
+"""The SQL functions every query of ours may use (the macros and Python functions of Spark's
+function families, ``spark.families``), as statements: run on the session's DuckDB connection, and
+handed to the Ray workers that read a cell's input from files (``cells.partitions``), which may not
+import the engine. The macros are defined on a connection when a query first calls them
+(``define_macros``), so opening one costs DuckDB's own connect."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 import duckdb
 
-from ..spark import byzer as spark_functions, json_writers as spark_text, vectors
+from ..spark import families
 
 SETUP_SQL: tuple[str, ...] = (
     # DuckDB 2.0 prefetches every row group of a local parquet file it scans, so even a 20-row
@@ -31,7 +30,7 @@ def new_connection() -> duckdb.DuckDBPyConnection:
         con.execute(f"SET enable_progress_bar = {'true' if _on_a_terminal() else 'false'}")  # fixed text, no input
     except duckdb.InvalidInputException:
         pass  # inside Jupyter DuckDB refuses any change of it without ipywidgets; its default there is no bar
-    spark_text.register(con)
+    families.define_python_functions(con)
     return con
 
 
@@ -47,21 +46,11 @@ def _on_a_terminal() -> bool:
         return False
 
 
-_MACRO_NAME = re.compile(r"\b((?:spark|byzer|vec)_\w+)\s*\(", re.IGNORECASE)
 # every Spark, Byzer and vector macro: defining all of them when a connection opened took 100-180 ms.
 # Literal DDL, not trees: the definitions are our own fixed text, and sqlglot's reading of a macro
 # body could change it (lambdas, DuckDB-only functions)
-ON_DEMAND_SQL: dict[str, str] = {
-    **{name: f"CREATE OR REPLACE MACRO {name}{definition}" for name, definition in spark_functions.MACROS.items()},
-    **{name: f"CREATE OR REPLACE MACRO {name}({args}) AS {body}" for name, (args, body) in vectors.MACROS.items()},
-}
-
-
-def _called(sql: str) -> set[str]:
-    return {m.group(1).lower() for m in _MACRO_NAME.finditer(sql)} & ON_DEMAND_SQL.keys()
-
-
-_NEEDS: dict[str, set[str]] = {name: _called(statement.split(" AS ", 1)[1]) - {name} for name, statement in ON_DEMAND_SQL.items()}
+ON_DEMAND_SQL: dict[str, str] = {name: f"CREATE OR REPLACE MACRO {name}{definition}"
+                                 for name, definition in families.MACROS.items()}
 
 
 def macro_statements(names: set[str]) -> list[str]:
@@ -71,14 +60,14 @@ def macro_statements(names: set[str]) -> list[str]:
 
 def define_macros(con: duckdb.DuckDBPyConnection, sql: str, defined: set[str]) -> list[str]:
     """Define on ``con`` the on-demand macros ``sql`` calls, and those they call, that ``defined``
-    (the names this connection has) lacks; the statements run, in the order the macros were
-    written (each after those it calls)."""
-    wanted, todo = set(), list(_called(sql) - defined)
+    (the names this connection has) lacks; the statements run, in ``families.MACROS``' order
+    (each after those it calls)."""
+    wanted, todo = set(), list(families.called(sql) - defined)
     while todo:
         name = todo.pop()
         if name not in wanted and name not in defined:
             wanted.add(name)
-            todo.extend(_NEEDS[name])
+            todo.extend(families.NEEDS[name])
     statements = macro_statements(wanted)
     for statement in statements:
         con.execute(statement)

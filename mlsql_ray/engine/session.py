@@ -22,7 +22,7 @@ from ..config import resolve as resolve_config
 from ..errors import InternalError, MLSQLError
 from ..lang import ast
 from ..objectstore import ObjectPath
-from ..spark import byzer as spark_functions
+from ..spark import results as spark_results
 from . import partition_ids, statements, timezone, udfs, vectors
 from .catalog import Catalog
 from .commands import spark_describe
@@ -307,7 +307,7 @@ class Session:
             self.model_functions.note_calls(calls)
         relation = self.con.sql(sql)  # DuckDB checks the query here
         if translation.bound_types:
-            sql, relation = spark_functions.spark_result(relation, sql)
+            sql, relation = spark_results.spark_result(relation, sql)
         return sql, tables, calls, relation
 
     @property

@@ -1,5 +1,6 @@
 """DuckDB's errors mapped onto the statement; the Spark SQL → DuckDB translation itself lives in
-``lang.sql`` because the parser checks every select's SQL before anything runs."""
+``spark.translate`` (with ``lang.script_sql`` over it: templates) because the parser checks every
+select's SQL before anything runs."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 
 import duckdb
 
+from ..lang.script_sql import translate
 from ..spark.sql_types import Schemas
-from ..spark.translate import translate
 
 __all__ = ["duckdb_message", "interrupted_query", "to_duckdb", "translate"]
 

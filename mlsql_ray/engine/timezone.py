@@ -1,6 +1,6 @@
 """The session time zone (``set spark.sql.session.timeZone = "..." where type="conf";``): the zone
 Spark shows timestamps in and reads wall times in. DuckDB's ``TimeZone`` setting does the same for
-TIMESTAMPTZ, which stands for Spark's TIMESTAMP (``lang.spark_datetime``), so the engine keeps the
+TIMESTAMPTZ, which stands for Spark's TIMESTAMP (``spark.datetimes``), so the engine keeps the
 two equal on the session's connection and on every worker's (``Session.connection_setup``)."""
 
 from __future__ import annotations

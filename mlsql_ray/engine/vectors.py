@@ -1,5 +1,5 @@
 """Which of the session's tables' columns and functions are vectors, so that casting one to a
-string prints Spark's form of it (``lang.spark_vectors``): ``predict``'s ``probability`` and
+string prints Spark's form of it (``spark.vectors``): ``predict``'s ``probability`` and
 ``topicDistribution`` (Spark's vectors) are marked in their Arrow field metadata, a select passes
 the marks on to its result, and a registered model's probabilities are a vector too."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from ..ml import predictor as ml_predictor
-from ..spark import vector_casts as spark_vectors, vectors as ml_vectors
-from ..spark.translate import translate
+from ..spark import vector_marks as ml_vectors, vectors as spark_vectors
+from ..lang.script_sql import rendered, translate
 
 #: the columns of ``predict``'s output that Spark's models write as vectors
 PREDICTED_VECTORS = {"probability": spark_vectors.DENSE, "topicdistribution": spark_vectors.DENSE}
@@ -34,7 +34,7 @@ def printed(session, spark_sql: str, line: int, col: int) -> str:
     functions = _functions(session)
     if not spark_vectors.may_print_vectors(spark_sql, columns, functions):
         return spark_sql
-    return spark_vectors.cast_vectors(spark_sql, columns, functions) or spark_sql
+    return spark_vectors.cast_vectors(rendered(spark_sql), columns, functions) or spark_sql
 
 
 def of_select(session, spark_sql: str, tables) -> dict[str, str]:
@@ -43,7 +43,7 @@ def of_select(session, spark_sql: str, tables) -> dict[str, str]:
     lowered = spark_sql.lower()
     if not columns and not functions and "vec_" not in lowered:
         return {}
-    return spark_vectors.vector_outputs(spark_sql, columns, functions)
+    return spark_vectors.vector_outputs(rendered(spark_sql), columns, functions)
 
 
 def mark_predicted(session, table: pa.Table, scored: str) -> pa.Table:

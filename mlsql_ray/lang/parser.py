@@ -12,7 +12,7 @@ from typing import Callable
 
 from ..errors import MLSQLError, MLSQLSyntaxError
 from . import ast, branches
-from ..spark.translate import translate
+from .script_sql import translate
 from .tokens import T, Token, Tokenizer
 
 _CELL_MARKER = re.compile(r"^[ \t]*--[ \t]*%%")

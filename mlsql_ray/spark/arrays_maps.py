@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .sql_types import kind, spark_type, wider_integral
+from .family import Family
 
 MACROS: dict[str, str] = {
     # Spark's three-valued exists/forall: true/false when decided, NULL when a NULL left it open
@@ -531,3 +532,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (generators, (exp.Explode, exp.Posexplode, exp.Inline, exp.Lateral), frozenset(GENERATORS)),
     (str_to_map, (exp.StrToMap,), frozenset({"str_to_map", "map_concat"})),
 ),)
+
+FAMILY = Family("arrays and maps", transforms=TRANSFORMS, macros=MACROS)

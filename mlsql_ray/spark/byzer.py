@@ -1,24 +1,39 @@
-"""DuckDB's side of Spark SQL fidelity (the tree rewrites are ``lang.spark_functions``):
-
-- ``MACROS``: DuckDB macros defined on a connection when its queries call them, for Spark semantics too long
-  to inline and for Byzer's own built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md;
-  their definitions are Byzer's ``streaming.udf.Functions``), named ``spark_*`` / ``byzer_*`` so
-  they never shadow a DuckDB function.
-- ``spark_result`` fixes what only the bound result shows: DuckDB sums integers into HUGEINT,
-  a type Spark does not have (Spark's ``sum`` of int/bigint is bigint).
-"""
+"""Byzer's built-in UDFs (byzer-doc transform/udf/built_in_udf/udf_funcs.md; their definitions are
+Byzer's ``streaming.udf.Functions``) as DuckDB macros named ``byzer_*``, and the rewrite that calls
+them (``byzer_udfs``)."""
 
 from __future__ import annotations
 
-import duckdb
 from sqlglot import exp
 
-from . import arrays_maps as spark_collections, casts as spark_casts, datetimes as spark_datetime
-from . import formats as spark_format, hashes as spark_hashes, maths as spark_math, regexes as spark_regex
-from . import sql_build, strings as spark_strings
+from .calls import call
+from .family import Family
+
+BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
+              "array_string_to_float", "array_string_to_int", "ngram")
+"""Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
+
+
+def byzer_udfs(tree: exp.Expression) -> None:
+    """Byzer's built-in UDFs (udf_funcs.md) as the ``byzer_`` macros. Three of them sqlglot mistakes
+    for Spark or DuckDB functions with other meanings: ``array_slice(a, from, to)`` (0-based, ``to``
+    exclusive; sqlglot writes DuckDB's 1-based inclusive ARRAY_SLICE), ``array_concat(arrays)``
+    (flatten; sqlglot writes LIST_CONCAT of one list), and ``array_intersect`` (ordered; DuckDB's is
+    not); ``uuid()`` is Byzer's, without dashes."""
+    for node in list(tree.find_all(exp.Anonymous, exp.ArraySlice, exp.ArrayConcat, exp.ArrayIntersect, exp.Uuid)):
+        if isinstance(node, exp.Anonymous) and node.name.lower() in BYZER_UDFS:
+            node.replace(call(f"byzer_{node.name.lower()}", *node.expressions))
+        elif isinstance(node, exp.ArraySlice) and not node.args.get("is_length") and node.args.get("end") is not None:
+            node.replace(call("byzer_array_slice", node.this, node.args["start"], node.args["end"]))
+        elif isinstance(node, exp.ArrayConcat) and not node.expressions:
+            node.replace(call("byzer_array_concat", node.this))
+        elif isinstance(node, exp.ArrayIntersect) and len(node.expressions) == 2:
+            node.replace(call("byzer_array_intersect", *node.expressions))
+        elif isinstance(node, exp.Uuid):
+            node.replace(call("byzer_uuid"))
+
 
 MACROS: dict[str, str] = {
-    **spark_casts.MACROS,
     # Byzer (Functions.scala): vec1.intersect(vec2), which for distinct elements is Spark's
     # array_intersect: the elements of the first array found in the second, in the first's order,
     # without duplicates. DuckDB's list_intersect has no defined order.
@@ -41,23 +56,7 @@ MACROS: dict[str, str] = {
     "byzer_ngram": "(w, n) AS list_transform(range(1, len(w) - n + 2), lambda i: array_to_string(list_slice(w, i, i + n - 1), ' '))",
     # Byzer's uuid(): a random UUID without its dashes (udf_funcs.md)
     "byzer_uuid": "() AS replace(CAST(uuid() AS VARCHAR), '-', '')",
-    **spark_datetime.MACROS,
-    **spark_collections.MACROS,
-    **spark_regex.MACROS, **spark_strings.MACROS, **spark_math.MACROS, **spark_hashes.MACROS, **spark_format.MACROS,
 }
-"""Many, and some costly to define (DuckDB binds a typed macro's body when it is created): a connection
-defines those a query calls when it first prepares one (``connection.define_macros``), each after
-the macros it calls (this order)."""
 
 
-def spark_result(relation: duckdb.DuckDBPyRelation, sql: str) -> tuple[str, duckdb.DuckDBPyRelation]:
-    """The query ``sql`` (bound as ``relation``) with its HUGEINT result columns (DuckDB's sum of
-    integers) cast to BIGINT, Spark's type for them: its SQL and its relation. The cast is a
-    projection over the bound relation, so the query is not bound again."""
-    types = [str(t) for t in relation.types]
-    if "HUGEINT" not in types or len(set(relation.columns)) != len(relation.columns):
-        return sql, relation
-    columns = ", ".join((exp.cast(sql_build.column(c), exp.DataType.build("BIGINT")).as_(c, quoted=True) if t == "HUGEINT"
-                         else sql_build.column(c)).sql("duckdb") for c, t in zip(relation.columns, types))
-    # the query stays the text translate() generated from a tree (parsing it again would cost a parse per select)
-    return f"SELECT {columns} FROM ({sql}) AS spark_result", relation.project(columns)
+FAMILY = Family("byzer", transforms=(byzer_udfs,), macros=MACROS)

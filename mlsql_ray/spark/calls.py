@@ -1,5 +1,5 @@
-"""Small builders of sqlglot trees shared by the Spark function families (``spark_regex``,
-``spark_strings``, ``spark_math``, ``spark_format``): calls of DuckDB functions and macros,
+"""Small builders of sqlglot trees shared by the Spark function families (``regexes``,
+``strings``, ``maths``, ``formats``): calls of DuckDB functions and macros,
 casts, and the literal values a rewrite can decide on while translating."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ a string meets a number, a date or a boolean by being cast to that type. DuckDB 
 (it rounds, fails the query, or reads other forms of text), so ``spark_cast`` writes each
 conversion from the Spark type of its argument (``sql_types``) to its target as DuckDB SQL,
 calling the ``MACROS`` below where Spark's rules are too long to inline (a connection defines them
-as its queries call them: ``engine.spark_functions.MACROS``). A conversion Spark refuses is an
+as its queries call them: ``families.MACROS``). A conversion Spark refuses is an
 ``MLSQLError`` naming both types. Where the argument's type cannot be known here, the SQL
 decides by ``typeof`` when DuckDB binds it (folded then: no per-row cost).
 """
@@ -27,6 +27,7 @@ from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_t
 from .sql_types import build, interval_fields, kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
+from .family import Family
 
 T = exp.DataType.Type
 
@@ -863,3 +864,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     arithmetic_as_spark_does, concatenation_casts_to_string, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
     in_lists_as_spark_does, unions_widen_as_spark_does,
 )
+
+FAMILY = Family("casts", transforms=TRANSFORMS, macros=MACROS)

@@ -25,6 +25,7 @@ from sqlglot import exp
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
 from .sql_types import kind, spark_type
+from .family import Family
 
 MACROS: dict[str, str] = {
     # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
@@ -522,3 +523,5 @@ def datetime_semantics(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (datetime_semantics,)
+
+FAMILY = Family("datetimes", transforms=TRANSFORMS, macros=MACROS)

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
 from .arrays_maps import gated
+from .family import Family
 
 MACROS: dict[str, str] = hygienic({
     # Java's Double.toString / Float.toString from DuckDB's shortest digits: plain between 10^-3
@@ -353,3 +354,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (format_string, (exp.Format,), frozenset({"printf"})),
     (format_number, (), frozenset({"format_number"})),
 ),)
+
+FAMILY = Family("formats", transforms=TRANSFORMS, macros=MACROS)

@@ -1,29 +1,22 @@
-"""Spark SQL's functions where sqlglot's translation to DuckDB gives other results or types:
-``TRANSFORMS``, rewrites of the sqlglot tree applied by ``translate`` after parsing Spark and
-before writing DuckDB. Each is a function whose docstring names the Spark semantics it keeps and,
-where the difference is a sqlglot bug, the smallest reproducer. Some call DuckDB macros that the
-engine defines on a connection as queries call them (``engine.spark_functions.MACROS``: ``spark_*``/``byzer_*``).
+"""Spark SQL as sqlglot reads it (``parse``), and the rewrites of Spark's functions that belong to
+no other family (``FAMILY``): where sqlglot's translation to DuckDB gives other results or types.
+The rewrites run on the sqlglot tree after parsing Spark and before writing DuckDB, in the order of
+the table of families (``families.py``). Each is a function whose docstring names the Spark
+semantics it keeps and, where the difference is a sqlglot bug, the smallest reproducer.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
-from . import arrays_maps as spark_collections, casts as spark_casts, datetimes as spark_datetime
-from . import formats as spark_format, grouping as spark_grouping, hashes as spark_hashes, json_csv as spark_json
-from . import maths as spark_math, regexes as spark_regex, strings as spark_strings
+from . import casts as spark_casts, datetimes as spark_datetime
+from .family import Family
 from .sql_types import kind, spark_type
-
-BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
-              "array_string_to_float", "array_string_to_int", "ngram")
-"""Byzer built-ins sqlglot reads as unknown functions: called as the ``byzer_`` macro of that name."""
-
 
 NOT_SPARK_FUNCTIONS = ("CONVERT", "TRY_CONVERT")
 """Names sqlglot parses as T-SQL's casts although Spark has no such function: in Spark SQL they can only
@@ -214,25 +207,6 @@ def struct_of_star_is_the_row(tree: exp.Expression) -> None:
         node.replace(exp.column(source.this.alias_or_name))
 
 
-def byzer_udfs(tree: exp.Expression) -> None:
-    """Byzer's built-in UDFs (udf_funcs.md) as the ``byzer_`` macros. Three of them sqlglot mistakes
-    for Spark or DuckDB functions with other meanings: ``array_slice(a, from, to)`` (0-based, ``to``
-    exclusive; sqlglot writes DuckDB's 1-based inclusive ARRAY_SLICE), ``array_concat(arrays)``
-    (flatten; sqlglot writes LIST_CONCAT of one list), and ``array_intersect`` (ordered; DuckDB's is
-    not); ``uuid()`` is Byzer's, without dashes."""
-    for node in list(tree.find_all(exp.Anonymous, exp.ArraySlice, exp.ArrayConcat, exp.ArrayIntersect, exp.Uuid)):
-        if isinstance(node, exp.Anonymous) and node.name.lower() in BYZER_UDFS:
-            node.replace(_call(f"byzer_{node.name.lower()}", *node.expressions))
-        elif isinstance(node, exp.ArraySlice) and not node.args.get("is_length") and node.args.get("end") is not None:
-            node.replace(_call("byzer_array_slice", node.this, node.args["start"], node.args["end"]))
-        elif isinstance(node, exp.ArrayConcat) and not node.expressions:
-            node.replace(_call("byzer_array_concat", node.this))
-        elif isinstance(node, exp.ArrayIntersect) and len(node.expressions) == 2:
-            node.replace(_call("byzer_array_intersect", *node.expressions))
-        elif isinstance(node, exp.Uuid):
-            node.replace(_call("byzer_uuid"))
-
-
 def higher_order_predicates(tree: exp.Expression) -> None:
     """Spark's ``exists(array, x -> p)`` and ``forall(array, x -> p)``: is ``p`` true for some / every
     element, NULL when no element decides it and some ``p`` is NULL (Spark's three-valued logic).
@@ -265,12 +239,8 @@ def replace_without_replacement(tree: exp.Expression) -> None:
             node.set("replacement", exp.Literal.string(""))
 
 
-TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    *spark_casts.TRANSFORMS,
-    byzer_udfs, int_results, bigint_results,
-    text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,
-    higher_order_predicates, null_tests, replace_without_replacement,
-    # the string, math, hash and format families first: the others write regexes and substrings of their own
-    *spark_regex.TRANSFORMS, *spark_strings.TRANSFORMS, *spark_math.TRANSFORMS, *spark_hashes.TRANSFORMS, *spark_format.TRANSFORMS,
-    *spark_json.TRANSFORMS, *spark_collections.TRANSFORMS, *spark_grouping.TRANSFORMS, *spark_datetime.TRANSFORMS,
-)
+FAMILY = Family("functions", transforms=(
+    int_results, bigint_results, text_compared_with_other_types, text_compared_with_a_number,
+    json_path_wildcards_give_json_text, struct_of_star_is_the_row, higher_order_predicates, null_tests,
+    replace_without_replacement,
+))

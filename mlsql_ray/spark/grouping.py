@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .arrays_maps import gated
+from .family import Family
 
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
@@ -297,3 +298,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (covariance_argument_order, (exp.CovarPop, exp.CovarSamp), frozenset()),
     (values_rows_in_parentheses, (exp.Values,), frozenset()),
 ),)
+
+FAMILY = Family("grouping", transforms=TRANSFORMS)

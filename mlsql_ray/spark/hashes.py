@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from .calls import call, fail, hygienic, integer_of, number
 from .arrays_maps import gated
+from .family import Family
 
 _M32 = "4294967296"
 _P1, _P2, _P3, _P4, _P5 = (11400714785074694791, 14029467366897019727, 1609587929392839161,
@@ -194,3 +195,5 @@ def _sha2(value: exp.Expression, length: exp.Expression | None) -> exp.Expressio
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (hashes, (exp.SHA2,), frozenset({"hash", "xxhash64", "crc32"})),
 ),)
+
+FAMILY = Family("hashes", transforms=TRANSFORMS, macros=MACROS)

@@ -29,6 +29,7 @@ from sqlglot.errors import ParseError
 from ..errors import MLSQLError
 from .datetime_patterns import strftime_format
 from .arrays_maps import gated
+from .family import Family, PythonFunction
 
 T = exp.DataType.Type
 INTEGERS = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)
@@ -408,3 +409,8 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (to_json_and_csv, (exp.JSONFormat,), frozenset({"to_json", "to_csv"})),
     (json_functions, (exp.JSONKeys, exp.JSONExtractScalar), frozenset({"json_array_length", "json_tuple"})),
 ),)
+
+FAMILY = Family("json and csv", transforms=TRANSFORMS, python_functions=(
+    PythonFunction("spark_to_json", 3, "json_writers:spark_to_json"),
+    PythonFunction("spark_to_csv", 4, "json_writers:spark_to_csv"),
+))

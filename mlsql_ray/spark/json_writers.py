@@ -2,11 +2,11 @@
 type)`` and ``spark_to_csv(json, type, sep)`` read DuckDB's JSON text of a value (``to_json(x)``)
 with its DuckDB type (``typeof(x)``) and print it as Spark's Jackson and univocity writers do:
 fields in order without spaces, a struct's NULL fields left out, doubles as Java's
-``Double.toString`` (``1.0E20``, as ``ets.spark_format`` prints it), decimals with their scale (``1.10``), timestamps as
+``Double.toString`` (``1.0E20``, as ``java_numbers`` prints it), decimals with their scale (``1.10``), timestamps as
 ``2020-01-02T03:04:05.123Z``, a map's struct key as Spark's row text (``[1,2]``).
 
 Written by hand because no library prints Java's number forms, and DuckDB's own JSON differs in
-exactly those places; the rewrite in ``lang.spark_json`` calls them. Vectorised over Arrow: DuckDB
+exactly those places; the rewrite in ``json_csv`` calls them (the json and csv family declares them). Vectorised over Arrow: DuckDB
 hands a batch of rows, each is formatted in Python.
 """
 
@@ -184,10 +184,3 @@ def spark_to_json(text: pa.Array, type_text: pa.Array, formats: pa.Array) -> pa.
 
 def spark_to_csv(text: pa.Array, type_text: pa.Array, formats: pa.Array, sep: pa.Array) -> pa.Array:
     return _formatted(_csv, text, type_text, formats, sep)
-
-
-def register(con: duckdb.DuckDBPyConnection) -> None:
-    """Create ``spark_to_json`` and ``spark_to_csv`` on the connection."""
-    varchar = duckdb.sqltype("VARCHAR")
-    con.create_function("spark_to_json", spark_to_json, [varchar] * 3, varchar, type="arrow")
-    con.create_function("spark_to_csv", spark_to_csv, [varchar] * 4, varchar, type="arrow")

@@ -24,16 +24,12 @@ from typing import NamedTuple
 import sqlglot
 from sqlglot import exp
 
-from . import arrays_maps as spark_collections, casts as spark_casts, datetimes as spark_datetime
-from . import formats as spark_format, hashes as spark_hashes, maths as spark_math, regexes as spark_regex
-from . import strings as spark_strings
+from . import families
 
 LIMIT = 2_000
 """The expanded size (nodes) over which a call's arguments are computed once."""
 
-_DEFINITIONS: dict[str, str] = {name.lower(): definition for family in (
-    spark_casts, spark_collections, spark_datetime, spark_format, spark_hashes, spark_math, spark_regex, spark_strings,
-) for name, definition in family.MACROS.items()}
+_DEFINITIONS = families.MACROS
 
 _OVERLOAD = re.compile(r"\(([^()]*)\)\s+AS\s+", re.IGNORECASE)
 

@@ -19,6 +19,7 @@ from sqlglot import exp
 from .calls import call, cast, hygienic, integer_of, number
 from .arrays_maps import gated
 from .sql_types import MAX_PRECISION, decimal, kind, precision_scale, set_type, spark_type
+from .family import Family
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _U64 = "18446744073709551615"
@@ -246,3 +247,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (math_functions, (*(k for k in _SIMPLE if isinstance(k, type)), exp.Negative, exp.Sec, exp.Csc),
      frozenset(k for k in _SIMPLE if isinstance(k, str)) | {"e", "positive", "hypot"}),
 ),)
+
+FAMILY = Family("maths", transforms=TRANSFORMS, macros=MACROS)

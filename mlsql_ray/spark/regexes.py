@@ -19,6 +19,7 @@ from sqlglot import exp
 from . import java_regex
 from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
 from .arrays_maps import gated
+from .family import Family
 
 # Java-only constructs a pattern from a column may hold (approximate: a backslash-escaped look-alike
 # is refused too): lookaround, atomic groups, backreferences, \G \Z \X \k, possessive quantifiers,
@@ -257,3 +258,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (split, (exp.RegexpSplit,), frozenset()),
     (regexp_count_substr_instr, (exp.RegexpCount, exp.RegexpSubstr, exp.RegexpInstr), frozenset()),
 ),)
+
+FAMILY = Family("regexes", transforms=TRANSFORMS, macros=MACROS)

@@ -1,5 +1,5 @@
 """SQL the engine writes itself (an ET's queries, a view over a table), built as sqlglot trees, as
-``lang.sql`` builds the translated SQL: no name or value is pasted into SQL text. A statement's
+``translate`` builds the translated SQL: no name or value is pasted into SQL text. A statement's
 fixed shape is written once as DuckDB SQL with named placeholders (``$table``, ``$v``) and parsed
 once (``shaped``); each use fills the placeholders with quoted identifiers (``table``,
 ``column``) and expressions. DuckDB's own ``?`` parameters stay as they are."""

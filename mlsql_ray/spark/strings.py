@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from .calls import call, case, cast, fail, hygienic, integer_of, is_null, number, string, text_of
 from .arrays_maps import gated
+from .family import Family
 
 _INT_MAX = "2147483647"
 
@@ -399,3 +400,5 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
     (reverse, (exp.Reverse,), frozenset()),
     (concat_ws, (exp.ConcatWs,), frozenset()),
 ),)
+
+FAMILY = Family("strings", transforms=TRANSFORMS, macros=MACROS)

@@ -1,9 +1,10 @@
-"""Spark SQL → DuckDB SQL with sqlglot, and the mapping of sqlglot's errors onto the script.
+"""Spark SQL → DuckDB SQL with sqlglot (the rewrites of every family in ``families.py``), and the
+mapping of sqlglot's errors onto the script.
 
 Pure (sqlglot only, no I/O): the parser translates every select whose SQL is fully known while it
-parses the script, so a SQL syntax error stops the script before anything runs; the engine asks
-again when the statement runs and gets the cached translation. SQL is only ever rewritten as
-sqlglot trees, never by string surgery.
+parses the script (``lang.script_sql``, which renders Velocity directives first), so a SQL syntax
+error stops the script before anything runs; the engine asks again when the statement runs and gets
+the cached translation. SQL is only ever rewritten as sqlglot trees, never by string surgery.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
 from ..errors import MLSQLError
-from ..lang import templates
-from . import casts as spark_casts, functions as spark_functions, macro_expansion, sql_types
+from . import casts as spark_casts, families, functions as spark_functions, macro_expansion, sql_types
 from .sql_types import Schemas
 
 
@@ -25,7 +25,7 @@ class Translation(NamedTuple):
     sql: str  # DuckDB SQL
     tables: tuple[str, ...]  # names of the tables it reads
     calls: tuple[tuple[str, str], ...]  # calls of functions sqlglot does not know, as (name, first argument)
-    bound_types: bool  # whether a result's Spark type is only known once DuckDB binds the SQL (engine.spark_functions)
+    bound_types: bool  # whether a result's Spark type is only known once DuckDB binds the SQL (results.spark_result)
     is_query: bool  # a SELECT, a set operation or VALUES (not a command such as COPY ... TO)
 
 
@@ -51,20 +51,22 @@ def translate(spark_sql: str, line: int = 1, col: int = 1, schemas: Schemas | No
             verb = spark_sql.split(maxsplit=1)[0].upper()
             raise MLSQLError(f"expected a query (SELECT ...), not {verb}: anything but a query would run as a command")
         return translation
-    except MLSQLError as exc:  # positioned within the SQL text: move it to the script
-        where_line = line + (exc.line or 1) - 1
-        where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
-        raise MLSQLError(exc.message, where_line, where_col) from exc.__cause__
+    except MLSQLError as exc:
+        raise placed(exc, line, col) from exc.__cause__
+
+
+def placed(exc: MLSQLError, line: int, col: int) -> MLSQLError:
+    """An error positioned within SQL text that starts at ``line``/``col`` of the script, moved to the script."""
+    where_line = line + (exc.line or 1) - 1
+    where_col = (exc.column or 1) + (col - 1 if (exc.line or 1) == 1 else 0)
+    return MLSQLError(exc.message, where_line, where_col)
 
 
 @lru_cache(maxsize=1024)
 def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
     """``translate`` with errors positioned in ``spark_sql`` itself. Cached by the text and the
     schemas: notebooks re-run the same cells, and translating costs about as much as running a
-    small query. Velocity directives (``#set``,
-    ``#foreach``, ``#if``) are rendered first, as Byzer renders every statement (``templates``)."""
-    if templates.has_template(spark_sql):
-        spark_sql = templates.render(spark_sql)
+    small query."""
     try:
         trees = spark_functions.parse(spark_sql)
     except ParseError as exc:
@@ -84,7 +86,7 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         tree = trees[0]
         _spark_range(tree)
         with sql_types.typing_of(tree, schemas, spark_sql):
-            for transform in spark_functions.TRANSFORMS:
+            for transform in families.TRANSFORMS:
                 transform(tree)
         tables = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name}))
         calls = tuple((f.name, f.expressions[0].sql("spark")) for f in tree.find_all(exp.Anonymous) if f.expressions)

@@ -54,6 +54,6 @@ def is_numeric(arrow_type: pa.DataType) -> bool:
 
 
 def input_name(session, call: Call) -> exp.Table:
-    """The ET's input table T as a name in a DuckDB query (``lang.sql_build``)."""
+    """The ET's input table T as a name in a DuckDB query (``spark.sql_build``)."""
     session.catalog.relation(call.table)  # fails with the known names if T is not defined
     return sql_build.table(call.table)

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import ast
-from ...spark import vectors as ml_vectors
+from ...spark import vector_marks as ml_vectors
 from .. import partition_ids, vectors
 from ..catalog import first_rows
 from ..result import PREVIEW_ROWS, PreviewedResult, Result
