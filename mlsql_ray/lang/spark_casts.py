@@ -38,6 +38,8 @@ TIMESTAMP_TEXT = (r"(?s)^(?:([+-]?[0-9]{4,7})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:
                   r"(?:\s*((?:Z|[+-]|UTC|GMT|UT|[A-Za-z]+/).*))?$")
 """Spark's ``stringToTimestamp`` forms: a date as above, then [h]h[:[m]m[:[s]s[.fraction]]], or a time
 alone (of today); after the seconds a zone (Z, +hh:mm, UTC+1, Europe/Paris)."""
+ZONE_OFFSET = r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?$"
+"""A zone written as an offset from UTC, as java.time's ``ZoneId.of`` reads one."""
 _NUMBER = r"'[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?'"  # java.math.BigDecimal's syntax
 
 MACROS: dict[str, str] = {  # each after the macros it calls
@@ -72,8 +74,12 @@ MACROS: dict[str, str] = {  # each after the macros it calls
     # wherever its body names it, and the parts are named 10-22 times)
     "spark_str_to_date": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{DATE_TEXT}', ['sign', 'y', 'm', 'd'])],
         lambda p: spark_date_of(p))[1]""",
+    # a zone offset as java.time's ZoneId reads one ([UTC|GMT|UT]+h, +hh, +hh:mm, +hhmm, +hh:mm:ss, +hhmmss), as
+    # +hh:mm:ss for DuckDB (which reads neither the prefix before an offset nor an offset without its colons)
+    "spark_zone_offset": rf"""(z) AS list_transform([regexp_extract(z, '{ZONE_OFFSET}', ['sign', 'h', 'm', 's'])], lambda o:
+        o.sign || lpad(o.h, 2, '0') || ':' || coalesce(nullif(o.m, ''), '00') || ':' || coalesce(nullif(o.s, ''), '00'))[1]""",
     # DateTimeUtils.stringToTimestamp (TIMESTAMP_TEXT's parts), in the session time zone unless the text has one
-    "spark_timestamp_of": """(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
+    "spark_timestamp_of": f"""(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
         WHEN p.z <> '' AND p.s = '' AND p.ts = '' THEN NULL
         ELSE TRY_CAST(CASE WHEN p.y <> '' THEN p.y || '-' || coalesce(nullif(p.mo, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1')
                            ELSE strftime(current_date, '%Y-%m-%d') END
@@ -81,7 +87,8 @@ MACROS: dict[str, str] = {  # each after the macros it calls
             || ':' || lpad(coalesce(nullif(p.mi || p.tmi, ''), '0'), 2, '0')
             || ':' || lpad(coalesce(nullif(p.s || p.ts, ''), '0'), 2, '0')
             || '.' || rpad(left(p.f || p.tf, 6), 6, '0')
-            || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' OR left(p.z, 1) IN ('+', '-') THEN p.z ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
+            || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' THEN p.z
+                    WHEN regexp_full_match(p.z, '{ZONE_OFFSET}') THEN spark_zone_offset(p.z) ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
     "spark_str_to_timestamp": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
         ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z'])], lambda p: spark_timestamp_of(p))[1]""",
     # Java's narrowing of integers: the low bits, as two's complement (the remainder first, so that
