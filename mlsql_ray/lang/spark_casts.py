@@ -443,17 +443,42 @@ def casts_as_spark_does(tree: exp.Expression) -> None:
 
 _TEXT_OF = ("timestamp", "date", "fractional", "decimal", "boolean", "integral")
 
+STRING_ARGUMENTS: dict[type, tuple[str, ...]] = {
+    exp.Length: ("this",), exp.Upper: ("this",), exp.Lower: ("this",), exp.Initcap: ("this",), exp.Substring: ("this",),
+    exp.StrPosition: ("this", "substr"), exp.Trim: ("this",), exp.Left: ("this",), exp.Right: ("this",),
+    exp.Like: ("this", "expression"), exp.RegexpLike: ("this",), exp.Pad: ("this",), exp.Replace: ("this",),
+    exp.RegexpReplace: ("this",), exp.RegexpSplit: ("this",), exp.Ascii: ("this",), exp.Repeat: ("this",),
+}
+"""The string functions whose arguments Spark casts to a string (ImplicitTypeCasts), by sqlglot's class: which arguments."""
 
-def concatenation_casts_to_string(tree: exp.Expression) -> None:
-    """``concat``, ``||`` and ``concat_ws`` cast an argument of another simple type to a string as
-    Spark's CAST does (its ImplicitTypeCasts): a timestamp as ``2020-01-01 10:11:12.5`` in the session
-    time zone (DuckDB's own cast appends the offset), a double as Java writes it."""
-    for node in list(tree.find_all(exp.Concat, exp.DPipe, exp.ConcatWs)):
-        arguments = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+
+def text_arguments_cast_as_spark_does(tree: exp.Expression) -> None:
+    """Where Spark wants a string it casts another simple type as its CAST does (ImplicitTypeCasts): the
+    arguments of ``concat``, ``||``, ``concat_ws`` and the string functions (``STRING_ARGUMENTS``), the
+    elements of ``array_join``'s array. A timestamp is ``2020-01-01 10:11:12.5`` in the session time zone
+    (DuckDB's own cast appends the offset: ``length(timestamp'...')`` would count it), a double as
+    Java writes it."""
+    for node in list(tree.find_all(exp.Concat, exp.DPipe, exp.ConcatWs, exp.ArrayToString, *STRING_ARGUMENTS)):
+        if isinstance(node, exp.ArrayToString):
+            _elements_as_text(node.this)
+            continue
+        if isinstance(node, (exp.Concat, exp.DPipe, exp.ConcatWs)):
+            arguments = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+        else:
+            arguments = [node.args.get(key) for key in STRING_ARGUMENTS[type(node)]]
         for argument in arguments:
-            t = spark_type(argument)
+            t = spark_type(argument) if isinstance(argument, exp.Expression) else None
             if kind(t) in _TEXT_OF:
                 argument.replace(spark_cast(argument.copy(), STRING, t))
+
+
+def _elements_as_text(array: exp.Expression) -> None:
+    t = spark_type(array)
+    element = t.expressions[0] if t is not None and t.this == T.ARRAY and t.expressions else None
+    if kind(element) in _TEXT_OF:
+        text = spark_cast(exp.column("spark_e"), STRING, element)
+        array.replace(set_type(_sql("list_transform(_x, lambda spark_e: _text)", x=array.copy(), text=text),
+                               exp.DataType(this=T.ARRAY, nested=True, expressions=[STRING])))
 
 
 def _call_of(aggregate: exp.Expression) -> exp.Expression:
@@ -867,6 +892,6 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     literals_as_spark_reads_them, casts_as_spark_does, datetime_strings_as_spark_reads_them,
-    arithmetic_as_spark_does, concatenation_casts_to_string, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
+    arithmetic_as_spark_does, text_arguments_cast_as_spark_does, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
     in_lists_as_spark_does, unions_widen_as_spark_does,
 )
