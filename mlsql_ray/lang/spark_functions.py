@@ -265,6 +265,7 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
+    spark_grouping.grouping_expressions_spelt_once,  # first: the casts below write two spellings apart
     *spark_casts.TRANSFORMS,
     byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,

@@ -127,8 +127,58 @@ def _leaves(node: exp.Expression):
     if isinstance(node, (exp.Cube, exp.Rollup, exp.GroupingSets, exp.Tuple)):
         for item in node.expressions:
             yield from _leaves(item)
+    elif isinstance(node, exp.Paren):  # a set of one: ((a))
+        yield from _leaves(node.this)
     else:
         yield node
+
+
+COMMUTATIVE = (exp.Add, exp.Mul, exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.And, exp.Or, exp.BitwiseAnd, exp.BitwiseOr,
+               exp.BitwiseXor)
+
+
+def canonical(node: exp.Expression) -> str:
+    """The text of an expression with the operands of commutative operators in one order: Spark's
+    ``semanticEquals`` (its canonicalized form), by which ``b + a`` groups as ``a + b``."""
+    copy = node.copy()
+    for part in reversed(list(copy.walk())):  # innermost first
+        if isinstance(part, exp.Paren):
+            part.replace(part.this)
+        elif isinstance(part, COMMUTATIVE):
+            left, right = sorted((part.this, part.expression), key=lambda e: e.sql())
+            part.set("this", left)
+            part.set("expression", right)
+    return copy.sql()
+
+
+def grouping_expressions_spelt_once(tree: exp.Expression) -> None:
+    """Each grouping expression of CUBE, ROLLUP and GROUPING SETS written one way, its first:
+    ``GROUPING SETS ((a + b), (b + a))`` groups twice by ``a + b`` in Spark, and the select's ``a + b``
+    is not NULL in the second set; DuckDB tells the two spellings apart. A select item that is a
+    grouping expression spelled otherwise takes its spelling too. Before the other rewrites, which
+    write the two spellings apart (``CAST(a AS BIGINT) + b``)."""
+    for group in list(tree.find_all(exp.Group)):
+        select = group.parent
+        if isinstance(select, exp.Select) and (group.args.get("grouping_sets") or group.args.get("cube")
+                                               or group.args.get("rollup") or any(
+                isinstance(e, (exp.Cube, exp.Rollup, exp.GroupingSets)) for e in group.expressions)):
+            _spell_once(select, group)
+
+
+def _spell_once(select: exp.Select, group: exp.Group) -> None:
+    first: dict[str, exp.Expression] = {}
+    for node in list(group.iter_expressions()):
+        for leaf in list(_leaves(node)):
+            key = canonical(leaf)
+            if key not in first:
+                first[key] = leaf
+            elif leaf.sql() != first[key].sql():
+                leaf.replace(first[key].copy())
+    for item in select.expressions:
+        inner = item.this if isinstance(item, exp.Alias) else item
+        spelt = first.get(canonical(inner)) if not isinstance(inner, exp.Column) else None
+        if spelt is not None and spelt.sql() != inner.sql():
+            inner.replace(spelt.copy())
 
 
 # -- aggregates ------------------------------------------------------------------------------------
