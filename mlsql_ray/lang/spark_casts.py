@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, cast_target
-from .sql_types import build, interval_fields, kind
+from .sql_types import build, interval_fields, interval_type, kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 
@@ -136,6 +136,9 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         + CASE WHEN abs(n) % abs(d) >= abs(d) - abs(n) % abs(d) THEN 1 ELSE 0 END) END""",
     # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
     "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
+    # a day-time interval of so many microseconds, as DuckDB's days and microseconds (a day is 24 hours)
+    "spark_day_time_of_micros": """(us) AS list_transform([CAST(us AS BIGINT)], lambda n:
+        to_days(CAST(n // 86400000000 AS INTEGER)) + to_microseconds(n % 86400000000))[1]""",
     # an ANSI interval as Cast writes it (IntervalUtils' ANSI style): INTERVAL '-13-2' YEAR TO MONTH, INTERVAL '3' DAY,
     # INTERVAL '1 02:03:04.5' DAY TO SECOND; the fields are its Spark type's, known while translating
     "spark_interval_sign": "(n) AS CASE WHEN n < 0 THEN '-' ELSE '' END",
@@ -670,6 +673,10 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
             else:
                 node.set("this", left)
                 node.set("expression", right)
+        scaled = _scaled_day_time(node, left, right, lt, rt)
+        if scaled is not None:
+            node.replace(scaled)
+            continue
         result = arithmetic_type(node if not isinstance(node, exp.Anonymous) else exp.Mod(this=left, expression=right), lt, rt)
         written_ = _arithmetic(node, left, right, lt, rt, result)
         if written_ is not node:
@@ -678,6 +685,22 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
 
 
 _NUMERIC = ("integral", "fractional", "decimal", "string", "null")
+
+
+def _scaled_day_time(node, left, right, lt, rt) -> exp.Expression | None:
+    """A day-time interval times or over a number (Spark's MultiplyDTInterval, DivideDTInterval): its
+    microseconds scaled and rounded HALF_UP (``interval 2 weeks 3 microseconds * 1.5`` is 21 days and 5
+    microseconds; DuckDB truncates the 4.5), typed INTERVAL DAY TO SECOND; a string is read as a double."""
+    if not isinstance(node, (exp.Mul, exp.Div)):
+        return None
+    if isinstance(node, exp.Mul) and interval_fields(rt) is not None:
+        left, right, lt, rt = right, left, rt, lt
+    fields = interval_fields(lt)
+    if fields is None or fields[0] in ("YEAR", "MONTH") or kind(rt) not in ("integral", "fractional", "decimal", "string"):
+        return None
+    operator = "*" if isinstance(node, exp.Mul) else "/"
+    scaled = _sql(f"spark_day_time_of_micros(round(epoch_us(_i) {operator} _n))", i=left, n=spark_cast(right, DOUBLE, rt))
+    return set_type(scaled, interval_type("DAY", "SECOND"))
 
 
 def _as_double(node: exp.Expression, t: exp.DataType | None) -> tuple[exp.Expression, exp.DataType | None]:

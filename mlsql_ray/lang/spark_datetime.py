@@ -450,6 +450,58 @@ def _span_interval(text: str, start: str, end: str) -> exp.Expression:
     return exp.Paren(this=_sql(f"to_days({sign * int(values.get('DAY', 0))}) + to_microseconds({sign * micros})"))
 
 
+INTERVAL_UNITS = {**dict.fromkeys(("YEAR", "MONTH"), "year-month"),
+                  **dict.fromkeys(("WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"), "day-time")}
+"""The units of Spark's interval literals (each also plural), by the family of interval they make."""
+
+
+def _unit_family(node: exp.Expression) -> str | None:
+    unit = node.args.get("unit") if isinstance(node, exp.Interval) else None
+    if unit is None or isinstance(unit, exp.IntervalSpan):
+        return None
+    name = unit.name.upper()
+    family = INTERVAL_UNITS.get(name[:-1] if name.endswith("S") else name)
+    if family is None:
+        raise MLSQLError(f"Error parsing ' {node.this.name} {unit.name.lower()}' to interval, invalid unit "
+                         f"'{unit.name.lower()}' (Spark's units: {', '.join(u.lower() for u in INTERVAL_UNITS)})")
+    return family
+
+
+def interval_units(tree: exp.Expression) -> None:
+    """Spark 3.3's interval literals with units after their numbers (``interval 2 weeks 3 microseconds``):
+    a unit Spark does not know (``nanoseconds``) is its error; year-month and day-time units in one
+    literal are its error too ("Cannot mix year-month and day-time fields"); seconds keep microseconds,
+    the digits after them dropped (``13.123456789`` is 13.123456; DuckDB rounds); and a literal of several
+    units is one value, so ``interval 2 weeks 3 microseconds * 1.5`` multiplies all of it (sqlglot
+    writes the sum without parentheses)."""
+    for node in list(tree.find_all(exp.Interval)):
+        family = _unit_family(node)
+        if family == "day-time" and isinstance(node.this, exp.Literal):
+            whole, point, fraction = node.this.name.partition(".")
+            if len(fraction) > 6 and node.unit.name.upper().startswith("SECOND"):
+                node.set("this", exp.Literal.string(f"{whole}{point}{fraction[:6]}"))
+    for node in list(tree.find_all(exp.Add, exp.Sub)):
+        if isinstance(node.parent, (exp.Add, exp.Sub)):
+            continue  # the sum is judged whole, at its top
+        literals = list(_interval_terms(node))
+        if not literals:
+            continue
+        if {_unit_family(term) for term in literals} == {"year-month", "day-time"}:
+            raise MLSQLError(f"Cannot mix year-month and day-time fields: {node.sql('spark')}")
+        if isinstance(node.parent, (exp.Mul, exp.Div)):
+            node.replace(exp.Paren(this=node.copy()))
+
+
+def _interval_terms(node: exp.Expression):
+    """The interval literals a sum of them is made of (nothing when anything else is part of it)."""
+    if isinstance(node, (exp.Add, exp.Sub)):
+        left, right = list(_interval_terms(node.this)), list(_interval_terms(node.expression))
+        if left and right:
+            yield from left + right
+    elif isinstance(node, exp.Interval) and node.args.get("unit") is not None:
+        yield node
+
+
 def interval_literals(tree: exp.Expression) -> None:
     """Spark's ANSI interval literals ``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 02:03:04' DAY TO
     SECOND``...: DuckDB reads none of the ``start TO end`` forms."""
@@ -508,8 +560,8 @@ def timestamps_as_text(tree: exp.Expression) -> None:
                 node.replace(_call("spark_cast_string", node.this))
 
 
-_STEPS = (extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
-"""In this order: ``extract`` and ``+``/``-`` read interval literals before they are rewritten."""
+_STEPS = (interval_units, extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
+"""In this order: units checked first; ``extract`` and ``+``/``-`` read interval literals before they are rewritten."""
 
 
 def datetime_semantics(tree: exp.Expression) -> None:
