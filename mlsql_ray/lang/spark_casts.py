@@ -875,7 +875,12 @@ def _branches(node: exp.Expression) -> list[exp.Select] | None:
 _DATETIME_FUNCTIONS = (exp.Year, exp.Month, exp.Day, exp.Quarter, exp.DayOfWeek, exp.DayOfMonth, exp.DayOfYear,
                        exp.WeekOfYear, exp.Hour, exp.Minute, exp.Second, exp.LastDay, exp.DateTrunc, exp.Extract,
                        exp.TsOrDsToDate, exp.DateDiff)
-_TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "H", "M", "S", "HOURS", "MINUTES", "SECONDS", "MIN", "MINS", "SEC", "SECS")
+_TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "H", "M", "S", "HR", "HRS", "HOURS", "MINUTES", "SECONDS", "MIN", "MINS", "SEC", "SECS")
+
+
+def _an_interval(node: exp.Expression) -> bool:
+    t = spark_type(node)
+    return isinstance(node, exp.Interval) or interval_fields(t) is not None or (t is not None and t.this == T.INTERVAL)
 
 
 def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
@@ -885,7 +890,7 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
     string again, as in Spark."""
     for node in list(tree.find_all(*_DATETIME_FUNCTIONS, exp.Add, exp.Sub, exp.Anonymous)):
         if isinstance(node, (exp.Add, exp.Sub)):
-            if isinstance(node.expression, exp.Interval) and kind(spark_type(node.this)) == "string":
+            if _an_interval(node.expression) and kind(spark_type(node.this)) == "string":
                 node.set("this", spark_cast(node.this, exp.DataType(this=T.TIMESTAMPTZ), STRING))
                 node.replace(spark_cast(node.copy(), STRING, exp.DataType(this=T.TIMESTAMPTZ)))
             continue

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
-from .sql_types import kind, spark_type
+from .sql_types import interval_fields, kind, spark_type
 
 MACROS: dict[str, str] = {
     # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
@@ -229,26 +229,67 @@ def _date_add(sign: int):
     return translate
 
 
+_INTERVAL_PARTS = {  # field → (ANSI interval's part, calendar interval's part): DuckDB SQL of {0}, or of us (its microseconds)
+    "year": ("CAST(EXTRACT(year FROM {0}) AS INT)",) * 2,
+    "month": ("CAST(EXTRACT(month FROM {0}) AS TINYINT)",) * 2,
+    "day": ("CAST(us // 86400000000 AS INT)", "CAST(EXTRACT(day FROM {0}) AS INT)"),
+    "hour": ("CAST(us % 86400000000 // 3600000000 AS TINYINT)", "CAST(EXTRACT(hour FROM {0}) AS BIGINT)"),
+    "minute": ("CAST(us % 3600000000 // 60000000 AS TINYINT)", "CAST(EXTRACT(minute FROM {0}) AS TINYINT)"),
+    "second": ("CAST(us % 60000000 / 1000000 AS DECIMAL(8,6))", "CAST(EXTRACT(microsecond FROM {0}) / 1000000 AS DECIMAL(8,6))"),
+}
+"""Spark's ExtractIntervalPart: of an ANSI interval (a day-time one is so many microseconds: 40 hours are
+a day and 16 hours) and of a calendar interval (months, days and microseconds kept apart; its hours a
+BIGINT); DuckDB's EXTRACT reads the parts as a calendar interval's."""
+
+
 def _extract(field: str, source: exp.Expression, function: str) -> exp.Expression:
     """Spark's ``extract(field FROM source)``/``date_part(field, source)``: int fields, SECOND with its
-    fraction as decimal(8,6); of an interval, its own fields."""
+    fraction as decimal(8,6); of an interval, its own fields (``_INTERVAL_PARTS``)."""
     name = _FIELDS.get(field.upper())
     if name is None:
         raise MLSQLError(f"{function}: the field '{field}' is not a datetime field Spark knows (YEAR, QUARTER, MONTH, "
                          f"WEEK, DAY, DAYOFWEEK, DAYOFWEEK_ISO, DOY, HOUR, MINUTE, SECOND or their synonyms)")
-    if _is_interval(source):
-        if name == "second":
-            return _sql("CAST(microsecond({0}) / 1000000 AS DECIMAL(8,6))", source)
-        if name not in ("year", "month", "day", "hour", "minute"):
-            raise MLSQLError(f"{function}: an interval has no field '{field}'")
-        return _sql("CAST(" + name + "({0}) AS " + ("INT" if name in ("year", "day") else "TINYINT") + ")", source)
+    interval = _interval_form(source)
+    if interval is not None:
+        if name not in _INTERVAL_PARTS:
+            raise MLSQLError(f"{function}: Literals of type '{field.lower()}' are currently not supported for the interval type")
+        ansi, calendar = _INTERVAL_PARTS[name]
+        part = ansi if interval == "ansi" else calendar
+        if re.search(r"\bus\b", part):
+            part = "list_transform([epoch_us({0})], lambda us: " + part + ")[1]"
+        return _sql(part, source)
     if name in ("hour", "minute"):
         return _sql("CAST(" + name + "(spark_timestamp({0})) AS INT)", source)
     if name == "second":
         return _sql("CAST(microsecond(spark_timestamp({0})) / 1000000 AS DECIMAL(8,6))", source)
     if name == "dow":
         return _sql("CAST(dayofweek(spark_date({0})) + 1 AS INT)", source)
-    return _sql("CAST(date_part('" + name + "', spark_date({0})) AS INT)", source)
+    # EXTRACT, not date_part: a date_part call would be read again as Spark's (datetime_calls)
+    return _sql("CAST(EXTRACT(" + name + " FROM spark_date({0})) AS INT)", source)
+
+
+def _interval_form(node: exp.Expression) -> str | None:
+    """``ansi`` for a year-month or day-time interval (a literal with units, a sum of them, ``make_ym_interval``,
+    ``make_dt_interval``, a column of such a type), ``calendar`` for Spark's CalendarInterval (``make_interval``,
+    a cast of a string, an interval whose Spark type was lost in a table: DuckDB keeps one INTERVAL type),
+    None for anything else."""
+    t = spark_type(node)
+    if interval_fields(t) is not None:
+        return "ansi"
+    if _is_interval(node):
+        return "calendar" if _calendar(node) else "ansi"
+    if t is not None and t.this == exp.DataType.Type.INTERVAL:
+        return "calendar"
+    return None
+
+
+def _calendar(node: exp.Expression) -> bool:
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _calendar(node.this)
+    if isinstance(node, (exp.Add, exp.Sub)):
+        return _calendar(node.this) or _calendar(node.expression)
+    return (isinstance(node, exp.Interval) and node.args.get("unit") is None) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() == "make_interval")
 
 
 def _is_interval(node: exp.Expression) -> bool:
