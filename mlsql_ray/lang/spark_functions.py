@@ -16,7 +16,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
 from . import (spark_casts, spark_collections, spark_datetime, spark_format, spark_grouping, spark_hashes, spark_json,
-               spark_math, spark_regex, spark_strings)
+               spark_math, spark_regex, spark_relations, spark_strings)
 from .sql_types import kind, spark_type
 
 BYZER_UDFS = ("array_index", "array_number_concat", "array_number_to_string", "array_string_to_double",
@@ -265,7 +265,8 @@ def replace_without_replacement(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    spark_grouping.grouping_expressions_spelt_once,  # first: the casts below write two spellings apart
+    *spark_relations.TRANSFORMS,  # first: which table a name means, before anything is typed
+    spark_grouping.grouping_expressions_spelt_once,  # before the casts below write two spellings apart
     *spark_casts.TRANSFORMS,
     byzer_udfs, int_results, bigint_results,
     text_compared_with_other_types, text_compared_with_a_number, json_path_wildcards_give_json_text, struct_of_star_is_the_row,

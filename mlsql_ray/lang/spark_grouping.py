@@ -195,7 +195,7 @@ def aggregates(tree: exp.Expression) -> None:
     for node in list(tree.find_all(exp.Anonymous, *AGGREGATES)):
         if isinstance(node, exp.Anonymous):
             _named_aggregate(node)
-        elif isinstance(node, exp.Any) and not isinstance(node.parent, COMPARISONS):
+        elif isinstance(node, exp.Any) and not isinstance(node.parent, (*COMPARISONS, exp.Like, exp.ILike)):
             node.replace(_call("bool_or", node.this.unnest().copy()))
         elif isinstance(node, exp.IgnoreNulls) and isinstance(node.this, FIRST_LAST) and not isinstance(node.parent, exp.Window):
             node.replace(_first_or_last(node.this, ignore_nulls=True))
