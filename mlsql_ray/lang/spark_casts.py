@@ -831,6 +831,45 @@ def in_lists_as_spark_does(tree: exp.Expression) -> None:
         node.set("expressions", [spark_cast(v, wider, t) for v, t in zip(node.expressions, types[1:])])
 
 
+_BRANCHES_ERROR = {
+    exp.Case: "CASE's THEN and ELSE expressions should all be same type or coercible to a common type",
+    exp.If: "if's two branches should be the same type or coercible to a common type",
+    exp.Coalesce: "the arguments of coalesce should all be the same type or coercible to a common type",
+}
+
+
+def branches_widen_as_spark_does(tree: exp.Expression) -> None:
+    """The values ``CASE``, ``if`` and ``coalesce`` choose from are cast to their wider type (Spark's
+    CaseWhenCoercion, IfCoercion, FunctionArgumentConversion): ``CASE WHEN c THEN 1Y ELSE 'x' END`` is a
+    string, as DuckDB would not make it; types with none wider (a tinyint and a boolean) are Spark's
+    error. Innermost first: an outer choice knows its branches' types."""
+    for node in innermost_first(tree, exp.Case, exp.If, exp.Coalesce):
+        if isinstance(node, exp.If) and isinstance(node.parent, exp.Case):
+            continue  # a WHEN of its CASE
+        branches = _chosen(node)
+        types = [spark_type(b) for b in branches]
+        if len(branches) < 2 or any(kind(t) is None for t in types) or all(t == types[0] for t in types):
+            continue
+        wider = types[0]
+        for t in types[1:]:
+            wider = wider_type(wider, t) if wider is not None else None
+        if wider is None:
+            names = ", ".join(spark_name(t) for t in types)
+            raise MLSQLError(f"data type mismatch: {_BRANCHES_ERROR[type(node)]} (here {names})")
+        for branch, t in zip(branches, types):
+            if t != wider:
+                branch.replace(spark_cast(branch.copy(), wider, t))
+        set_type(node, wider)
+
+
+def _chosen(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Case):
+        return [i.args["true"] for i in node.args.get("ifs") or []] + ([node.args["default"]] if node.args.get("default") else [])
+    if isinstance(node, exp.If):
+        return [node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
+    return [node.this, *node.expressions]
+
+
 def unions_widen_as_spark_does(tree: exp.Expression) -> None:
     """Spark's ``UNION`` (``INTERSECT``, ``EXCEPT``) of columns of different types casts each to the
     wider type (``WidenSetOperationTypes``): ``select 1 union all select 'a'`` is a STRING column;
@@ -921,5 +960,5 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     literals_as_spark_reads_them, casts_as_spark_does, datetime_strings_as_spark_reads_them,
     arithmetic_as_spark_does, text_arguments_cast_as_spark_does, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
-    in_lists_as_spark_does, unions_widen_as_spark_does,
+    in_lists_as_spark_does, branches_widen_as_spark_does, unions_widen_as_spark_does,
 )
