@@ -24,7 +24,8 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
-from .sql_types import interval_fields, kind, spark_type
+from . import spark_casts
+from .sql_types import BIGINT, interval_fields, kind, spark_type
 
 MACROS: dict[str, str] = {
     # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
@@ -184,7 +185,8 @@ def _date_format(args):
 def _from_unixtime(args):
     _arity(args, 1, 2)
     pattern = args[1] if len(args) == 2 else exp.Literal.string(FORMAT)
-    seconds = _sql("to_timestamp(CAST({0} AS BIGINT))", args[0])
+    # the seconds as Spark's implicit cast reads them: 'abc' is NULL, 1.9 is 1 (DuckDB fails, rounds)
+    seconds = _sql("to_timestamp({0})", spark_casts.spark_cast(args[0], BIGINT))
     return _with(patterns.format_sql(_constant_text(pattern, "from_unixtime"), "from_unixtime"), {patterns.VALUE: seconds})
 
 
