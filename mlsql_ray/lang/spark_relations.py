@@ -10,6 +10,7 @@ functions are written; rewrites of the sqlglot tree (``TRANSFORMS``) applied bef
   reads ``t`` twice (DuckDB: a duplicate alias).
 - ``range(...)`` has Spark's one column ``id`` and takes expressions (``range(6 + cos(3))``: Spark
   casts them to bigint).
+- ``PIVOT``'s values are constants, as Spark requires.
 - ``x [NOT] LIKE ANY|SOME|ALL (p, ...)``: each pattern, joined by OR (ANY, SOME) or AND (ALL), with
   SQL's three-valued logic as Spark's LikeAny/LikeAll (sqlglot's translation fails to bind for ALL
   and inside CASE).
@@ -142,6 +143,17 @@ def range_table(tree: exp.Expression) -> None:
             table.replace(exp.Subquery(this=select, alias=table.args.get("alias")))
 
 
+def pivot_values_are_literals(tree: exp.Expression) -> None:
+    """Spark's PIVOT values are constants (``FOR year IN (course, 2013)`` is its error "Literal expressions
+    required for pivot values"; DuckDB would pivot on each row's column)."""
+    for pivot in tree.find_all(exp.Pivot):
+        for field in pivot.args.get("fields") or []:
+            for value in field.expressions if isinstance(field, exp.In) else []:
+                column = value.find(exp.Column)
+                if column is not None:
+                    raise MLSQLError(f"Literal expressions required for pivot values, found '{column.sql('spark')}'")
+
+
 # -- LIKE ANY / ALL ---------------------------------------------------------------------------------
 
 def like_any_or_all(tree: exp.Expression) -> None:
@@ -161,5 +173,5 @@ def like_any_or_all(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    ctes_as_spark_scopes_them, joins_as_spark_reads_them, range_table, like_any_or_all,
+    ctes_as_spark_scopes_them, joins_as_spark_reads_them, range_table, pivot_values_are_literals, like_any_or_all,
 )
