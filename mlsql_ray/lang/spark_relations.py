@@ -10,7 +10,7 @@ functions are written; rewrites of the sqlglot tree (``TRANSFORMS``) applied bef
   reads ``t`` twice (DuckDB: a duplicate alias).
 - ``range(...)`` has Spark's one column ``id`` and takes expressions (``range(6 + cos(3))``: Spark
   casts them to bigint).
-- ``PIVOT``'s values are constants, as Spark requires.
+- ``PIVOT``'s values are constants, ``LIMIT`` a constant integer, as Spark requires.
 - ``x [NOT] LIKE ANY|SOME|ALL (p, ...)``: each pattern, joined by OR (ANY, SOME) or AND (ALL), with
   SQL's three-valued logic as Spark's LikeAny/LikeAll (sqlglot's translation fails to bind for ALL
   and inside CASE).
@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from sqlglot import exp
 
 from ..errors import MLSQLError
+from .spark_casts import spark_name
+from .sql_types import kind, spark_type
 
 # -- WITH ------------------------------------------------------------------------------------------
 
@@ -154,6 +156,25 @@ def pivot_values_are_literals(tree: exp.Expression) -> None:
                     raise MLSQLError(f"Literal expressions required for pivot values, found '{column.sql('spark')}'")
 
 
+def limits_as_spark_checks_them(tree: exp.Expression) -> None:
+    """Spark's LIMIT takes a constant integer expression (``LIMIT 2 + 1``) and refuses the rest with its
+    own words: a column or a subquery, a boolean, string or decimal, NULL, a negative number (DuckDB reads
+    ``LIMIT 'a'`` as a number and ``LIMIT (SELECT 1)`` as a value, and words its refusals otherwise)."""
+    for limit in tree.find_all(exp.Limit):
+        value = limit.expression
+        if value is None or isinstance(value, exp.Var):  # LIMIT ALL
+            continue
+        if value.find(exp.Column, exp.Subquery, exp.Query) is not None:
+            raise MLSQLError(f"The limit expression must evaluate to a constant value, but got {value.sql('spark')}")
+        family = kind(spark_type(value))
+        if family == "null" or (isinstance(value, (exp.Cast, exp.TryCast)) and isinstance(value.this, exp.Null)):
+            raise MLSQLError(f"The evaluated limit expression must not be null, but got {value.sql('spark')}")
+        if family is not None and family != "integral":
+            raise MLSQLError(f"The limit expression must be integer type, but got {spark_name(spark_type(value))}")
+        if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+            raise MLSQLError(f"The limit expression must be equal to or greater than 0, but got {value.sql('spark')}")
+
+
 # -- LIKE ANY / ALL ---------------------------------------------------------------------------------
 
 def like_any_or_all(tree: exp.Expression) -> None:
@@ -173,5 +194,6 @@ def like_any_or_all(tree: exp.Expression) -> None:
 
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
-    ctes_as_spark_scopes_them, joins_as_spark_reads_them, range_table, pivot_values_are_literals, like_any_or_all,
+    ctes_as_spark_scopes_them, joins_as_spark_reads_them, range_table, pivot_values_are_literals, limits_as_spark_checks_them,
+    like_any_or_all,
 )
