@@ -10,7 +10,8 @@ functions are written; rewrites of the sqlglot tree (``TRANSFORMS``) applied bef
   reads ``t`` twice (DuckDB: a duplicate alias).
 - ``range(...)`` has Spark's one column ``id`` and takes expressions (``range(6 + cos(3))``: Spark
   casts them to bigint).
-- ``PIVOT``'s values are constants, ``LIMIT`` a constant integer, as Spark requires.
+- ``PIVOT``'s values are constants, ``LIMIT`` a constant integer, and a select with ``*`` is not
+  grouped by ordinals, as Spark requires.
 - ``x [NOT] LIKE ANY|SOME|ALL (p, ...)``: each pattern, joined by OR (ANY, SOME) or AND (ALL), with
   SQL's three-valued logic as Spark's LikeAny/LikeAll (sqlglot's translation fails to bind for ALL
   and inside CASE).
@@ -175,6 +176,17 @@ def limits_as_spark_checks_them(tree: exp.Expression) -> None:
             raise MLSQLError(f"The limit expression must be equal to or greater than 0, but got {value.sql('spark')}")
 
 
+def group_by_ordinals_without_star(tree: exp.Expression) -> None:
+    """Spark refuses ``SELECT * ... GROUP BY 1`` (the ordinal of a star is not known); DuckDB groups by
+    the star's first column."""
+    for group in tree.find_all(exp.Group):
+        select = group.parent
+        ordinal = any(isinstance(e, exp.Literal) and e.is_int for e in group.expressions)
+        if ordinal and isinstance(select, exp.Select) and any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                                                            for e in select.expressions):
+            raise MLSQLError("Star (*) is not allowed in select list when GROUP BY ordinal position is used")
+
+
 # -- LIKE ANY / ALL ---------------------------------------------------------------------------------
 
 def like_any_or_all(tree: exp.Expression) -> None:
@@ -195,5 +207,5 @@ def like_any_or_all(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     ctes_as_spark_scopes_them, joins_as_spark_reads_them, range_table, pivot_values_are_literals, limits_as_spark_checks_them,
-    like_any_or_all,
+    group_by_ordinals_without_star, like_any_or_all,
 )
