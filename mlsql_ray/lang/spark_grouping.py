@@ -319,8 +319,17 @@ def covariance_argument_order(tree: exp.Expression) -> None:
 
 def values_rows_in_parentheses(tree: exp.Expression) -> None:
     """Spark reads ``VALUES (('a', 10)), (('b', 50)) AS t(x, y)`` (as the function reference
-    writes ``max_by``'s example) as rows of two columns; DuckDB as rows of one struct."""
+    writes ``max_by``'s example) as rows of two columns; DuckDB as rows of one struct. Rows without
+    parentheses, ``VALUES 1, 2, 3 AS data(a)``: sqlglot takes the table's name for the last value's alias
+    (``(3 AS data)``), which goes back to the table."""
     for values in list(tree.find_all(exp.Values)):
+        last = values.expressions[-1] if values.expressions else None
+        alias = values.args.get("alias")
+        if isinstance(last, exp.Tuple) and last.expressions and isinstance(last.expressions[-1], exp.Alias) \
+                and alias is not None and not alias.name:
+            named = last.expressions[-1]
+            alias.set("this", named.args["alias"].copy())
+            named.replace(named.this.copy())
         for row in values.expressions:
             if isinstance(row, exp.Tuple) and len(row.expressions) == 1 and isinstance(row.expressions[0], exp.Tuple):
                 row.set("expressions", [e.copy() for e in row.expressions[0].expressions])
