@@ -832,9 +832,9 @@ def in_lists_as_spark_does(tree: exp.Expression) -> None:
 
 
 _BRANCHES_ERROR = {
-    exp.Case: "CASE's THEN and ELSE expressions should all be same type or coercible to a common type",
-    exp.If: "if's two branches should be the same type or coercible to a common type",
-    exp.Coalesce: "the arguments of coalesce should all be the same type or coercible to a common type",
+    exp.Case: "CASE's THEN and ELSE expressions should all be same type or coercible to a common type, here",
+    exp.If: "if's two branches should be the same type or coercible to a common type, here",
+    exp.Coalesce: "the arguments of coalesce should all be the same type or coercible to a common type, here",
 }
 
 
@@ -848,18 +848,29 @@ def branches_widen_as_spark_does(tree: exp.Expression) -> None:
             continue  # a WHEN of its CASE
         branches = _chosen(node)
         types = [spark_type(b) for b in branches]
-        if len(branches) < 2 or any(kind(t) is None for t in types) or all(t == types[0] for t in types):
+        if len(branches) < 2 or not _differing(types):
             continue
-        wider = types[0]
-        for t in types[1:]:
-            wider = wider_type(wider, t) if wider is not None else None
-        if wider is None:
-            names = ", ".join(spark_name(t) for t in types)
-            raise MLSQLError(f"data type mismatch: {_BRANCHES_ERROR[type(node)]} (here {names})")
+        wider = _widest(types, f"data type mismatch: {_BRANCHES_ERROR[type(node)]}")
         for branch, t in zip(branches, types):
             if t != wider:
                 branch.replace(spark_cast(branch.copy(), wider, t))
         set_type(node, wider)
+
+
+def _differing(types: list[exp.DataType | None]) -> bool:
+    """Whether types all known while translating differ."""
+    return all(kind(t) is not None for t in types) and any(t != types[0] for t in types)
+
+
+def _widest(types: list[exp.DataType], refusal: str) -> exp.DataType:
+    """Spark's wider type of them all (``wider_type``, left to right); none is Spark's error, ``refusal``
+    followed by the types."""
+    wider: exp.DataType | None = types[0]
+    for t in types[1:]:
+        wider = wider_type(wider, t) if wider is not None else None
+    if wider is None:
+        raise MLSQLError(f"{refusal} {', '.join(spark_name(t) for t in types)}")
+    return wider
 
 
 def _chosen(node: exp.Expression) -> list[exp.Expression]:
@@ -883,15 +894,10 @@ def unions_widen_as_spark_does(tree: exp.Expression) -> None:
         columns = list(zip(*(b.expressions for b in branches)))
         for position, projections in enumerate(columns):
             types = [spark_type(p) for p in projections]
-            if any(t is None for t in types) or all(t == types[0] for t in types):
+            if not _differing(types):
                 continue
-            wider = types[0]
-            for t in types[1:]:
-                wider = wider_type(wider, t) if wider is not None else None
-            if wider is None:
-                names = ", ".join(spark_name(t) for t in types)
-                raise MLSQLError(f"Union can only be performed on tables with the compatible column types: "
-                                 f"column {position + 1} is {names}")
+            wider = _widest(types, f"Union can only be performed on tables with the compatible column types: "
+                                   f"column {position + 1} is")
             for projection, t in zip(projections, types):
                 if t != wider:
                     name = projection.alias_or_name if isinstance(projection, (exp.Alias, exp.Column)) else projection.sql("duckdb")
