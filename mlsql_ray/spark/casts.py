@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from .sql_types import ARITHMETIC, BIGINT, DOUBLE, INTEGRAL, STRING, aggregate_type, arithmetic_type, cast_target
-from .sql_types import build, interval_fields, kind
+from .sql_types import build, interval_fields, interval_type, kind
 from .sql_types import TYPED_LITERAL as _TYPED_LITERAL
 from .sql_types import literal_type, precision_scale, set_type, spark_type, text_before, wider_type, written
 from .family import Family
@@ -39,6 +39,8 @@ TIMESTAMP_TEXT = (r"(?s)^(?:([+-]?[0-9]{4,7})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:
                   r"(?:\s*((?:Z|[+-]|UTC|GMT|UT|[A-Za-z]+/).*))?$")
 """Spark's ``stringToTimestamp`` forms: a date as above, then [h]h[:[m]m[:[s]s[.fraction]]], or a time
 alone (of today); after the seconds a zone (Z, +hh:mm, UTC+1, Europe/Paris)."""
+ZONE_OFFSET = r"^(?:UTC|GMT|UT)?([+-])([0-9]{1,2})(?::?([0-9]{2}))?(?::?([0-9]{2}))?$"
+"""A zone written as an offset from UTC, as java.time's ``ZoneId.of`` reads one."""
 _NUMBER = r"'[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?'"  # java.math.BigDecimal's syntax
 
 MACROS: dict[str, str] = {  # each after the macros it calls
@@ -73,8 +75,12 @@ MACROS: dict[str, str] = {  # each after the macros it calls
     # wherever its body names it, and the parts are named 10-22 times)
     "spark_str_to_date": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{DATE_TEXT}', ['sign', 'y', 'm', 'd'])],
         lambda p: spark_date_of(p))[1]""",
+    # a zone offset as java.time's ZoneId reads one ([UTC|GMT|UT]+h, +hh, +hh:mm, +hhmm, +hh:mm:ss, +hhmmss), as
+    # +hh:mm:ss for DuckDB (which reads neither the prefix before an offset nor an offset without its colons)
+    "spark_zone_offset": rf"""(z) AS list_transform([regexp_extract(z, '{ZONE_OFFSET}', ['sign', 'h', 'm', 's'])], lambda o:
+        o.sign || lpad(o.h, 2, '0') || ':' || coalesce(nullif(o.m, ''), '00') || ':' || coalesce(nullif(o.s, ''), '00'))[1]""",
     # DateTimeUtils.stringToTimestamp (TIMESTAMP_TEXT's parts), in the session time zone unless the text has one
-    "spark_timestamp_of": """(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
+    "spark_timestamp_of": f"""(p) AS CASE WHEN p.y = '' AND p.th = '' THEN NULL
         WHEN p.z <> '' AND p.s = '' AND p.ts = '' THEN NULL
         ELSE TRY_CAST(CASE WHEN p.y <> '' THEN p.y || '-' || coalesce(nullif(p.mo, ''), '1') || '-' || coalesce(nullif(p.d, ''), '1')
                            ELSE strftime(current_date, '%Y-%m-%d') END
@@ -82,7 +88,8 @@ MACROS: dict[str, str] = {  # each after the macros it calls
             || ':' || lpad(coalesce(nullif(p.mi || p.tmi, ''), '0'), 2, '0')
             || ':' || lpad(coalesce(nullif(p.s || p.ts, ''), '0'), 2, '0')
             || '.' || rpad(left(p.f || p.tf, 6), 6, '0')
-            || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' OR left(p.z, 1) IN ('+', '-') THEN p.z ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
+            || CASE WHEN p.z = 'Z' THEN '+00:00' WHEN p.z = '' THEN p.z
+                    WHEN regexp_full_match(p.z, '{ZONE_OFFSET}') THEN spark_zone_offset(p.z) ELSE ' ' || p.z END AS TIMESTAMPTZ) END""",
     "spark_str_to_timestamp": f"""(s) AS list_transform([regexp_extract(spark_trim_all(s), '{TIMESTAMP_TEXT}',
         ['y', 'mo', 'd', 'h', 'mi', 's', 'f', 'th', 'tmi', 'ts', 'tf', 'z'])], lambda p: spark_timestamp_of(p))[1]""",
     # Java's narrowing of integers: the low bits, as two's complement (the remainder first, so that
@@ -130,6 +137,9 @@ MACROS: dict[str, str] = {  # each after the macros it calls
         + CASE WHEN abs(n) % abs(d) >= abs(d) - abs(n) % abs(d) THEN 1 ELSE 0 END) END""",
     # seconds since the epoch of a timestamp, floored (Spark's cast of a timestamp to an integer)
     "spark_timestamp_seconds": """(t) AS CAST(floor(epoch_us(t) / 1000000) AS BIGINT)""",
+    # a day-time interval of so many microseconds, as DuckDB's days and microseconds (a day is 24 hours)
+    "spark_day_time_of_micros": """(us) AS list_transform([CAST(us AS BIGINT)], lambda n:
+        to_days(CAST(n // 86400000000 AS INTEGER)) + to_microseconds(n % 86400000000))[1]""",
     # an ANSI interval as Cast writes it (IntervalUtils' ANSI style): INTERVAL '-13-2' YEAR TO MONTH, INTERVAL '3' DAY,
     # INTERVAL '1 02:03:04.5' DAY TO SECOND; the fields are its Spark type's, known while translating
     "spark_interval_sign": "(n) AS CASE WHEN n < 0 THEN '-' ELSE '' END",
@@ -437,17 +447,42 @@ def casts_as_spark_does(tree: exp.Expression) -> None:
 
 _TEXT_OF = ("timestamp", "date", "fractional", "decimal", "boolean", "integral")
 
+STRING_ARGUMENTS: dict[type, tuple[str, ...]] = {
+    exp.Length: ("this",), exp.Upper: ("this",), exp.Lower: ("this",), exp.Initcap: ("this",), exp.Substring: ("this",),
+    exp.StrPosition: ("this", "substr"), exp.Trim: ("this",), exp.Left: ("this",), exp.Right: ("this",),
+    exp.Like: ("this", "expression"), exp.RegexpLike: ("this",), exp.Pad: ("this",), exp.Replace: ("this",),
+    exp.RegexpReplace: ("this",), exp.RegexpSplit: ("this",), exp.Ascii: ("this",), exp.Repeat: ("this",),
+}
+"""The string functions whose arguments Spark casts to a string (ImplicitTypeCasts), by sqlglot's class: which arguments."""
 
-def concatenation_casts_to_string(tree: exp.Expression) -> None:
-    """``concat``, ``||`` and ``concat_ws`` cast an argument of another simple type to a string as
-    Spark's CAST does (its ImplicitTypeCasts): a timestamp as ``2020-01-01 10:11:12.5`` in the session
-    time zone (DuckDB's own cast appends the offset), a double as Java writes it."""
-    for node in list(tree.find_all(exp.Concat, exp.DPipe, exp.ConcatWs)):
-        arguments = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+
+def text_arguments_cast_as_spark_does(tree: exp.Expression) -> None:
+    """Where Spark wants a string it casts another simple type as its CAST does (ImplicitTypeCasts): the
+    arguments of ``concat``, ``||``, ``concat_ws`` and the string functions (``STRING_ARGUMENTS``), the
+    elements of ``array_join``'s array. A timestamp is ``2020-01-01 10:11:12.5`` in the session time zone
+    (DuckDB's own cast appends the offset: ``length(timestamp'...')`` would count it), a double as
+    Java writes it."""
+    for node in list(tree.find_all(exp.Concat, exp.DPipe, exp.ConcatWs, exp.ArrayToString, *STRING_ARGUMENTS)):
+        if isinstance(node, exp.ArrayToString):
+            _elements_as_text(node.this)
+            continue
+        if isinstance(node, (exp.Concat, exp.DPipe, exp.ConcatWs)):
+            arguments = [node.this, node.expression] if isinstance(node, exp.DPipe) else list(node.expressions)
+        else:
+            arguments = [node.args.get(key) for key in STRING_ARGUMENTS[type(node)]]
         for argument in arguments:
-            t = spark_type(argument)
+            t = spark_type(argument) if isinstance(argument, exp.Expression) else None
             if kind(t) in _TEXT_OF:
                 argument.replace(spark_cast(argument.copy(), STRING, t))
+
+
+def _elements_as_text(array: exp.Expression) -> None:
+    t = spark_type(array)
+    element = t.expressions[0] if t is not None and t.this == T.ARRAY and t.expressions else None
+    if kind(element) in _TEXT_OF:
+        text = spark_cast(exp.column("spark_e"), STRING, element)
+        array.replace(set_type(_sql("list_transform(_x, lambda spark_e: _text)", x=array.copy(), text=text),
+                               exp.DataType(this=T.ARRAY, nested=True, expressions=[STRING])))
 
 
 def _call_of(aggregate: exp.Expression) -> exp.Expression:
@@ -639,6 +674,10 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
             else:
                 node.set("this", left)
                 node.set("expression", right)
+        scaled = _scaled_day_time(node, left, right, lt, rt)
+        if scaled is not None:
+            node.replace(scaled)
+            continue
         result = arithmetic_type(node if not isinstance(node, exp.Anonymous) else exp.Mod(this=left, expression=right), lt, rt)
         written_ = _arithmetic(node, left, right, lt, rt, result)
         if written_ is not node:
@@ -647,6 +686,22 @@ def arithmetic_as_spark_does(tree: exp.Expression) -> None:
 
 
 _NUMERIC = ("integral", "fractional", "decimal", "string", "null")
+
+
+def _scaled_day_time(node, left, right, lt, rt) -> exp.Expression | None:
+    """A day-time interval times or over a number (Spark's MultiplyDTInterval, DivideDTInterval): its
+    microseconds scaled and rounded HALF_UP (``interval 2 weeks 3 microseconds * 1.5`` is 21 days and 5
+    microseconds; DuckDB truncates the 4.5), typed INTERVAL DAY TO SECOND; a string is read as a double."""
+    if not isinstance(node, (exp.Mul, exp.Div)):
+        return None
+    if isinstance(node, exp.Mul) and interval_fields(rt) is not None:
+        left, right, lt, rt = right, left, rt, lt
+    fields = interval_fields(lt)
+    if fields is None or fields[0] in ("YEAR", "MONTH") or kind(rt) not in ("integral", "fractional", "decimal", "string"):
+        return None
+    operator = "*" if isinstance(node, exp.Mul) else "/"
+    scaled = _sql(f"spark_day_time_of_micros(round(epoch_us(_i) {operator} _n))", i=left, n=spark_cast(right, DOUBLE, rt))
+    return set_type(scaled, interval_type("DAY", "SECOND"))
 
 
 def _as_double(node: exp.Expression, t: exp.DataType | None) -> tuple[exp.Expression, exp.DataType | None]:
@@ -777,6 +832,56 @@ def in_lists_as_spark_does(tree: exp.Expression) -> None:
         node.set("expressions", [spark_cast(v, wider, t) for v, t in zip(node.expressions, types[1:])])
 
 
+_BRANCHES_ERROR = {
+    exp.Case: "CASE's THEN and ELSE expressions should all be same type or coercible to a common type, here",
+    exp.If: "if's two branches should be the same type or coercible to a common type, here",
+    exp.Coalesce: "the arguments of coalesce should all be the same type or coercible to a common type, here",
+}
+
+
+def branches_widen_as_spark_does(tree: exp.Expression) -> None:
+    """The values ``CASE``, ``if`` and ``coalesce`` choose from are cast to their wider type (Spark's
+    CaseWhenCoercion, IfCoercion, FunctionArgumentConversion): ``CASE WHEN c THEN 1Y ELSE 'x' END`` is a
+    string, as DuckDB would not make it; types with none wider (a tinyint and a boolean) are Spark's
+    error. Innermost first: an outer choice knows its branches' types."""
+    for node in innermost_first(tree, exp.Case, exp.If, exp.Coalesce):
+        if isinstance(node, exp.If) and isinstance(node.parent, exp.Case):
+            continue  # a WHEN of its CASE
+        branches = _chosen(node)
+        types = [spark_type(b) for b in branches]
+        if len(branches) < 2 or not _differing(types):
+            continue
+        wider = _widest(types, f"data type mismatch: {_BRANCHES_ERROR[type(node)]}")
+        for branch, t in zip(branches, types):
+            if t != wider:
+                branch.replace(spark_cast(branch.copy(), wider, t))
+        set_type(node, wider)
+
+
+def _differing(types: list[exp.DataType | None]) -> bool:
+    """Whether types all known while translating differ."""
+    return all(kind(t) is not None for t in types) and any(t != types[0] for t in types)
+
+
+def _widest(types: list[exp.DataType], refusal: str) -> exp.DataType:
+    """Spark's wider type of them all (``wider_type``, left to right); none is Spark's error, ``refusal``
+    followed by the types."""
+    wider: exp.DataType | None = types[0]
+    for t in types[1:]:
+        wider = wider_type(wider, t) if wider is not None else None
+    if wider is None:
+        raise MLSQLError(f"{refusal} {', '.join(spark_name(t) for t in types)}")
+    return wider
+
+
+def _chosen(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Case):
+        return [i.args["true"] for i in node.args.get("ifs") or []] + ([node.args["default"]] if node.args.get("default") else [])
+    if isinstance(node, exp.If):
+        return [node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
+    return [node.this, *node.expressions]
+
+
 def unions_widen_as_spark_does(tree: exp.Expression) -> None:
     """Spark's ``UNION`` (``INTERSECT``, ``EXCEPT``) of columns of different types casts each to the
     wider type (``WidenSetOperationTypes``): ``select 1 union all select 'a'`` is a STRING column;
@@ -790,15 +895,10 @@ def unions_widen_as_spark_does(tree: exp.Expression) -> None:
         columns = list(zip(*(b.expressions for b in branches)))
         for position, projections in enumerate(columns):
             types = [spark_type(p) for p in projections]
-            if any(t is None for t in types) or all(t == types[0] for t in types):
+            if not _differing(types):
                 continue
-            wider = types[0]
-            for t in types[1:]:
-                wider = wider_type(wider, t) if wider is not None else None
-            if wider is None:
-                names = ", ".join(spark_name(t) for t in types)
-                raise MLSQLError(f"Union can only be performed on tables with the compatible column types: "
-                                 f"column {position + 1} is {names}")
+            wider = _widest(types, f"Union can only be performed on tables with the compatible column types: "
+                                   f"column {position + 1} is")
             for projection, t in zip(projections, types):
                 if t != wider:
                     name = projection.alias_or_name if isinstance(projection, (exp.Alias, exp.Column)) else projection.sql("duckdb")
@@ -821,7 +921,12 @@ def _branches(node: exp.Expression) -> list[exp.Select] | None:
 _DATETIME_FUNCTIONS = (exp.Year, exp.Month, exp.Day, exp.Quarter, exp.DayOfWeek, exp.DayOfMonth, exp.DayOfYear,
                        exp.WeekOfYear, exp.Hour, exp.Minute, exp.Second, exp.LastDay, exp.DateTrunc, exp.Extract,
                        exp.TsOrDsToDate, exp.DateDiff)
-_TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "H", "M", "S", "HOURS", "MINUTES", "SECONDS", "MIN", "MINS", "SEC", "SECS")
+_TIME_FIELDS = ("HOUR", "MINUTE", "SECOND", "H", "M", "S", "HR", "HRS", "HOURS", "MINUTES", "SECONDS", "MIN", "MINS", "SEC", "SECS")
+
+
+def _an_interval(node: exp.Expression) -> bool:
+    t = spark_type(node)
+    return isinstance(node, exp.Interval) or interval_fields(t) is not None or (t is not None and t.this == T.INTERVAL)
 
 
 def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
@@ -831,7 +936,7 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
     string again, as in Spark."""
     for node in list(tree.find_all(*_DATETIME_FUNCTIONS, exp.Add, exp.Sub, exp.Anonymous)):
         if isinstance(node, (exp.Add, exp.Sub)):
-            if isinstance(node.expression, exp.Interval) and kind(spark_type(node.this)) == "string":
+            if _an_interval(node.expression) and kind(spark_type(node.this)) == "string":
                 node.set("this", spark_cast(node.this, exp.DataType(this=T.TIMESTAMPTZ), STRING))
                 node.replace(spark_cast(node.copy(), STRING, exp.DataType(this=T.TIMESTAMPTZ)))
             continue
@@ -861,8 +966,8 @@ def datetime_strings_as_spark_reads_them(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (
     literals_as_spark_reads_them, casts_as_spark_does, datetime_strings_as_spark_reads_them,
-    arithmetic_as_spark_does, concatenation_casts_to_string, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
-    in_lists_as_spark_does, unions_widen_as_spark_does,
+    arithmetic_as_spark_does, text_arguments_cast_as_spark_does, averages_typed_as_spark, sums_typed_as_spark, comparisons_as_spark_does,
+    in_lists_as_spark_does, branches_widen_as_spark_does, unions_widen_as_spark_does,
 )
 
 FAMILY = Family("casts", transforms=TRANSFORMS, macros=MACROS)

@@ -24,8 +24,9 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
-from .sql_types import kind, spark_type
+from . import casts as spark_casts
 from .family import Family
+from .sql_types import BIGINT, interval_fields, kind, spark_type
 
 MACROS: dict[str, str] = {
     # Spark's casts of a string to DATE and TIMESTAMP are spark_casts' spark_str_to_date and spark_str_to_timestamp
@@ -185,7 +186,8 @@ def _date_format(args):
 def _from_unixtime(args):
     _arity(args, 1, 2)
     pattern = args[1] if len(args) == 2 else exp.Literal.string(FORMAT)
-    seconds = _sql("to_timestamp(CAST({0} AS BIGINT))", args[0])
+    # the seconds as Spark's implicit cast reads them: 'abc' is NULL, 1.9 is 1 (DuckDB fails, rounds)
+    seconds = _sql("to_timestamp({0})", spark_casts.spark_cast(args[0], BIGINT))
     return _with(patterns.format_sql(_constant_text(pattern, "from_unixtime"), "from_unixtime"), {patterns.VALUE: seconds})
 
 
@@ -230,26 +232,67 @@ def _date_add(sign: int):
     return translate
 
 
+_INTERVAL_PARTS = {  # field → (ANSI interval's part, calendar interval's part): DuckDB SQL of {0}, or of us (its microseconds)
+    "year": ("CAST(EXTRACT(year FROM {0}) AS INT)",) * 2,
+    "month": ("CAST(EXTRACT(month FROM {0}) AS TINYINT)",) * 2,
+    "day": ("CAST(us // 86400000000 AS INT)", "CAST(EXTRACT(day FROM {0}) AS INT)"),
+    "hour": ("CAST(us % 86400000000 // 3600000000 AS TINYINT)", "CAST(EXTRACT(hour FROM {0}) AS BIGINT)"),
+    "minute": ("CAST(us % 3600000000 // 60000000 AS TINYINT)", "CAST(EXTRACT(minute FROM {0}) AS TINYINT)"),
+    "second": ("CAST(us % 60000000 / 1000000 AS DECIMAL(8,6))", "CAST(EXTRACT(microsecond FROM {0}) / 1000000 AS DECIMAL(8,6))"),
+}
+"""Spark's ExtractIntervalPart: of an ANSI interval (a day-time one is so many microseconds: 40 hours are
+a day and 16 hours) and of a calendar interval (months, days and microseconds kept apart; its hours a
+BIGINT); DuckDB's EXTRACT reads the parts as a calendar interval's."""
+
+
 def _extract(field: str, source: exp.Expression, function: str) -> exp.Expression:
     """Spark's ``extract(field FROM source)``/``date_part(field, source)``: int fields, SECOND with its
-    fraction as decimal(8,6); of an interval, its own fields."""
+    fraction as decimal(8,6); of an interval, its own fields (``_INTERVAL_PARTS``)."""
     name = _FIELDS.get(field.upper())
     if name is None:
         raise MLSQLError(f"{function}: the field '{field}' is not a datetime field Spark knows (YEAR, QUARTER, MONTH, "
                          f"WEEK, DAY, DAYOFWEEK, DAYOFWEEK_ISO, DOY, HOUR, MINUTE, SECOND or their synonyms)")
-    if _is_interval(source):
-        if name == "second":
-            return _sql("CAST(microsecond({0}) / 1000000 AS DECIMAL(8,6))", source)
-        if name not in ("year", "month", "day", "hour", "minute"):
-            raise MLSQLError(f"{function}: an interval has no field '{field}'")
-        return _sql("CAST(" + name + "({0}) AS " + ("INT" if name in ("year", "day") else "TINYINT") + ")", source)
+    interval = _interval_form(source)
+    if interval is not None:
+        if name not in _INTERVAL_PARTS:
+            raise MLSQLError(f"{function}: Literals of type '{field.lower()}' are currently not supported for the interval type")
+        ansi, calendar = _INTERVAL_PARTS[name]
+        part = ansi if interval == "ansi" else calendar
+        if re.search(r"\bus\b", part):
+            part = "list_transform([epoch_us({0})], lambda us: " + part + ")[1]"
+        return _sql(part, source)
     if name in ("hour", "minute"):
         return _sql("CAST(" + name + "(spark_timestamp({0})) AS INT)", source)
     if name == "second":
         return _sql("CAST(microsecond(spark_timestamp({0})) / 1000000 AS DECIMAL(8,6))", source)
     if name == "dow":
         return _sql("CAST(dayofweek(spark_date({0})) + 1 AS INT)", source)
-    return _sql("CAST(date_part('" + name + "', spark_date({0})) AS INT)", source)
+    # EXTRACT, not date_part: a date_part call would be read again as Spark's (datetime_calls)
+    return _sql("CAST(EXTRACT(" + name + " FROM spark_date({0})) AS INT)", source)
+
+
+def _interval_form(node: exp.Expression) -> str | None:
+    """``ansi`` for a year-month or day-time interval (a literal with units, a sum of them, ``make_ym_interval``,
+    ``make_dt_interval``, a column of such a type), ``calendar`` for Spark's CalendarInterval (``make_interval``,
+    a cast of a string, an interval whose Spark type was lost in a table: DuckDB keeps one INTERVAL type),
+    None for anything else."""
+    t = spark_type(node)
+    if interval_fields(t) is not None:
+        return "ansi"
+    if _is_interval(node):
+        return "calendar" if _calendar(node) else "ansi"
+    if t is not None and t.this == exp.DataType.Type.INTERVAL:
+        return "calendar"
+    return None
+
+
+def _calendar(node: exp.Expression) -> bool:
+    if isinstance(node, (exp.Paren, exp.Neg)):
+        return _calendar(node.this)
+    if isinstance(node, (exp.Add, exp.Sub)):
+        return _calendar(node.this) or _calendar(node.expression)
+    return (isinstance(node, exp.Interval) and node.args.get("unit") is None) or (
+        isinstance(node, exp.Anonymous) and node.name.lower() == "make_interval")
 
 
 def _is_interval(node: exp.Expression) -> bool:
@@ -451,6 +494,58 @@ def _span_interval(text: str, start: str, end: str) -> exp.Expression:
     return exp.Paren(this=_sql(f"to_days({sign * int(values.get('DAY', 0))}) + to_microseconds({sign * micros})"))
 
 
+INTERVAL_UNITS = {**dict.fromkeys(("YEAR", "MONTH"), "year-month"),
+                  **dict.fromkeys(("WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"), "day-time")}
+"""The units of Spark's interval literals (each also plural), by the family of interval they make."""
+
+
+def _unit_family(node: exp.Expression) -> str | None:
+    unit = node.args.get("unit") if isinstance(node, exp.Interval) else None
+    if unit is None or isinstance(unit, exp.IntervalSpan):
+        return None
+    name = unit.name.upper()
+    family = INTERVAL_UNITS.get(name[:-1] if name.endswith("S") else name)
+    if family is None:
+        raise MLSQLError(f"Error parsing ' {node.this.name} {unit.name.lower()}' to interval, invalid unit "
+                         f"'{unit.name.lower()}' (Spark's units: {', '.join(u.lower() for u in INTERVAL_UNITS)})")
+    return family
+
+
+def interval_units(tree: exp.Expression) -> None:
+    """Spark 3.3's interval literals with units after their numbers (``interval 2 weeks 3 microseconds``):
+    a unit Spark does not know (``nanoseconds``) is its error; year-month and day-time units in one
+    literal are its error too ("Cannot mix year-month and day-time fields"); seconds keep microseconds,
+    the digits after them dropped (``13.123456789`` is 13.123456; DuckDB rounds); and a literal of several
+    units is one value, so ``interval 2 weeks 3 microseconds * 1.5`` multiplies all of it (sqlglot
+    writes the sum without parentheses)."""
+    for node in list(tree.find_all(exp.Interval)):
+        family = _unit_family(node)
+        if family == "day-time" and isinstance(node.this, exp.Literal):
+            whole, point, fraction = node.this.name.partition(".")
+            if len(fraction) > 6 and node.unit.name.upper().startswith("SECOND"):
+                node.set("this", exp.Literal.string(f"{whole}{point}{fraction[:6]}"))
+    for node in list(tree.find_all(exp.Add, exp.Sub)):
+        if isinstance(node.parent, (exp.Add, exp.Sub)):
+            continue  # the sum is judged whole, at its top
+        literals = list(_interval_terms(node))
+        if not literals:
+            continue
+        if {_unit_family(term) for term in literals} == {"year-month", "day-time"}:
+            raise MLSQLError(f"Cannot mix year-month and day-time fields: {node.sql('spark')}")
+        if isinstance(node.parent, (exp.Mul, exp.Div)):
+            node.replace(exp.Paren(this=node.copy()))
+
+
+def _interval_terms(node: exp.Expression):
+    """The interval literals a sum of them is made of (nothing when anything else is part of it)."""
+    if isinstance(node, (exp.Add, exp.Sub)):
+        left, right = list(_interval_terms(node.this)), list(_interval_terms(node.expression))
+        if left and right:
+            yield from left + right
+    elif isinstance(node, exp.Interval) and node.args.get("unit") is not None:
+        yield node
+
+
 def interval_literals(tree: exp.Expression) -> None:
     """Spark's ANSI interval literals ``INTERVAL '1-2' YEAR TO MONTH``, ``INTERVAL '1 02:03:04' DAY TO
     SECOND``...: DuckDB reads none of the ``start TO end`` forms."""
@@ -509,8 +604,8 @@ def timestamps_as_text(tree: exp.Expression) -> None:
                 node.replace(_call("spark_cast_string", node.this))
 
 
-_STEPS = (extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
-"""In this order: ``extract`` and ``+``/``-`` read interval literals before they are rewritten."""
+_STEPS = (interval_units, extract_fields, interval_arithmetic, timestamp_literals, timestamps_as_text, datetime_calls, interval_literals)
+"""In this order: units checked first; ``extract`` and ``+``/``-`` read interval literals before they are rewritten."""
 
 
 def datetime_semantics(tree: exp.Expression) -> None:

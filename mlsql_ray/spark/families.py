@@ -3,7 +3,8 @@
 call's expanded size (``macro_expansion``) and the DuckDB connection read ``MACROS``, and a
 connection creates the Python-implemented functions (``define_python_functions``).
 
-The order is the rewrites' order: casts first (every other rewrite sees Spark's types), the string,
+The order is the rewrites' order: which table a name means first (``relations``), then one
+spelling for each grouping expression (before the casts write two spellings apart), then casts (every other rewrite sees Spark's types), the string,
 math, hash and format families before the others (which write regexes and substrings of their own).
 """
 
@@ -13,11 +14,11 @@ import importlib
 import re
 
 from . import arrays_maps, byzer, casts, datetimes, formats, functions, grouping, hashes, json_csv, maths, regexes
-from . import strings, vectors
+from . import relations, strings, vectors
 from .family import Family, Transform
 
 FAMILIES: tuple[Family, ...] = (
-    casts.FAMILY, byzer.FAMILY, functions.FAMILY,
+    relations.FAMILY, grouping.SPELLINGS, casts.FAMILY, byzer.FAMILY, functions.FAMILY,
     regexes.FAMILY, strings.FAMILY, maths.FAMILY, hashes.FAMILY, formats.FAMILY,
     json_csv.FAMILY, arrays_maps.FAMILY, grouping.FAMILY, datetimes.FAMILY, vectors.FAMILY,
 )

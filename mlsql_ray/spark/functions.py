@@ -12,7 +12,7 @@ import re
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from . import casts as spark_casts, datetimes as spark_datetime
 from .family import Family
@@ -47,12 +47,75 @@ def parse(spark_sql: str) -> list[exp.Expression | None]:
         if token.text.upper() in PLAIN_CALLS and following.token_type == TokenType.L_PAREN:
             placeholder = f"{_PLACEHOLDER}{len(written)}"
             written[placeholder], token.text, token.token_type = token.text, placeholder, TokenType.VAR
+    tokens = _pivot_expressions_as_calls(tokens)
     trees = spark.parser().parse(tokens, spark_sql)
-    for tree in (t for t in trees if t is not None and written):
-        for call in tree.find_all(exp.Anonymous):
+    for tree in (t for t in trees if t is not None):
+        for call in list(tree.find_all(exp.Anonymous)):
             if call.name in written:
                 call.set("this", written[call.name])
+            elif call.name == _PIVOT_EXPRESSION:
+                call.replace(call.expressions[0])
     return trees
+
+
+_PIVOT_EXPRESSION = "__mlsql_pivot_expression"
+
+
+def _pivot_expressions_as_calls(tokens: list[Token]) -> list[Token]:
+    """Spark's ``PIVOT (avg(x) + 1 AS a FOR ...)`` takes any expression over aggregates; sqlglot's parser
+    only calls (sqlglot bug: ``sqlglot.parse_one("select * from t pivot (avg(x) + 1 as a for y in (1))",
+    read="spark")`` fails with "Expecting FOR"). Each expression that is more than a call is read as the
+    argument of a placeholder call, which ``parse`` takes away again."""
+    out: list[Token] = []
+    i = 0
+    while i < len(tokens):
+        out.append(tokens[i])
+        if tokens[i].token_type == TokenType.PIVOT and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
+            out.append(tokens[i + 1])
+            i += 2
+            segment: list[Token] = []
+            depth = 0
+            while i < len(tokens) and not (depth == 0 and tokens[i].token_type == TokenType.FOR):
+                token = tokens[i]
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+                if depth == 0 and token.token_type == TokenType.COMMA:
+                    out.extend(_as_call(segment) + [token])
+                    segment = []
+                else:
+                    segment.append(token)
+                i += 1
+            out.extend(_as_call(segment))
+            continue
+        i += 1
+    return out
+
+
+def _as_call(segment: list[Token]) -> list[Token]:
+    """One aggregate expression of a PIVOT, with its alias if any; wrapped when it is more than one call."""
+    alias_at = len(segment)
+    if len(segment) >= 2 and segment[-2].token_type == TokenType.ALIAS:
+        alias_at = len(segment) - 2
+    elif len(segment) >= 2 and segment[-1].token_type in (TokenType.VAR, TokenType.IDENTIFIER) \
+            and segment[-2].token_type in (TokenType.R_PAREN, TokenType.NUMBER, TokenType.STRING):
+        alias_at = len(segment) - 1
+    expression, alias = segment[:alias_at], segment[alias_at:]
+    if len(expression) >= 3 and expression[1].token_type == TokenType.L_PAREN and _closing(expression, 1) == len(expression) - 1:
+        return segment  # a call: sqlglot reads it
+    first = expression[0] if expression else (alias[0] if alias else None)
+    if first is None:
+        return segment
+    placeholder = [Token(TokenType.VAR, _PIVOT_EXPRESSION, first.line, first.col, first.start, first.start),
+                   Token(TokenType.L_PAREN, "(", first.line, first.col, first.start, first.start)]
+    return placeholder + expression + [Token(TokenType.R_PAREN, ")", first.line, first.col, first.end, first.end)] + alias
+
+
+def _closing(tokens: list[Token], opening: int) -> int:
+    depth = 0
+    for i in range(opening, len(tokens)):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[i].token_type, 0)
+        if depth == 0:
+            return i
+    return -1
 
 
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:

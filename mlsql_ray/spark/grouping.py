@@ -128,8 +128,58 @@ def _leaves(node: exp.Expression):
     if isinstance(node, (exp.Cube, exp.Rollup, exp.GroupingSets, exp.Tuple)):
         for item in node.expressions:
             yield from _leaves(item)
+    elif isinstance(node, exp.Paren):  # a set of one: ((a))
+        yield from _leaves(node.this)
     else:
         yield node
+
+
+COMMUTATIVE = (exp.Add, exp.Mul, exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.And, exp.Or, exp.BitwiseAnd, exp.BitwiseOr,
+               exp.BitwiseXor)
+
+
+def canonical(node: exp.Expression) -> str:
+    """The text of an expression with the operands of commutative operators in one order: Spark's
+    ``semanticEquals`` (its canonicalized form), by which ``b + a`` groups as ``a + b``."""
+    copy = node.copy()
+    for part in reversed(list(copy.walk())):  # innermost first
+        if isinstance(part, exp.Paren):
+            part.replace(part.this)
+        elif isinstance(part, COMMUTATIVE):
+            left, right = sorted((part.this, part.expression), key=lambda e: e.sql())
+            part.set("this", left)
+            part.set("expression", right)
+    return copy.sql()
+
+
+def grouping_expressions_spelt_once(tree: exp.Expression) -> None:
+    """Each grouping expression of CUBE, ROLLUP and GROUPING SETS written one way, its first:
+    ``GROUPING SETS ((a + b), (b + a))`` groups twice by ``a + b`` in Spark, and the select's ``a + b``
+    is not NULL in the second set; DuckDB tells the two spellings apart. A select item that is a
+    grouping expression spelled otherwise takes its spelling too. Before the other rewrites, which
+    write the two spellings apart (``CAST(a AS BIGINT) + b``)."""
+    for group in list(tree.find_all(exp.Group)):
+        select = group.parent
+        if isinstance(select, exp.Select) and (group.args.get("grouping_sets") or group.args.get("cube")
+                                               or group.args.get("rollup") or any(
+                isinstance(e, (exp.Cube, exp.Rollup, exp.GroupingSets)) for e in group.expressions)):
+            _spell_once(select, group)
+
+
+def _spell_once(select: exp.Select, group: exp.Group) -> None:
+    first: dict[str, exp.Expression] = {}
+    for node in list(group.iter_expressions()):
+        for leaf in list(_leaves(node)):
+            key = canonical(leaf)
+            if key not in first:
+                first[key] = leaf
+            elif leaf.sql() != first[key].sql():
+                leaf.replace(first[key].copy())
+    for item in select.expressions:
+        inner = item.this if isinstance(item, exp.Alias) else item
+        spelt = first.get(canonical(inner)) if not isinstance(inner, exp.Column) else None
+        if spelt is not None and spelt.sql() != inner.sql():
+            inner.replace(spelt.copy())
 
 
 # -- aggregates ------------------------------------------------------------------------------------
@@ -146,7 +196,7 @@ def aggregates(tree: exp.Expression) -> None:
     for node in list(tree.find_all(exp.Anonymous, *AGGREGATES)):
         if isinstance(node, exp.Anonymous):
             _named_aggregate(node)
-        elif isinstance(node, exp.Any) and not isinstance(node.parent, COMPARISONS):
+        elif isinstance(node, exp.Any) and not isinstance(node.parent, (*COMPARISONS, exp.Like, exp.ILike)):
             node.replace(_call("bool_or", node.this.unnest().copy()))
         elif isinstance(node, exp.IgnoreNulls) and isinstance(node.this, FIRST_LAST) and not isinstance(node.parent, exp.Window):
             node.replace(_first_or_last(node.this, ignore_nulls=True))
@@ -270,8 +320,17 @@ def covariance_argument_order(tree: exp.Expression) -> None:
 
 def values_rows_in_parentheses(tree: exp.Expression) -> None:
     """Spark reads ``VALUES (('a', 10)), (('b', 50)) AS t(x, y)`` (as the function reference
-    writes ``max_by``'s example) as rows of two columns; DuckDB as rows of one struct."""
+    writes ``max_by``'s example) as rows of two columns; DuckDB as rows of one struct. Rows without
+    parentheses, ``VALUES 1, 2, 3 AS data(a)``: sqlglot takes the table's name for the last value's alias
+    (``(3 AS data)``), which goes back to the table."""
     for values in list(tree.find_all(exp.Values)):
+        last = values.expressions[-1] if values.expressions else None
+        alias = values.args.get("alias")
+        if isinstance(last, exp.Tuple) and last.expressions and isinstance(last.expressions[-1], exp.Alias) \
+                and alias is not None and not alias.name:
+            named = last.expressions[-1]
+            alias.set("this", named.args["alias"].copy())
+            named.replace(named.this.copy())
         for row in values.expressions:
             if isinstance(row, exp.Tuple) and len(row.expressions) == 1 and isinstance(row.expressions[0], exp.Tuple):
                 row.set("expressions", [e.copy() for e in row.expressions[0].expressions])
@@ -300,3 +359,6 @@ TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (gated(
 ),)
 
 FAMILY = Family("grouping", transforms=TRANSFORMS)
+
+SPELLINGS = Family("grouping spellings", transforms=(grouping_expressions_spelt_once,))
+"""Run before the casts, which would write two spellings of one grouping expression apart."""

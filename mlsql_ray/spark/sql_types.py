@@ -441,8 +441,15 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         return build("BINARY")
     if isinstance(node, exp.Interval):
         return _interval_literal_type(node)
-    if isinstance(node, exp.Typeof) or (isinstance(node, exp.Anonymous) and node.name.lower() == "typeof"):
+    if isinstance(node, exp.Typeof):
         return STRING
+    if isinstance(node, exp.Anonymous) and node.name.lower() in CALL_TYPES:
+        return build(CALL_TYPES[node.name.lower()])
+    if isinstance(node, exp.Array) and node.expressions:
+        element = spark_type(node.expressions[0])
+        for item in node.expressions[1:]:
+            element = wider_type(element, spark_type(item))
+        return exp.DataType(this=T.ARRAY, nested=True, expressions=[element]) if kind(element) is not None else None
     if isinstance(node, (exp.Paren, exp.Alias, exp.Neg)):
         return spark_type(node.this)
     if isinstance(node, ARITHMETIC):
@@ -460,6 +467,18 @@ def _local_type(node: exp.Expression) -> exp.DataType | None:
         if container is not None and container.this in (T.ARRAY, T.MAP) and container.expressions:
             return container.expressions[-1]
     return None
+
+
+CALL_TYPES: dict[str, str] = {
+    "typeof": "STRING", "date_format": "STRING", "from_unixtime": "STRING",
+    **dict.fromkeys(("timestamp", "to_timestamp", "make_timestamp", "date_trunc", "from_utc_timestamp", "to_utc_timestamp",
+                     "timestamp_seconds", "timestamp_millis", "timestamp_micros"), "TIMESTAMPTZ"),
+    **dict.fromkeys(("date", "to_date", "date_add", "date_sub", "add_months", "last_day", "next_day", "make_date", "trunc",
+                     "date_from_unix_date"), "DATE"),
+    **dict.fromkeys(("unix_timestamp", "to_unix_timestamp", "unix_seconds", "unix_millis", "unix_micros"), "BIGINT"),
+}
+"""Spark's result type of the calls sqlglot leaves as plain calls (``spark_functions.PLAIN_CALLS``: the datetime
+functions ``spark_datetime`` translates itself), by lower-case name."""
 
 
 def _column_type(column: exp.Column) -> exp.DataType | None:

@@ -84,7 +84,6 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}")
     try:
         tree = trees[0]
-        _spark_range(tree)
         with sql_types.typing_of(tree, schemas, spark_sql):
             for transform in families.TRANSFORMS:
                 transform(tree)
@@ -104,18 +103,6 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         raise MLSQLError(_TOO_DEEP) from exc
     except Exception as exc:  # noqa: BLE001 - as above
         raise MLSQLError(f"cannot translate this SQL (sqlglot failed on it: {type(exc).__name__}: {exc})") from exc
-
-
-def _spark_range(tree: exp.Expression) -> None:
-    """Spark's ``range(...)`` table has one column ``id``; DuckDB's has ``range``. Read from
-    ``(SELECT range AS id FROM range(...))`` instead (Spark's 4th argument, the number of
-    partitions, means nothing here)."""
-    for table in list(tree.find_all(exp.Table)):
-        call = table.this
-        if isinstance(call, exp.Anonymous) and call.name.lower() == "range":
-            rows = exp.Table(this=exp.Anonymous(this="range", expressions=call.expressions[:3]))
-            select = exp.select(exp.alias_(exp.column("range"), "id")).from_(rows)
-            table.replace(exp.Subquery(this=select, alias=table.args.get("alias")))
 
 
 _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
