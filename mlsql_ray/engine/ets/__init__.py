@@ -10,8 +10,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import ast
-from ...options import check_known
-from ..datasources.base import params_table
+from ...options import check_known, params_table
 from ..result import PREVIEW_ROWS, Result
 from ...ml.ets import discretizer, feature_extract, fitted, indexing, scaling, tfidf, vecmap, word2vec
 from ...ml.ets.base import ET, Call, Partitioned
