@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from .errors import MLSQLError
-from .storage import rows as file_rows, streaming_tar
+from . import config
+from .storage import delta, rows as file_rows, streaming_tar
 
 
 
@@ -30,7 +31,7 @@ def rows_from_model_file(data: bytes, name: str = "model.keras") -> list[dict]:
 def model_from_rows(rows: Iterable[Mapping], what: str = "model rows", unsafe: bool = False):
     """Rebuild and load the Keras model stored in streaming_tar rows. A model whose file carries
     Python code is refused unless ``unsafe`` (see ``refuse_python_code``)."""
-    import keras
+    import keras  # heavy: TensorFlow
 
     with model_file(rows, what) as path:
         refuse_python_code(path, what, unsafe)
@@ -111,7 +112,7 @@ def _model_config(path: Path):
         if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
                 return json.loads(archive.read("config.json"))
-        import h5py
+        import h5py  # heavy: h5py
 
         with h5py.File(path, "r") as h5:
             text = h5.attrs.get("model_config")
@@ -124,9 +125,6 @@ def load_model(table: str, warehouse: str | os.PathLike | None = None, version: 
                unsafe: bool = False):
     """The Keras model saved in Delta table ``table`` (``db.name``), at ``version`` or the latest.
     ``unsafe=True`` also loads a model that carries Python code (a ``Lambda`` layer), running it."""
-    from . import config
-    from .storage import delta
-
     root = config.warehouse(warehouse)
     options = {} if version is None else {"version": str(version)}
     path = delta.table_path(root, table, {})

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from pyarrow import fs
+
 from .errors import MLSQLError
 
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$")
@@ -133,8 +135,6 @@ class ObjectPath:
 
     def filesystem(self):
         """A pyarrow filesystem for this path's store (paths on it are ``key``)."""
-        from pyarrow import fs
-
         if self.scheme != "s3":
             filesystem, _ = fs.FileSystem.from_uri(self.uri)  # GCS/Azure: their own environment variables
             return filesystem
@@ -146,18 +146,12 @@ class ObjectPath:
         return self.filesystem().get_file_info(self.key)
 
     def exists(self) -> bool:
-        from pyarrow import fs
-
         return self._info().type != fs.FileType.NotFound
 
     def is_dir(self) -> bool:
-        from pyarrow import fs
-
         return self._info().type == fs.FileType.Directory
 
     def is_file(self) -> bool:
-        from pyarrow import fs
-
         return self._info().type == fs.FileType.File
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
@@ -187,8 +181,6 @@ def delta_options(path) -> dict[str, str] | None:
 def _s3_filesystem(options: tuple[tuple[str, str], ...]):
     """One pyarrow S3 filesystem per set of options: making one costs tens of milliseconds (its
     client and credential chain), and every ``exists``/``is_dir``/listing asks for one."""
-    from pyarrow import fs
-
     options = dict(options)
     kwargs: dict = {}
     if options.get("AWS_ACCESS_KEY_ID"):

@@ -1,6 +1,7 @@
 """The ``where`` options of statements, data sources, ETs and algorithms: one ``Param`` type
 describing an option, one parser for the parameter groups (``fitParam.N.name``) and one check
-that refuses an option nobody knows, naming the ones that are known.
+that refuses an option nobody knows, naming the ones that are known; and the table that lists
+a source's or an ET's options (``params_table``).
 
 Low in the layering (only ``errors`` below it) so that data sources, ETs and algorithms share it.
 """
@@ -11,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
+
+import pyarrow as pa
 
 from .errors import MLSQLError
 
@@ -82,3 +85,13 @@ def check_known(options: Iterable[str], known: Iterable[str], what: str, ignore_
         plural = "s" if len(unknown) > 1 else ""
         raise MLSQLError(f"{what} has no option{plural} {', '.join(map(repr, unknown))}; "
                          f"it knows: {', '.join(known) or 'none'}")
+
+
+_PARAMS_SCHEMA = pa.schema([("param", pa.string()), ("description", pa.string()), ("default", pa.string())])
+
+
+def params_table(params: tuple[Param, ...]) -> pa.Table:
+    """Options as ``!show "datasources/params/NAME"`` and ``!show "et/params/NAME"`` show them:
+    Byzer's columns ``param`` and ``description``, and the default."""
+    return pa.table({"param": [p.name for p in params], "description": [p.description for p in params],
+                     "default": [p.default for p in params]}, schema=_PARAMS_SCHEMA)

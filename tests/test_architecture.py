@@ -6,6 +6,11 @@ functions included, so an upward import hidden in a function body fails here too
 
 from __future__ import annotations
 
+import ast as python_ast
+import io
+import tokenize
+import tomllib
+
 import grimp
 from importlinter import cli
 
@@ -14,9 +19,10 @@ from conftest import ROOT
 
 def test_layers_only_look_down():
     """pyproject.toml's [tool.importlinter] contracts, by folder: kernel → frontend → engine → ml
-    → train → cells/models → storage/lang → spark → config/cluster/progress/arrays/options → objectstore →
-    errors → masking; inside frontend/ the shells over the driver over what they share, inside cluster/ the warm pool over the
-    link to Ray over the log filters over Ray's internals."""
+    → train → cells/models → storage/lang → spark → config/cluster/progress/arrays/options → objectstore → errors →
+    masking; inside frontend/ the shells over the driver over what they share, inside cluster/ the warm pool over the
+    link to Ray over the log filters over Ray's internals, inside engine/ the session over the statements
+    over the commands over the data sources over the ETs over the catalog and the files."""
     assert cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
 
 
@@ -76,8 +82,6 @@ def test_nothing_outside_the_session_reaches_into_its_private_attributes():
     """Statement handlers, commands, sources and front ends use the session's public runtime
     (``query``, ``local_path``, ``location``, ``run_one``, ``run_script``, ``include_stack``, …),
     never its private state: ``session._anything`` appears in ``engine/session.py`` alone."""
-    import ast as python_ast
-
     reaching = []
     for file in sorted((ROOT / "mlsql_ray").rglob("*.py")):
         if file == ROOT / "mlsql_ray" / "engine" / "session.py":
@@ -88,3 +92,75 @@ def test_nothing_outside_the_session_reaches_into_its_private_attributes():
                     and (getattr(node.value, "id", None) or getattr(node.value, "attr", None)) in {"session", "_session"}):
                 reaching.append(f"{file.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert reaching == []
+
+
+def _contract(name: str) -> dict:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    return next(c for c in contracts if c["name"] == name)
+
+
+def _layer_names(layer: str) -> set[str]:
+    """The modules of one layer, ``(optional)`` ones unwrapped."""
+    return {name.strip().strip("()") for name in layer.split("|")}
+
+
+def test_the_engine_rooms_only_look_down_and_hold_every_module():
+    """The engine's contract in pyproject.toml: the session over the statements over the ``!``
+    commands over the data sources over the ETs over the catalog and the files; every module of
+    ``engine/`` sits in one of its layers (a new one must be placed), and no import, inside a
+    function or not, goes up or sideways between two of them."""
+    contract = _contract("the engine's rooms")
+    layers = contract["layers"]
+    assert contract["containers"] == ["mlsql_ray.engine"] and contract.get("exhaustive") is True
+    graph = grimp.build_graph("mlsql_ray", cache_dir=None)
+    children = {m.rpartition(".")[2] for m in graph.find_children("mlsql_ray.engine")}
+    placed = set().union(*map(_layer_names, layers))
+    assert children - placed == set()
+    order = [name for layer in layers for name in sorted(_layer_names(layer))]
+    assert order.index("session") < order.index("statements") < order.index("commands") \
+        < order.index("datasources") < order.index("ets") < order.index("catalog") < order.index("files")
+    present = [{name for name in _layer_names(layer) if name in children} for layer in layers]
+    illegal = graph.find_illegal_dependencies_for_layers(
+        layers=[grimp.Layer(*names) for names in present if names], containers={"mlsql_ray.engine"})
+    assert [(d.importer, d.imported) for d in illegal] == []
+
+
+def _unexplained_imports(source: str) -> list[int]:
+    """Lines of the imports made inside a function of ``source`` with no comment saying why: a run
+    of consecutive import statements is explained by a comment on one of its lines or on the line
+    just above it."""
+    comments = {token.start[0] for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                if token.type == tokenize.COMMENT}
+    unexplained = set()
+    for function in python_ast.walk(python_ast.parse(source)):
+        if not isinstance(function, (python_ast.FunctionDef, python_ast.AsyncFunctionDef)):
+            continue
+        for node in python_ast.walk(function):
+            for body in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
+                run: list[python_ast.stmt] = []
+                for statement in [*(body if isinstance(body, list) else []), None]:
+                    if isinstance(statement, (python_ast.Import, python_ast.ImportFrom)):
+                        run.append(statement)
+                        continue
+                    if run and not comments & set(range(run[0].lineno - 1, run[-1].end_lineno + 1)):
+                        unexplained.add(run[0].lineno)
+                    run = []
+    return sorted(unexplained)
+
+
+def test_the_check_of_function_level_imports_sees_a_missing_reason():
+    bare = "def f():\n    import json\n\n    return json\n"
+    explained = "def f():\n    import ray  # heavy: Ray\n    from . import x\n\n    return ray, x\n"
+    above = "def f():\n    # the kernel starts without DuckDB\n    from .engine import Session\n    return Session\n"
+    assert _unexplained_imports(bare) == [2]
+    assert _unexplained_imports(explained) == _unexplained_imports(above) == []
+
+
+def test_every_function_level_import_says_why():
+    """An import inside a function is there for a reason, which its comment gives: the library is
+    heavy (TensorFlow, Ray, scikit-learn, deltalake, …) and only some runs need it, or a start
+    (the kernel's, ``mlsql-ray run``'s, a Ray worker's) must not pay for it; every other import
+    belongs at the top of its module, where the import graph shows it."""
+    found = [f"{file.relative_to(ROOT)}:{line}" for file in sorted((ROOT / "mlsql_ray").rglob("*.py"))
+             for line in _unexplained_imports(file.read_text())]
+    assert found == []

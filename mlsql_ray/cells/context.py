@@ -17,6 +17,8 @@ import pyarrow as pa
 
 from ..arrays import column_to_numpy
 from ..errors import MLSQLError
+from ..storage import streaming_tar
+from ..storage.rows import FILE_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,7 @@ class DataServer:
     def read(self) -> pa.Table:
         if self.plan is not None:
             return self.plan.read()
-        import ray
+        import ray  # heavy: Ray
 
         return ray.get(self.ref)
 
@@ -195,9 +197,6 @@ class RayContext:
 
     def build_result_from_dir(self, path: str) -> None:
         """A file or directory becomes ``schema=file`` rows (see ``streaming_tar``)."""
-        from ..storage import streaming_tar
-        from ..storage.rows import FILE_SCHEMA
-
         self.context.result = pa.Table.from_pylist(list(streaming_tar.build_rows_from_file(path)), schema=FILE_SCHEMA)
 
     # -- dataMode=data: functions run next to each partition ---------------------------------
@@ -212,7 +211,7 @@ class RayContext:
         self._map_partitions(fn_rows, per_row=False)
 
     def _map_partitions(self, fn, per_row: bool) -> None:
-        import ray
+        import ray  # heavy: Ray
 
         # user code with side effects, as the cell: run once, never again after a worker died
         task = ray.remote(_map_partition).options(max_retries=0, **env_options(self.context.env))
@@ -224,7 +223,7 @@ class RayContext:
 def _get_all(refs: list) -> list:
     """``ray.get`` of every ref; on the first failure the others are cancelled and their
     errors collected, so that Ray does not print each of them again as "unhandled"."""
-    import ray
+    import ray  # heavy: Ray
 
     try:
         return ray.get(refs)

@@ -42,7 +42,7 @@ def parse_limit(value: str | None) -> int | None:
     if not text.isdigit() or int(text) < 1:
         raise MLSQLError(f"{SETTING} is a number of megabytes (a positive whole number), not {value!r}")
     try:
-        import resource
+        import resource  # Unix only
 
         resource.RLIMIT_AS  # noqa: B018 - present on Linux and macOS, enforced on Linux
     except (ImportError, AttributeError):
@@ -65,7 +65,7 @@ def memory_limit(megabytes: int | None) -> Iterator[None]:
     if megabytes is None:
         yield
         return
-    import resource
+    import resource  # Unix only
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = address_space() + megabytes * 2**20

@@ -22,11 +22,18 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlglot
+import sqlglot.errors
+from pyarrow import fs
+from sqlglot import exp
+
+from ..errors import MLSQLError
 
 READ_CACHE_BYTES = 256 * 2**20  # per process: a partition read again (the same handle, a loop) is not re-read
 
@@ -94,7 +101,7 @@ class FragmentRows:
         return isinstance(other, FragmentRows) and hash(self) == hash(other) and self.schema.equals(other.schema)
 
     def define(self, con, name: str) -> None:
-        import pyarrow.dataset as ds
+        import pyarrow.dataset as ds  # heavy: pyarrow.dataset imports pandas
 
         paths = [f.path for f in self.fragments]
         _check_unchanged(paths, self.stamps, _stamps(self.filesystem, paths))
@@ -106,8 +113,6 @@ class FragmentRows:
 
 def _stamps(filesystem, paths: list[str]) -> list[tuple[int, int] | None]:
     """(size, mtime in ns) of each file, None for one that is gone: one listing call for all."""
-    from pyarrow import fs
-
     return [(info.size, info.mtime_ns) if info.type == fs.FileType.File else None
             for info in filesystem.get_file_info(paths)]
 
@@ -128,8 +133,6 @@ def _local_stamps(paths) -> list[tuple[int, int] | None]:
 def _check_unchanged(paths, planned, now) -> None:
     """A partition's files as they were when it was planned, or the user's error: one rewritten,
     replaced or removed since would give other rows than the plan counted."""
-    from ..errors import MLSQLError
-
     for path, stamp, current in zip(paths, planned, now):
         if current != stamp:
             raise MLSQLError(f"the input file {path} changed while the cell read it")
@@ -190,7 +193,7 @@ class FileRows:
 
 
 def _connection(setup: tuple[str, ...]):
-    import duckdb
+    import duckdb  # heavy: DuckDB, which a cell's Ray worker goes without
 
     con = duckdb.connect()
     for statement in setup:
@@ -218,7 +221,7 @@ class StoredRows:
         return tuple((ref.hex(), offset, length) for ref, offset, length in self.spans)
 
     def read(self) -> pa.Table:
-        import ray
+        import ray  # heavy: Ray
 
         tables = ray.get([ref for ref, _, _ in self.spans])
         pieces = [t.slice(offset, length) for t, (_, offset, length) in zip(tables, self.spans)]
@@ -258,7 +261,7 @@ def file_plan(session, name: str, num_partitions: int | None) -> list | None:
 
 def _stored_plan(session, name: str, parts, num_partitions) -> list:
     """Stream the table from DuckDB (or the in-memory table) into the object store, a batch at a time."""
-    import ray
+    import ray  # heavy: Ray
 
     reader = session.catalog.batches(name)
     batches: list[tuple[Any, int]] = []
@@ -340,7 +343,7 @@ def _file_sources(session, entry) -> list[tuple[Any, int]] | None:
         return None
     if entry.parquet_files:
         return _parquet_sources(session, entry)
-    import pyarrow.dataset as ds
+    import pyarrow.dataset as ds  # heavy: pyarrow.dataset imports pandas
 
     if isinstance(entry.data, ds.FileSystemDataset) and isinstance(entry.data.format, ds.ParquetFileFormat):
         dataset = entry.data
@@ -352,8 +355,6 @@ def _file_sources(session, entry) -> list[tuple[Any, int]] | None:
 
 
 def _parquet_sources(session, entry) -> list[tuple[Any, int]] | None:
-    import pyarrow.parquet as pq
-
     relation = session.catalog.relation(entry.name) if entry.name in session.catalog else None
     if relation is None or "file_row_number" in relation.columns:
         return None
@@ -388,16 +389,12 @@ def _pieces(sources: list[tuple[Any, int]], begin: int, end: int) -> tuple:
 
 
 def _merged(piece, source):
-    from dataclasses import replace
-
     if isinstance(piece, ParquetRows):
         return replace(piece, files=piece.files + source.files, stamps=piece.stamps + source.stamps)
     return replace(piece, fragments=piece.fragments + source.fragments, stamps=piece.stamps + source.stamps)
 
 
 def _ranged(source, start: int, stop: int):
-    from dataclasses import replace
-
     return replace(source, start=start, stop=stop)
 
 
@@ -410,10 +407,6 @@ _NOT_ROW_WISE = ("joins", "group", "having", "qualify", "distinct", "order", "li
 def row_wise_source(sql: str, setup: tuple[str, ...] = ()) -> str | None:
     """The one table ``sql`` reads when it takes each output row from one input row in order
     (projections, filters and scalar functions over a plain FROM), else None."""
-    import sqlglot
-    import sqlglot.errors
-    from sqlglot import exp
-
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.SqlglotError:
@@ -466,6 +459,4 @@ def _calls(node):
 
 def _keeps_every_row(sql: str) -> bool:
     """A row-wise select without WHERE: one output row per input row, so no rows to count."""
-    import sqlglot
-
     return sqlglot.parse_one(sql, read="duckdb").args.get("where") is None

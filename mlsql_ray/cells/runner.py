@@ -26,9 +26,10 @@ from typing import Iterator
 from ..errors import MLSQLError
 from ..lang import ast
 from .context import CellContext, DataServer, RayContext, env_options
-from . import output, partitions
+from . import context, output, partitions
 from .memory import memory_limit, parse_limit
 from .schema import conform, parse_schema
+from ..storage import streaming_tar
 
 KNOWN_SETTINGS = {
     "input": "table whose partitions become data servers",
@@ -47,9 +48,6 @@ KNOWN_SETTINGS = {
 # -- `from pyjava.api.mlsql import RayContext` inside cells ------------------------------------
 
 def _alias_modules() -> dict[str, types.ModuleType]:
-    from ..storage import streaming_tar
-    from . import context
-
     def package(name: str, **attrs) -> types.ModuleType:
         module = types.ModuleType(name, f"mlsql-ray's stand-in for {name} inside --%python cells")
         module.__path__ = []  # a package, so its submodules import
@@ -293,7 +291,7 @@ def execute_on_ray(cell: ast.PythonCell, context: CellContext) -> Iterator[outpu
 def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext:
     """The cell as one Ray task, tried once: Ray's default would run it again, side effects and
     all, after a worker died (``max_retries``) or after the cell raised (``retry_exceptions``)."""
-    import ray
+    import ray  # heavy: Ray
 
     task = ray.remote(num_cpus=1, max_retries=0, retry_exceptions=False, **env_options(context.env))(execute_on_ray)
     try:
@@ -315,7 +313,7 @@ def _execute_remotely(cell: ast.PythonCell, context: CellContext) -> CellContext
 
 def _death(exc: BaseException) -> str:
     """How a worker died, in the words Ray's exception gives."""
-    import ray
+    import ray  # heavy: Ray
 
     if isinstance(exc, ray.exceptions.OutOfMemoryError):
         return "Ray's memory monitor killed it, the node was running out of memory"

@@ -33,7 +33,7 @@ def imported_ray():
     for by the import statement, never handed out half-initialized as ``sys.modules`` would."""
     if "ray" not in sys.modules:
         return None
-    import ray
+    import ray  # heavy: Ray
 
     return ray
 
@@ -157,7 +157,7 @@ def start_local_ray(attempts: int = 3, **options):
 
 
 def _start_local_ray(attempts: int, **options):
-    import ray
+    import ray  # heavy: Ray
 
     _token_auth_on()
     ray_log, remark = logging.getLogger("ray._private.worker"), _SigtermRemark()
@@ -273,7 +273,7 @@ class RayLink:
         """``ensure()`` before it is needed (from a background thread): an error is kept for the
         next ``ensure``, where the statement that needs Ray meets it. "started" if this call started
         the Ray it is connected to, "connected" if Ray was up already or reached, None on error."""
-        import ray
+        import ray  # heavy: Ray
 
         with self._lock:
             was_up = ray.is_initialized()
@@ -285,7 +285,7 @@ class RayLink:
             return "started" if self.owned and not was_up else "connected"
 
     def _ensure(self, address: str | None):
-        import ray
+        import ray  # heavy: Ray
 
         wanted = address if address is not None else self.default_address
         if wanted is not None:
@@ -338,7 +338,7 @@ class RayLink:
             return False
 
     def cpus(self) -> int:
-        import ray
+        import ray  # heavy: Ray
 
         return max(1, int(ray.cluster_resources().get("CPU", 1)))
 

@@ -25,6 +25,8 @@ import select
 import sys
 import threading
 
+from .ray_internals import wrap_error_printer, wrap_print_logs
+
 NOISE_PATTERNS = (
     r"All log messages before absl::InitializeLog\(\) is called",
     r"^\s*[IW]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\]",  # absl/glog info and warning lines (TensorFlow, XLA, gRPC)
@@ -65,9 +67,7 @@ def quiet_ray() -> None:
     ``wrap_error_printer``: Ray offers no public filter, only all or nothing with
     ``log_to_driver``). Ray's deduplication hint is printed only while Ray's
     ``log_once("log_dedup_warning")`` is unused: using it up keeps the hint away."""
-    from ray.util.debug import log_once
-
-    from .ray_internals import wrap_error_printer, wrap_print_logs
+    from ray.util.debug import log_once  # heavy: Ray
 
     if not _state["verbose"]:
         log_once("log_dedup_warning")

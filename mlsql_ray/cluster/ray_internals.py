@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 
 @contextlib.contextmanager
@@ -29,7 +30,7 @@ def single_machine_mode():
     ``ray.init(_node_ip_address="127.0.0.1")`` alone is swapped for the outward address, and the
     environment variable behind the constant is read once at import.
     """
-    from ray._private import ray_constants
+    from ray._private import ray_constants  # heavy: Ray
 
     saved = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
@@ -51,7 +52,7 @@ def minimal_dashboard_agent():
     15 s wait for the agent's port. The embedded instance serves no dashboard, so it keeps the
     agent it has without the extra. There is no public switch.
     """
-    from ray._private import utils
+    from ray._private import utils  # heavy: Ray
 
     saved = utils.get_dashboard_dependency_error
     utils.get_dashboard_dependency_error = lambda: ImportError("the embedded Ray serves no dashboard")
@@ -70,6 +71,7 @@ def send_local_token() -> None:
     ``ray.init`` does that itself only for ``address="auto"``; there is no public way to ask
     for it with an explicit address.
     """
+    # heavy: Ray
     from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
 
     maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
@@ -79,7 +81,7 @@ def reload_config() -> None:
     """Make Ray re-read its configuration from the environment (``ray._raylet.Config.
     initialize("")``), e.g. after setting ``RAY_AUTH_MODE``: Ray caches it per process on first
     use, and no public API resets the cache. Raises ImportError on a Ray without it."""
-    from ray._raylet import Config
+    from ray._raylet import Config  # heavy: Ray
 
     Config.initialize("")
 
@@ -89,7 +91,7 @@ def address_from_environment(address: str) -> str:
     address file of a running ``ray start``), via ``ray._private.services.
     get_ray_address_from_environment``; ``ray.init`` resolves it internally and exposes nothing.
     Raises when there is none to find."""
-    from ray._private.services import get_ray_address_from_environment
+    from ray._private.services import get_ray_address_from_environment  # heavy: Ray
 
     return get_ray_address_from_environment(address, None) or ""
 
@@ -98,7 +100,7 @@ def outward_ip() -> str:
     """This machine's address as other machines see it (``ray._common.network_utils.
     node_ip_address_from_perspective``): the address Ray would swap a loopback node address
     for. Ray has no public accessor for it before ``ray.init``."""
-    from ray._common.network_utils import node_ip_address_from_perspective
+    from ray._common.network_utils import node_ip_address_from_perspective  # heavy: Ray
 
     return node_ip_address_from_perspective()
 
@@ -114,7 +116,7 @@ def stop_failed_start(exc: BaseException) -> int:
     ``self`` of the constructor's frame in the exception's traceback: its ``kill_all_processes``
     stops exactly what it started (``all_processes``), the reaper last. No public API exposes it.
     """
-    from ray._private.node import Node
+    from ray._private.node import Node  # heavy: Ray
 
     tb = exc.__traceback__
     while tb is not None:
@@ -138,7 +140,7 @@ def actor_states(actor_id: str | None = None) -> dict:
     (``ray._private.state.actors``). The public ``ray.util.state.list_actors`` goes through the
     dashboard, which we do not start (``ray[default]`` triples start-up time). With ``actor_id``:
     that one actor's record (empty when unknown)."""
-    from ray._private import state
+    from ray._private import state  # heavy: Ray
 
     if actor_id is not None:
         return state.actors(actor_id=actor_id) or {}
@@ -157,7 +159,7 @@ def task_placements() -> list[dict]:
     unknown), from ``ray._private.state.state._get_all_task_events``: for the two-node test, which
     checks where a model function's batches ran. The public ``ray.util.state.list_tasks`` goes
     through the dashboard, which we do not start. Ray reports task events about once a second."""
-    from ray._private import state
+    from ray._private import state  # heavy: Ray
 
     return [{"name": e.task_info.name, "actor": e.task_info.actor_id.hex(), "node": e.state_updates.node_id.hex()}
             for e in state.state._get_all_task_events()]
@@ -167,7 +169,7 @@ def node_addresses() -> tuple[str, str]:
     """(GCS address, node IP) of the Ray this process is connected to
     (``ray._private.worker.global_worker.node``); for the containment tests, which check what
     the embedded Ray binds to. ``ray.get_runtime_context().gcs_address`` gives only the first."""
-    import ray
+    import ray  # heavy: Ray
 
     node = ray._private.worker.global_worker.node
     return node.gcs_address, node.node_ip_address
@@ -178,7 +180,7 @@ def reference_count() -> int:
     (``ray._private.worker.global_worker.core_worker.get_all_reference_counts``); for the
     kernel stress test, which checks that no Ray object outlives its cell. No public API counts
     them."""
-    import ray
+    import ray  # heavy: Ray
 
     return len(ray._private.worker.global_worker.core_worker.get_all_reference_counts())
 
@@ -187,7 +189,7 @@ def object_store_usage(gcs_address: str) -> tuple[int, int]:
     """(bytes used, objects) in the object store of the Ray at ``gcs_address``
     (``ray._private.internal_api.get_memory_info_reply``, what ``ray memory`` prints); for the
     kernel stress test. ``ray.available_resources`` reports capacity, not use."""
-    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+    from ray._private.internal_api import get_memory_info_reply, get_state_from_address  # heavy: Ray
 
     stats = get_memory_info_reply(get_state_from_address(gcs_address)).store_stats
     return stats.object_store_bytes_used, stats.num_local_objects
@@ -198,7 +200,7 @@ def gcs_answers(gcs_address: str, timeout: float = 5) -> None:
     (``ray._raylet.GcsClient.internal_kv_keys``); raises if it refuses. For the containment
     tests, which check that a client without the user's token is turned away: ``ray.init``
     would start a driver and retry for 30 s instead of failing at once."""
-    from ray._raylet import GcsClient
+    from ray._raylet import GcsClient  # heavy: Ray
 
     GcsClient(address=gcs_address).internal_kv_keys(b"", None, timeout=timeout)
 
@@ -208,7 +210,7 @@ def pending_resource_demand(gcs_address: str) -> bool:
     (``ray.autoscaler.v2.sdk.get_cluster_status``: the autoscaler's view of pending demand, a
     GCS call of a few milliseconds). The warm pool lets its idle actors go when it sees any; no
     public API reports work waiting for resources."""
-    from ray.autoscaler.v2.sdk import get_cluster_status
+    from ray.autoscaler.v2.sdk import get_cluster_status  # heavy: Ray
 
     demands = get_cluster_status(gcs_address).resource_demands
     requests = [r for d in demands.ray_task_actor_demand for r in d.bundles_by_count]
@@ -221,7 +223,7 @@ def wrap_print_logs(wrap) -> None:
     registered as ``ray_print_logs`` with ``ray._private.ray_logging.
     global_worker_stdstream_dispatcher``) by ``wrap(handler)``; for ``quiet``'s line filter,
     since Ray has no public filter, only all or nothing (``log_to_driver``)."""
-    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher  # heavy: Ray
 
     with dispatcher._lock:
         dispatcher.handlers = [(name, wrap(handler) if name == "ray_print_logs" else handler)
@@ -233,7 +235,7 @@ def wrap_error_printer(wrap) -> None:
     publishes (such as the raylet's paragraph on a worker that died under a task) by
     ``wrap(function)``: ``ray._private.worker.listen_error_messages`` calls the module's
     ``print_to_stdstream`` itself, not through the handlers ``wrap_print_logs`` reaches."""
-    from ray._private import worker
+    from ray._private import worker  # heavy: Ray
 
     worker.print_to_stdstream = wrap(worker.print_to_stdstream)
 
@@ -245,9 +247,7 @@ def working_dir_files(directory: str, excludes: list[str]) -> list[tuple[str, in
     and, unless ``RAY_RUNTIME_ENV_IGNORE_GITIGNORE=1``, ``.gitignore``). ``mlsql-ray submit``
     measures a folder before uploading it; Ray only warns near its 512 MiB ceiling, after
     zipping everything."""
-    from pathlib import Path
-
-    from ray._private import ray_constants
+    from ray._private import ray_constants  # heavy: Ray
     from ray._private.runtime_env.packaging import _dir_travel, _get_excludes
 
     root = Path(directory).absolute()

@@ -121,7 +121,7 @@ class WarmPool:
 
     def idle_count(self, shape: Shape) -> int:
         """How many idle actors of ``shape`` a run could take now (not asked whether they answer)."""
-        import ray
+        import ray  # heavy: Ray
 
         job = _job_id(ray)
         with self._lock:
@@ -132,7 +132,7 @@ class WarmPool:
         ``shape`` already running there (the newest first), now the caller's, or None. An actor that
         asks Ray for no resources goes only where it is told (model functions'), so one reused for a
         node must be on it already; idle actors elsewhere stay idle."""
-        import ray
+        import ray  # heavy: Ray
 
         with self._lock:
             expected = self._expected.pop(shape, [])
@@ -160,7 +160,7 @@ class WarmPool:
         """Keep ``actors`` (each already told to forget its run) for the next run of ``shape``."""
         if not actors:
             return
-        import ray
+        import ray  # heavy: Ray
 
         if self.idle_seconds <= 0 or self.cap <= 0:
             stop_actors(ray, actors)
@@ -194,7 +194,7 @@ class WarmPool:
             thread.join(timeout)
 
     def _arrive(self, shape: Shape, actors: list, calls: list, releases: int) -> None:
-        import ray
+        import ray  # heavy: Ray
 
         deadline, ready = time.monotonic() + START_AHEAD_TIMEOUT_S, []
         while len(ready) < len(calls) and time.monotonic() < deadline:
@@ -228,7 +228,7 @@ class WarmPool:
                 starting, self._starting = list(self._starting.values()), {}
                 self._releases += 1
             if starting:
-                import ray
+                import ray  # heavy: Ray
 
                 if ray.is_initialized():
                     stop_actors(ray, starting)
@@ -255,7 +255,7 @@ class WarmPool:
             gone = [i for i in self._idle if which(i)]
             self._idle = [i for i in self._idle if not which(i)]
         if gone:
-            import ray
+            import ray  # heavy: Ray
 
             if ray.is_initialized():
                 stop_actors(ray, [i.actor for i in gone])
@@ -263,7 +263,7 @@ class WarmPool:
     def _watch(self) -> None:
         """While anything is idle: drop what has been idle too long, and everything holding
         resources as soon as the cluster has work waiting for them."""
-        import ray
+        import ray  # heavy: Ray
 
         while True:
             with self._lock:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from pyarrow import fs
+
 from ..errors import MLSQLError
 from ..objectstore import ObjectPath
 from .files import write
@@ -24,8 +26,6 @@ from .files import write
 
 def _listing(path: ObjectPath) -> list:
     """The visible files at ``path`` (itself if it is a file), as pyarrow FileInfos."""
-    from pyarrow import fs
-
     store = path.filesystem()
     info = store.get_file_info(path.key)
     if info.type == fs.FileType.File:
@@ -43,7 +43,7 @@ def _store_error(action: str, path: ObjectPath, exc: OSError) -> MLSQLError:
 
 def parquet_dataset(path: ObjectPath):
     """A lazy pyarrow dataset of the parquet files at ``path``."""
-    from pyarrow import dataset as ds
+    from pyarrow import dataset as ds  # heavy: pyarrow.dataset imports pandas
 
     try:
         files = _listing(path)
@@ -60,8 +60,6 @@ def parquet_dataset(path: ObjectPath):
 def fetch(path: ObjectPath, fmt: str, staging: Path) -> Path:
     """Copy the data files at ``path`` into a fresh folder under ``staging``, keeping their layout
     (Hive folders too); returns the local path that stands for ``path``."""
-    from pyarrow import fs
-
     try:
         files = _listing(path)
         if not files:
@@ -81,8 +79,6 @@ def fetch(path: ObjectPath, fmt: str, staging: Path) -> Path:
 def save(con, view: str, fmt: str, path: ObjectPath, mode: str, options: dict[str, str],
          partition_by: tuple[str, ...], staging: Path) -> int | None:
     """Write the named table as part files under ``path``; rows written, None if ignored."""
-    from pyarrow import fs
-
     try:
         existing = _listing(path)
         present = path.exists()
@@ -112,8 +108,6 @@ def save(con, view: str, fmt: str, path: ObjectPath, mode: str, options: dict[st
 
 def upload(local: Path, path: ObjectPath, fmt: str) -> None:
     """Put one local file at ``path``: a single object's write is atomic, as a rename is locally."""
-    from pyarrow import fs
-
     try:
         fs.copy_files(str(local), path.key, source_filesystem=fs.LocalFileSystem(), destination_filesystem=path.filesystem())
     except OSError as exc:

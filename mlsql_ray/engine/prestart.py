@@ -37,8 +37,12 @@ import time
 from dataclasses import dataclass, field
 
 from ..cluster import warm
-from ..cluster.link import stop_actors
+from ..cluster.link import local_cpus, stop_actors
 from ..lang import ast
+from ..ml import registry, runner, statements as model_statements
+from ..ml.runner import HOST_KIND, GroupHost, host_layout, load_ahead
+from ..train.strategy import worker_shape
+from ..train.worker import Worker
 
 #: the calls that make a Python cell a training one (see the module's docstring)
 TRAINING_CALL = re.compile(r"\btrain\s*\.\s*(?:fit|search)\s*\(|\bsearch\s*\(")
@@ -61,8 +65,6 @@ def needs(statement: ast.Statement) -> Needs | None:
     if isinstance(statement, ast.PythonCell):
         return _cell_needs(statement.code, statement.annotations)
     if isinstance(statement, ast.Register):
-        from ..ml import statements as model_statements
-
         fmt = statement.format.lower()
         return Needs() if fmt in ("tf", "keras") or model_statements.is_algorithm(fmt) else None
     if isinstance(statement, ast.Train):
@@ -84,8 +86,6 @@ def _cell_needs(code: str, annotations) -> Needs | None:
 
 
 def _algorithm_needs(statement: ast.Train) -> Needs | None:
-    from ..ml import registry, runner
-
     if not registry.is_known(statement.format):
         return None  # an ET or a model format: not a built-in algorithm's training
     try:
@@ -131,8 +131,6 @@ class Prestart:
         prestart = cls(session, merged, {_where(s) for s, _ in wanted})
         prestart.fits_here = prestart._groups_here()
         if prestart.fits_here:
-            from ..ml.runner import load_ahead
-
             prestart._load = load_ahead(merged.group_hosts[1])
         prestart._arrivals = {shape: session.workers.expect(shape) for shape in prestart._shapes_ahead()}
         prestart._thread = threading.Thread(target=prestart._run, name="mlsql-prestart", daemon=True)
@@ -176,16 +174,11 @@ class Prestart:
 
     def _host_layout(self, cpus: int | None) -> tuple[int, int]:
         """(threads per host, hosts) as ``ml.runner.run_groups`` will ask for them."""
-        from ..cluster.link import local_cpus
-        from ..ml.runner import host_layout
-
         return host_layout(self.needs.group_hosts[0], cpus or local_cpus())
 
     def _groups_here(self) -> bool:
         """Whether the train's groups will be fitted in this process: a cluster of this machine alone
         (a cluster at an address not yet reached counts as another: its hosts are started)."""
-        from ..ml import runner
-
         return self.needs.group_hosts is not None and runner.FIT_HERE_ON_ONE_MACHINE and self.session.ray_link.single_machine()
 
     def _run(self) -> None:
@@ -194,7 +187,7 @@ class Prestart:
             if self._load is not None:
                 self._load()
                 self.imported = dt.datetime.now().astimezone()
-            import ray
+            import ray  # heavy: Ray
 
             connected = link.ensure_ahead()
             if connected is None:
@@ -216,16 +209,12 @@ class Prestart:
         free = int(ray.available_resources().get("CPU", 0))
         starts = []  # (shape, actors, calls that answer once each is ready)
         if self.needs.tensorflow_workers is not None:
-            from ..train.worker import Worker
-
             count = min(self.needs.tensorflow_workers or cpus, free)
             actor = ray.remote(Worker).options(num_cpus=1, num_gpus=0, max_restarts=0)
             actors = [actor.remote(1) for _ in range(count)]
             starts.append((_worker_shape(), actors, [a.pid.remote() for a in actors]))
             free -= count
         if self.needs.group_hosts is not None and not self.fits_here:
-            from ..ml.runner import GroupHost
-
             threads, count = self._host_layout(cpus)
             count = min(count, free // threads)
             actor = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
@@ -259,13 +248,8 @@ def _where(statement: ast.Statement) -> tuple:
 
 def _worker_shape() -> warm.Shape:
     """The shape of ``train.fit``'s default workers (one CPU each), as ``train.strategy`` takes them."""
-    from ..train.strategy import worker_shape
-    from ..train.worker import Worker
-
     return worker_shape(Worker, 1, 0)
 
 
 def _host_shape(threads: int) -> warm.Shape:
-    from ..ml.runner import HOST_KIND
-
     return warm.Shape(HOST_KIND, threads)

@@ -20,10 +20,12 @@ import json
 import signal
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 from ..cluster import quiet
 from ..errors import MLSQLError
+from ..masking import mask
 from . import submit as submit_job
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
@@ -100,7 +102,7 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
 
 def run_file(args: argparse.Namespace) -> int:
     """Run the script or notebook; its results on stdout, warnings, progress and errors on stderr."""
-    from . import driver
+    from . import driver  # the engine (DuckDB, pyarrow) only for a run, not for submit or --help
 
     path: Path = args.file
     try:
@@ -132,7 +134,7 @@ def run_file(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _session(args: argparse.Namespace):
     """The run's Session, with Ray's and TensorFlow's log lines left out unless ``--verbose``."""
-    from ..engine import Session
+    from ..engine import Session  # the engine (DuckDB, pyarrow) only for a run, not for submit or --help
 
     quiet.set_verbose(args.verbose)
     with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
@@ -147,7 +149,7 @@ def print_results(session, statements, path: Path) -> None:
     previews, so what the CLI does not print is never computed. Every select is printed today, so
     each one's first rows are computed once, right after it ran, and a run-time error in them
     still stops the run at that select."""
-    from .driver import Request
+    from .driver import Request  # the engine (DuckDB, pyarrow) only for a run, not for submit or --help
 
     Request(source=path).run_statements(session, statements, show=lambda view: _print_result(view, path))
 
@@ -159,10 +161,6 @@ def _print_result(view, path: Path) -> None:
 
 
 def _traceback_text(exc: BaseException) -> str:
-    import traceback
-
-    from ..masking import mask
-
     return mask("".join(traceback.format_exception(exc)).rstrip("\n"))
 
 

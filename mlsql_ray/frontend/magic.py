@@ -73,7 +73,7 @@ class MLSQLMagic(Magics):
         if self._session is not None and settings != self._session_settings:
             self.close()
         if self._session is None:
-            from ..engine import Session
+            from ..engine import Session  # the engine (DuckDB, pyarrow) at the first %mlsql, not at %load_ext
 
             self._session = Session(warehouse=settings[0], ray_address=settings[1])
             self._session_settings = settings
@@ -108,7 +108,7 @@ class MLSQLMagic(Magics):
     def _run(self, session, code: str):
         """Run the statements, showing each result; the last result. An error or an interrupt is
         raised again for IPython, which shows an ``MLSQLError`` through ``show_error``."""
-        from .driver import Request
+        from .driver import Request  # the engine (DuckDB, pyarrow) at the first %mlsql, not at %load_ext
 
         handle = {}
 

@@ -9,7 +9,9 @@ error lines and progress texts there are.
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -280,10 +282,7 @@ def plot_png(history: list[dict]) -> str | None:
     """Loss and accuracy per round as a base64 PNG (matplotlib's Agg canvas, no pyplot state)."""
     if not history:
         return None
-    import base64
-    import io
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # heavy: matplotlib, only once a training ends
     from matplotlib.figure import Figure
 
     rounds = [h.get("round", i + 1) for i, h in enumerate(history)]

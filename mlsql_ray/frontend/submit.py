@@ -97,7 +97,7 @@ def connect(address: str | None):
     sends it as an ``Authorization: Bearer`` header. Without ``address``, Ray's defaults: the
     variables in ``ADDRESS_VARIABLES``, else a cluster on this machine."""
     try:
-        from ray.job_submission import JobSubmissionClient
+        from ray.job_submission import JobSubmissionClient  # heavy: Ray
     except ImportError as exc:
         raise MLSQLError(f"mlsql-ray submit needs Ray's job client ({exc}): pip install 'mlsql-ray[cluster]'") from exc
     if address:  # Ray lets these variables win over an explicit address; on a command line, the option wins

@@ -11,10 +11,14 @@ only and never starts one.
 from __future__ import annotations
 
 import html
+import os
 import re
 
 from .. import lang
 from ..errors import MLSQLSyntaxError
+from ..lang import ast
+from ..lang.branches import BRANCH_COMMANDS
+from ..lang.parser import STATEMENT_PARSERS
 
 SAVE_MODES = ["overwrite", "append", "errorIfExists", "ignore"]
 CLAUSE_WORDS = ["as", "where", "options", "and", "partitionBy"]
@@ -34,34 +38,31 @@ _BACKQUOTED_BEFORE = re.compile(r"(\w+)\.`([^`\n]*)$")
 # -- the vocabulary, from the library -------------------------------------------------------------
 
 def statement_keywords() -> list[str]:
-    from ..lang.parser import STATEMENT_PARSERS
-
     return list(STATEMENT_PARSERS)
 
 
 def formats() -> list[str]:
-    from ..engine.datasources import sources
+    from ..engine.datasources import sources  # the kernel starts without the engine (DuckDB, pyarrow)
 
     return [source.name for source in sources().values()]
 
 
 def include_formats() -> list[str]:
     """What ``include`` can read here (``lib`` is refused: it downloads)."""
-    from ..engine.includes import RESOLVERS
+    from ..engine.includes import RESOLVERS  # the kernel starts without the engine (DuckDB, pyarrow)
 
     return [name for name in RESOLVERS if name != "lib"]
 
 
 def commands() -> list[str]:
-    from ..engine.commands import COMMANDS
-    from ..lang.branches import BRANCH_COMMANDS
+    from ..engine.commands import COMMANDS  # the kernel starts without the engine (DuckDB, pyarrow)
 
     return [*COMMANDS, *BRANCH_COMMANDS]
 
 
 def annotations() -> list[str]:
     """``--%`` names: ``python`` plus every Python cell setting."""
-    from ..cells.runner import KNOWN_SETTINGS
+    from ..cells.runner import KNOWN_SETTINGS  # they import pyarrow, which the kernel's start goes without
 
     return ["python", *KNOWN_SETTINGS]
 
@@ -141,7 +142,7 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
 def _complete_python(cell, before: str, cursor: int) -> tuple[int, list[str]]:
     """jedi's completions at the cursor, over the cell's code with the globals a cell starts
     with (``RayContext``, ``context``)."""
-    import jedi
+    import jedi  # heavy: jedi, and the cells' modules import pyarrow: only when asked
 
     from ..cells.context import CellContext
     from ..cells.runner import cell_globals
@@ -172,7 +173,7 @@ def _delta_tables(session) -> list[str]:
     if session is None:
         return []
     try:
-        from ..storage.delta import list_tables
+        from ..storage.delta import list_tables  # they import pyarrow, which the kernel's start goes without
 
         listing = list_tables(session.warehouse).to_pydict()
         return [f"{db}.{table}" for db, table in zip(listing.get("db", []), listing.get("table", []))]
@@ -183,7 +184,7 @@ def _delta_tables(session) -> list[str]:
 def _jdbc_names(session, typed: str) -> list[str]:
     if session is None:
         return []
-    from ..engine.datasources.jdbc import completions
+    from ..engine.datasources.jdbc import completions  # the kernel starts without the engine (DuckDB, pyarrow)
 
     return completions(session.connections, typed)
 
@@ -197,8 +198,6 @@ def _current_statement_raw(before: str) -> str:
 def _complete_path(typed: str, cursor: int) -> tuple[int, list[str]]:
     """Files and folders (folders with a trailing /) whose path starts with ``typed``; relative
     paths are relative to the kernel's folder, as when the statement runs."""
-    import os
-
     folder, _, name = typed.rpartition("/")
     base = os.path.expanduser(folder + "/" if folder or typed.startswith("/") else ".")
     try:
@@ -279,7 +278,7 @@ def inspect(code: str, cursor: int, session=None) -> dict | None:
 
 
 def _table_help(session, table: str) -> dict:
-    from ..frontend.display import _short_type
+    from ..frontend.display import _short_type  # the kernel starts without the engine (DuckDB, pyarrow)
 
     schema = session.catalog.schema(table)
     listing = session.catalog.listing().to_pylist()
@@ -298,8 +297,6 @@ def _table_help(session, table: str) -> dict:
 
 def _keyword_help(word: str) -> dict | None:
     """The statement's grammar line, from the docstring of its class in ``lang.ast``."""
-    from ..lang import ast
-
     keyword = word.lower()
     if keyword not in statement_keywords():
         return None

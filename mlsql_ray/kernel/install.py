@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--prefix", help="install under PREFIX/share/jupyter/kernels")
     args = parser.parse_args(argv)
 
-    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.kernelspec import KernelSpecManager  # heavy: jupyter_client, not needed for --help
 
     user = args.user or (not args.sys_prefix and not args.prefix and not _is_root())
     prefix = sys.prefix if args.sys_prefix else args.prefix

@@ -60,7 +60,7 @@ def _text_progress_bars() -> None:
     (with ipywidgets installed tqdm would print their repr), its output is text. So the
     autonotebook choice is made once, before anything imports it: the text bar, ``tqdm.std``."""
     try:
-        import tqdm
+        import tqdm  # not a dependency (papermill brings it): absent is fine
         import tqdm.std
     except ImportError:  # not installed (it comes with papermill): Ray then shows no bars, and no warning
         return
@@ -100,7 +100,7 @@ class MLSQLKernel(Kernel):
     def mlsql_session(self):
         with self._session_lock:
             if self._session is None:
-                from ..engine import Session
+                from ..engine import Session  # the kernel starts without the engine (DuckDB, pyarrow)
 
                 self._session = Session()  # warehouse and Ray address from the environment (mlsql_ray.config)
             return self._session
@@ -159,7 +159,7 @@ class MLSQLKernel(Kernel):
             self._await_worker_output()
 
     def _execute(self, code: str, silent: bool, parent) -> dict:
-        from ..frontend.driver import Request
+        from ..frontend.driver import Request  # the kernel starts without the engine (DuckDB, pyarrow)
 
         outcome = Request([code]).run(lambda: contextlib.nullcontext(self.mlsql_session()), previews=not silent,
                                       show=None if silent else lambda view: self._show(view, parent),

@@ -23,7 +23,7 @@ def __getattr__(name: str):
     # papermill loads the entry point while its own papermill.engines is still being imported
     # (and, when this module was imported first, while this one is): hand its engine out lazily
     if name == "MLSQLEngine":
-        from papermill.engines import NBClientEngine
+        from papermill.engines import NBClientEngine  # see the comment above
 
         return NBClientEngine
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -45,7 +45,7 @@ def mlsql_string(text: str) -> str:
 def set_statement(name: str, value) -> str:
     """``set name = "value" where scope="session";``, refused if it would not parse back to exactly
     this name and value."""
-    from .. import lang
+    from .. import lang  # papermill loads this module in every run; sqlglot only for MLSQL
     from ..lang import ast
 
     text = ast.variable_text(value)

@@ -8,6 +8,7 @@ tests can compare trees without spelling positions.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field
 from typing import ClassVar, Mapping
@@ -51,8 +52,6 @@ def substitute(text: str, variables: Mapping[str, str], strict: bool = True, _de
 def variable_text(value) -> str:
     """A value from outside MLSQL (a papermill parameter, a Python variable) as the text a
     variable holds: strings as they are, numbers, booleans, lists and maps as JSON."""
-    import json
-
     return value if isinstance(value, str) else json.dumps(value)
 
 

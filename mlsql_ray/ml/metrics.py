@@ -36,7 +36,7 @@ def regression(truth: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
 
 
 def silhouette(x: np.ndarray, clusters: np.ndarray) -> dict[str, float]:
-    from sklearn.metrics import silhouette_score
+    from sklearn.metrics import silhouette_score  # heavy: scikit-learn
 
     if len(np.unique(clusters)) < 2:
         return {}

@@ -13,7 +13,7 @@ from ..cluster.warm import WarmActor
 from ..errors import MLSQLError
 from . import metrics as evaluation, registry, serialize
 from .algorithm import CLASSIFIER, TOPICS
-from .store import StoredGroup, byzer_alg_index
+from .store import StoredGroup, byzer_alg_index, groups_of
 
 #: what a registered function returns, by its ``output`` option
 OUTPUT_TYPES = {"prediction": (pa.float64(), "DOUBLE"), "probability": (pa.list_(pa.float64()), "DOUBLE[]")}
@@ -105,14 +105,12 @@ class Predictor(WarmActor):
     output_types = OUTPUT_TYPES
 
     def __init__(self, threads: int):
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # scikit-learn's dependency, needed where fits run
 
         threadpool_limits(threads)
         self.model = None
 
     def load(self, rows: list[dict], unsafe: bool = False) -> int:
-        from .store import groups_of
-
         self.model = FittedModel(groups_of(pa.Table.from_pylist(rows), "the registered model")[0], "the registered model")
         return self.input_width()
 

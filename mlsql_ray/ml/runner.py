@@ -44,6 +44,7 @@ from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RE
                         TOPICS, Algorithm)
 from .columns import features_of, ids_of, labels_of
 from .store import StoredGroup, byzer_alg_index
+from ..cells.partitions import READ_CACHE_BYTES
 
 AUTOML_OPTIONS = ("algos", "sortedBy")
 
@@ -291,7 +292,7 @@ def fit_group(group: GroupPlan, train: Dataset | Described | HostRows, check: Da
     """Fit one group and evaluate it; any failure makes the group ``fail`` with its reason. Rows
     sent as ``HostRows`` are read first, here: a bad row there is the statement's error."""
     _after_loads_ahead(group.alg)
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # scikit-learn's dependency, needed where fits run
 
     alg = registry.get(group.alg)
     if isinstance(train, HostRows):
@@ -405,8 +406,6 @@ def _read_ahead(tables: list[TrainTable], data: dict) -> tuple[HostRows, ...]:
     the cache, as the next ``train`` (a re-run cell, a tweaked parameter) will most often read
     them (bench/bench_sql_train.py, 2 RandomForest groups on the sample MNIST re-run on warm
     hosts: 1.71x the direct fits when the hosts read the tables in the statement, 1.27x read ahead)."""
-    from ..cells.partitions import READ_CACHE_BYTES
-
     size = sum(d.x.nbytes + (d.y.nbytes if d.y is not None else 0)
                for pair in data.values() for d in pair if isinstance(d, Dataset))
     if size > READ_CACHE_BYTES:

@@ -11,6 +11,8 @@ import tempfile
 import zipfile
 
 from ..errors import MLSQLError
+from .algs.als import SparkALS
+from .algs.keras_classifier import KerasClassifier
 
 #: types skops does not trust by default that our algorithms' models contain
 TRUSTED_SKOPS_TYPES = ("sklearn.tree._tree.Tree", "mlsql_ray.ml.algs.spark_lda.SparkLDA")
@@ -18,7 +20,7 @@ TRUSTED_SKOPS_TYPES = ("sklearn.tree._tree.Tree", "mlsql_ray.ml.algs.spark_lda.S
 
 def dumps(model, library: str) -> bytes:
     if library == "skops":
-        import skops.io
+        import skops.io  # heavy: skops imports scikit-learn
 
         return skops.io.dumps(model)
     if library == "xgboost":
@@ -37,7 +39,7 @@ def dumps(model, library: str) -> bytes:
 def loads(data: bytes, library: str, empty_model, what: str):
     """The model in ``data``; ``empty_model()`` builds the estimator XGBoost loads into."""
     if library == "skops":
-        import skops.io
+        import skops.io  # heavy: skops imports scikit-learn
 
         try:
             untrusted = [t for t in skops.io.get_untrusted_types(data=data) if t not in TRUSTED_SKOPS_TYPES]
@@ -54,12 +56,8 @@ def loads(data: bytes, library: str, empty_model, what: str):
             raise MLSQLError(f"{what} does not hold an XGBoost JSON model: {exc}") from exc
         return model
     if library == "keras":  # a .keras file, loaded in Keras's safe mode (no code from the file runs)
-        from .algs.keras_classifier import KerasClassifier
-
         return KerasClassifier.from_bytes(data)
     if library == "npz":  # arrays and JSON text only: numpy refuses object arrays without allow_pickle
-        from .algs.als import SparkALS
-
         try:
             return SparkALS.from_bytes(data)
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:

@@ -15,9 +15,12 @@ from fractions import Fraction
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrays import matrix
 from ..cluster.link import remote_error_line, stop_actors
 from ..cluster.warm import Shape, WarmActor, WarmPool
 from ..errors import MLSQLError
+from ..models import model_file, model_from_rows, refuse_python_code
+from ..train.worker import configure_tensorflow
 
 #: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
 OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
@@ -30,22 +33,18 @@ class Predictor(WarmActor):
     output_types = OUTPUT_TYPES
 
     def __init__(self, threads: int):
-        from ..train.worker import configure_tensorflow
-
         configure_tensorflow(threads)
         self.model = None
 
     def load(self, rows, unsafe: bool) -> int | None:
         """Load the model from its rows; returns ``input_width()``."""
-        from ..models import model_from_rows
-
         self.forget()
         self.model = model_from_rows(rows, unsafe=unsafe)
         return self.input_width()
 
     def forget(self) -> None:
         """Drop the model (the actor waits in a warm pool for the next one)."""
-        import keras
+        import keras  # heavy: TensorFlow
 
         self.model = None
         keras.backend.clear_session(free_memory=False)  # no gc.collect(): seconds on a busy machine
@@ -56,8 +55,6 @@ class Predictor(WarmActor):
         return int(shape[1]) if len(shape) == 2 and shape[1] is not None else None
 
     def predict(self, column: pa.Array, scale: float | None, output: str, batch_size: int) -> pa.Array:
-        from ..arrays import matrix
-
         x = matrix(column)
         if scale is not None:
             x *= scale
@@ -119,7 +116,7 @@ class ModelFunction:
 
         One per node in turn on a cluster of several; none is left running when loading fails. A Keras
         model carrying Python code is refused here, before any actor starts, unless ``unsafe="true"``."""
-        import ray
+        import ray  # heavy: Ray
 
         outputs = predictor.output_types
         output = options.get("output", next(iter(outputs)))
@@ -131,8 +128,6 @@ class ModelFunction:
         unsafe = parse_flag(options, "unsafe")
         row_list = rows.to_pylist()
         if predictor is Predictor:
-            from ..models import model_file, refuse_python_code
-
             what = f"the rows of {table} version {version}"
             with model_file(row_list, what) as path:
                 refuse_python_code(path, what, unsafe)
@@ -149,7 +144,7 @@ class ModelFunction:
                    pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
 
     def __call__(self, column: pa.Array) -> pa.Array:
-        import ray
+        import ray  # heavy: Ray
 
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
@@ -181,7 +176,7 @@ class ModelFunction:
 
     def close(self) -> None:
         """Hand the actors to the pool, model dropped (or stop them, without one)."""
-        import ray
+        import ray  # heavy: Ray
 
         actors, self.actors = self.actors, []
         if self.pool is None:
@@ -208,7 +203,7 @@ def start_predictors(ray, predictor: type, threads: int, nodes: list[str | None]
     Returns (actors, their input widths); if any load fails, stops them all and raises. A fresh
     actor whose node died after ``placement`` listed it fails at once as unschedulable (hard
     affinity does not move it): a replacement goes wherever Ray puts it, on a live node."""
-    from ray.exceptions import ActorUnschedulableError
+    from ray.exceptions import ActorUnschedulableError  # heavy: Ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     actor_class = ray.remote(predictor)

@@ -26,6 +26,8 @@ from ..errors import MLSQLError
 from ..lang import ast
 from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
+from ..cells.runner import file_partition, partition
+from .serving import ModelFunction
 
 
 def _quoted(name: str) -> str:
@@ -100,14 +102,10 @@ class CatalogTable:
         return self.session.catalog.relation(self.name).filter(invalid).limit(1).to_arrow_table()
 
     def servers(self, count: int) -> list:
-        from ..cells.runner import partition
-
         self.session.ray_link.ensure()
         return partition(self.session, self.name, count)
 
     def file_servers(self, count: int) -> list | None:
-        from ..cells.runner import file_partition
-
         return file_partition(self.session, self.name, count)
 
 
@@ -150,8 +148,6 @@ def _on_actors(output: str | None = None):
     the statement's ``output`` option)."""
 
     def start(session, name: str, s: ast.Register, version: int, group):
-        from .serving import ModelFunction
-
         options = dict(s.options) if output is None else {**dict(s.options), "output": output}
         session.ray_link.ensure()
         return ModelFunction.start(name, s.path, version, store.to_table([group]), options,

@@ -26,6 +26,9 @@ from functools import lru_cache
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
 
 Schemas = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 """The tables a query reads, as the catalog knows them: ``((table, ((column, type), ...)), ...)``, each
@@ -339,9 +342,6 @@ class _Typing:
         self.annotated = True
         if self.schemas is None:
             return
-        from sqlglot.optimizer.annotate_types import annotate_types
-        from sqlglot.optimizer.qualify import qualify
-
         copy = self.tree.copy()
         pairs = list(zip(self.tree.walk(), copy.walk()))
         try:
@@ -533,8 +533,6 @@ def _duckdb_type(text: str) -> exp.DataType:
 
 @lru_cache(maxsize=64)
 def _mapping_schema(schemas: Schemas):
-    from sqlglot.schema import MappingSchema
-
     tables = _parsed_schemas(schemas)
     return MappingSchema({table: dict(columns) for table, columns in tables.items()}, dialect="spark")
 

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+from pyarrow import fs
 
 from .. import objectstore
 from ..errors import InterruptedAfterCommit, MLSQLError
@@ -71,7 +72,7 @@ def table_path(warehouse: Path | ObjectPath, name: str, options: dict[str, str],
 
 
 def exists(path: Path | ObjectPath) -> bool:
-    from deltalake import DeltaTable
+    from deltalake import DeltaTable  # heavy: deltalake
 
     if isinstance(path, ObjectPath):
         return DeltaTable.is_deltatable(str(path), storage_options=path.storage_options())
@@ -80,7 +81,7 @@ def exists(path: Path | ObjectPath) -> bool:
 
 def _opened(path: Path | ObjectPath):
     """The table at ``path`` at its latest version, or None when there is none."""
-    from deltalake.exceptions import TableNotFoundError
+    from deltalake.exceptions import TableNotFoundError  # heavy: deltalake
 
     if not isinstance(path, ObjectPath) and not (path / "_delta_log").is_dir():
         return None
@@ -93,7 +94,7 @@ def _opened(path: Path | ObjectPath):
 def delta_table(path: Path | ObjectPath, **kwargs):
     """deltalake's table at ``path``, opened with the path's storage options (every opening of
     a table goes through here, so a table on object storage opens like a local one)."""
-    from deltalake import DeltaTable
+    from deltalake import DeltaTable  # heavy: deltalake
 
     return DeltaTable(str(path), storage_options=delta_options(path), **kwargs)
 
@@ -121,7 +122,7 @@ def open_table(path: Path, name: str, options: dict[str, str] | None = None):
 def _read_log(path: Path, name: str):
     """The table at its latest version; none there is the user's error, and a log deltalake cannot
     read (damaged, or written with features it lacks) is the table's problem, said as such."""
-    from deltalake.exceptions import DeltaError
+    from deltalake.exceptions import DeltaError  # heavy: deltalake
 
     try:
         table = _opened(path)
@@ -139,8 +140,6 @@ def arrow_dataset(table, path: Path):
     the interpreter shuts down makes the process abort at exit ("terminate called without an active
     exception", status 134; apache/arrow#39862). On an object store, through Arrow's own
     filesystem of that store."""
-    from pyarrow import fs
-
     if isinstance(path, ObjectPath):
         return table.to_pyarrow_dataset(filesystem=fs.SubTreeFileSystem(path.key, path.filesystem()))
     root = str(Path(path).resolve())
@@ -345,7 +344,7 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
     writer or Ctrl-C, the table keeps its version; a Ctrl-C too late to stop the commit raises
     ``InterruptedAfterCommit`` with the version committed. Afterwards, files earlier interrupted
     writes left are removed (``remove_leftovers``)."""
-    from deltalake import CommitProperties, write_deltalake
+    from deltalake import CommitProperties, write_deltalake  # heavy: deltalake
     from deltalake.exceptions import DeltaError
 
     table = _opened(path)  # one read of the log: whether the table exists, and the table to write to
@@ -417,7 +416,7 @@ def remove_leftovers(path: Path) -> list[str]:
     use (its retention is the age the file's last write gives it), minus those the log records
     as removed by a later version (lite mode, any age). It deletes nothing itself here: a real
     vacuum would also commit two versions of its own to the table."""
-    from deltalake.exceptions import DeltaError
+    from deltalake.exceptions import DeltaError  # heavy: deltalake
 
     try:
         table = delta_table(path)  # the latest version: a concurrent writer's commit included
@@ -485,7 +484,7 @@ def _delta_message(name: str, exc: Exception) -> str:
     ``CommitFailedError`` when another writer committed first and a ``SchemaMismatchError`` for
     a column the table lacks; a value Arrow cannot cast to the table's column type comes as a
     bare ``Exception`` ("Cast error: …"): its message is all there is to go by."""
-    from deltalake.exceptions import CommitFailedError, SchemaMismatchError
+    from deltalake.exceptions import CommitFailedError, SchemaMismatchError  # heavy: deltalake
 
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
@@ -576,8 +575,6 @@ def _table_folders(warehouse: Path | ObjectPath) -> list[Path | ObjectPath]:
     """The ``db/table`` folders of the warehouse that hold a Delta log, sorted; locally not those
     a symbolic link leads out to (``table_path`` refuses them)."""
     if isinstance(warehouse, ObjectPath):
-        from pyarrow import fs
-
         store = warehouse.filesystem()
 
         def folders(key: str) -> list[str]:

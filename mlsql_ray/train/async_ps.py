@@ -96,7 +96,7 @@ class AsyncWorker(Worker):
             max_staleness: int) -> None:
         """Train until the run has made ``budget`` pushes in all (this worker's included in the
         metrics it sends with each push to the first shard)."""
-        import ray
+        import ray  # heavy: Ray
 
         variables = self.model.trainable_variables
         order, cursor = self.rng.permutation(len(self.x)), 0

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import config
 from ..errors import MLSQLError
 from ..objectstore import ObjectPath
 from ..storage import delta, rows as file_rows
@@ -38,8 +39,6 @@ class Checkpoints:
 
     @property
     def path(self) -> Path | ObjectPath:
-        from .. import config
-
         return delta.table_path(config.warehouse(self.warehouse), self.table, {})
 
     def due(self, round_number: int, last_round: int) -> bool:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+
+from ..models import model_from_bytes, rows_from_model_file
+from ..storage.rows import FILE_SCHEMA
 
 TRAIN_METADATA_KEY = "mlsql.train"
 
@@ -26,26 +31,16 @@ class TrainResult:
     def model(self):
         """The trained Keras model, loaded in this process on first use."""
         if self._model is None:
-            from ..models import model_from_bytes
-
             self._model = model_from_bytes(self.model_file)
         return self._model
 
     def model_rows(self) -> list[dict]:
         """The model as ``schema=file`` rows, ready for ``ray_context.build_result``."""
-        from ..models import rows_from_model_file
-
         return rows_from_model_file(self.model_file)
 
     def model_table(self):
         """The model rows as an Arrow table that also carries ``summary()`` as schema metadata;
         saving it to Delta stores the training metrics with that table version."""
-        import json
-
-        import pyarrow as pa
-
-        from ..storage.rows import FILE_SCHEMA
-
         schema = FILE_SCHEMA.with_metadata({TRAIN_METADATA_KEY: json.dumps(self.summary())})
         return pa.Table.from_pylist(self.model_rows(), schema=schema)
 

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
+from ..models import rows_from_model_file
 from .actors import TrainingError
 from .config import TrainConfig
 from .trainer import fit
@@ -34,8 +35,6 @@ class SearchResult:
     best_model_file: bytes
 
     def best_model_rows(self) -> list[dict]:
-        from ..models import rows_from_model_file
-
         return rows_from_model_file(self.best_model_file)
 
 
@@ -53,7 +52,7 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
     """Try every combination in ``space`` (a grid; ``num_samples`` caps how many), each trial a
     ``fit`` with ``rounds`` rounds reporting ``metric`` after each round to ASHA. Other keywords are
     ``fit``'s (``TrainConfig``'s fields), checked before any trial starts."""
-    import ray
+    import ray  # heavy: Ray
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler
 
@@ -69,7 +68,7 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
     data_ref = ray.put(list(data))
 
     def trial(config: dict) -> None:
-        import ray as trial_ray
+        import ray as trial_ray  # heavy: Ray
 
         from ray import tune as trial_tune
 

@@ -82,7 +82,7 @@ def check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int, pat
     resources. Idle warm actors holding what is missing are let go (``warm.make_room``); resources
     held by actors just going away (a previous run, another session's pool) get ``patience``
     seconds, asked for as a placement group so that other processes' pools see the demand."""
-    from ray.util import get_current_placement_group
+    from ray.util import get_current_placement_group  # heavy: Ray
 
     if get_current_placement_group() is not None:
         return  # inside a reservation made for us (a search trial): our resources are set aside
@@ -108,7 +108,7 @@ def check_resources(ray, workers: int, cpus: float, gpus: float, fresh: int, pat
 def _reserve_briefly(ray, bundle: dict, count: int, patience: float) -> bool:
     """Whether ``count`` bundles became free within ``patience`` seconds (reserved, then let go
     for the actors about to start)."""
-    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.placement_group import placement_group, remove_placement_group  # heavy: Ray
 
     group = placement_group([dict(bundle) for _ in range(count)])
     try:

@@ -43,7 +43,7 @@ def fit(model_fn: Callable, data: Sequence[Source], *, config: TrainConfig | Non
     workers' weights every round (``SyncAveraging``), "async" has them push their changes to
     parameter servers without waiting for each other (``AsyncParameterServer``).
     """
-    import ray
+    import ray  # heavy: Ray
 
     config = TrainConfig.build(config, options)
     if not data:

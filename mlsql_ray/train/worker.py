@@ -7,6 +7,7 @@ round when told to, and hands its weights over for averaging.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from typing import Callable
 
@@ -20,7 +21,7 @@ def configure_tensorflow(threads: int) -> None:
     """Give TensorFlow exactly this worker's CPUs, so workers sharing a machine don't fight
     over cores. Must run before TensorFlow executes anything in this process."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    import tensorflow as tf  # heavy: TensorFlow
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
@@ -44,7 +45,7 @@ class Worker(WarmActor):
         """This run's part: its partition (kept from the last run when it is the same data
         server read the same way), a fresh model from ``model_fn`` and fresh random state.
         Returns the rows it trains on and the seconds it took to read them into numpy."""
-        import keras
+        import keras  # heavy: TensorFlow
 
         self.model = None
         self.index = index
@@ -122,8 +123,6 @@ class Worker(WarmActor):
 
     def saved_model(self) -> bytes:
         """The model as it is, as a Keras 3 ``.keras`` file."""
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.keras")
             self.model.save(path)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 import pyarrow as pa
+from pyarrow import fs
 
 from ...errors import MLSQLError
 from ...objectstore import ObjectPath, is_uri
@@ -27,8 +28,6 @@ def _location(session, text: str) -> ObjectPath:
 
 
 def _info(path: ObjectPath, text: str):
-    from pyarrow import fs
-
     info = _call(lambda: path.filesystem().get_file_info(path.key), path)
     if info.type == fs.FileType.NotFound:
         raise MLSQLError(f"`{text}': No such file or directory")
@@ -44,8 +43,6 @@ def _call(work: Callable, path: ObjectPath):
 
 
 def _ls(session, s, args: list[str]):
-    from pyarrow import fs
-
     flags, paths = local._options(args, "dhRF")
     rows = []
     for text in paths:
@@ -75,8 +72,6 @@ def _ls(session, s, args: list[str]):
 
 
 def _cat(session, s, args: list[str]):
-    from pyarrow import fs
-
     texts = []
     for text in args:
         path = _location(session, text)
@@ -100,8 +95,6 @@ def _mkdir(session, s, args: list[str]):
 
 
 def _remove(session, s, args: list[str], recursive: bool = False):
-    from pyarrow import fs
-
     flags, paths = local._options(args, "rRf")
     recursive = recursive or bool(flags & {"r", "R"})
     lines = []
@@ -122,8 +115,6 @@ def _remove(session, s, args: list[str], recursive: bool = False):
 
 def _endpoint(session, text: str):
     """(pyarrow filesystem, path on it, name, shown as) for a URI or an allowed local path."""
-    from pyarrow import fs
-
     if is_uri(text):
         path = _location(session, text)
         return path.filesystem(), path.key, path.name, str(path)
@@ -133,8 +124,6 @@ def _endpoint(session, text: str):
 
 def _copy(session, s, args: list[str]):
     """``-put``/``-get``/``-cp`` between local folders and object storage (either way)."""
-    from pyarrow import fs
-
     if len(args) < 2:
         raise MLSQLError("expected SOURCE... DESTINATION")
     target_fs, target, _, shown = _endpoint(session, args[-1])

@@ -19,6 +19,7 @@ from ...ml import sources as ml_sources
 from ..datasources import jdbc
 from ...storage import delta
 from ..result import Result
+from ...cells.runner import KNOWN_SETTINGS
 
 
 def _strings(*names: str) -> pa.Schema:
@@ -95,8 +96,6 @@ def _resource(session, name=None) -> pa.Table:
 def _conf_list(session, name=None) -> pa.Table:
     """The settings a script can give: Python cell settings (``!python conf``) and ``set ... where
     type="conf"`` values, each with its current value."""
-    from ...cells.runner import KNOWN_SETTINGS
-
     rows = [(f"python.{k}", session.python_conf.get(k, ""), d) for k, d in KNOWN_SETTINGS.items()]
     rows += [(k, MASK if is_secret_name(k) else v, "set with type=\"conf\"") for k, v in session.conf.items()]
     return pa.table({"name": [r[0] for r in rows], "value": [r[1] for r in rows], "description": [r[2] for r in rows]},

@@ -11,6 +11,7 @@ from ...errors import MLSQLError
 from ..result import Result
 from . import named_arguments
 from .filesystem import allowed_path
+from ..ets import Call, find
 
 LAST_TABLE_NAME = "__last_table_name__"
 
@@ -44,8 +45,6 @@ def _empty_table(session, s) -> Result:
 def _table_repartition(session, s) -> Result:
     """``!tableRepartition _ -i T -num N -o OUT``: the TableRepartition ET (``run T as
     TableRepartition.`` where partitionNum="N" as OUT``), as in Byzer, where both run the same code."""
-    from ..ets import Call, find
-
     usage = "!tableRepartition _ -i TABLE -num N -o OUTPUT;"
     options = named_arguments(s.args, usage)
     if not {"i", "num", "o"} <= options.keys():

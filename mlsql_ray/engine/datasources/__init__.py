@@ -10,19 +10,19 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from . import delta_lake, excel, feature_data, file_formats, image, jdbc, model_sources, strings
-from ...options import Param
-from .base import DataSource, params_table
+from ...options import Param, params_table
+from .base import DataSource
 
 _FORMATS: dict[str, DataSource] = {
     source.name.lower(): source
     for source in (*file_formats.SOURCES, delta_lake.SOURCE, *strings.SOURCES, excel.SOURCE, image.SOURCE, jdbc.SOURCE,
-                   *model_sources.SOURCES)
+                   *model_sources.SOURCES, *feature_data.SOURCES)
 }
 
 
 def sources() -> dict[str, DataSource]:
     """Every source by its name in lower case: the formats, then one per feature ET (``feature_data``)."""
-    return {**_FORMATS, **{source.name.lower(): source for source in feature_data.sources()}}
+    return _FORMATS
 
 
 def find(name: str) -> DataSource:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import pyarrow as pa
-
 from ...errors import MLSQLError
 from ...options import Param, check_known, is_configuration
 
@@ -18,16 +16,6 @@ from ...options import Param, check_known, is_configuration
 #: Byzer's options of every save that the writers here decide for themselves (``fileNum``: how
 #: many files; DuckDB and deltalake size their files): accepted, as Byzer's examples write them
 SAVE_OPTIONS = ("fileNum",)
-
-_PARAMS_SCHEMA = pa.schema([("param", pa.string()), ("description", pa.string()), ("default", pa.string())])
-
-
-def params_table(params: tuple[Param, ...]) -> pa.Table:
-    """Options as ``!show "datasources/params/NAME"`` and ``!show "et/params/NAME"`` show them:
-    Byzer's columns ``param`` and ``description``, and the default."""
-    return pa.table({"param": [p.name for p in params], "description": [p.description for p in params],
-                     "default": [p.default for p in params]}, schema=_PARAMS_SCHEMA)
-
 
 @dataclass(frozen=True)
 class DataSource:

@@ -4,16 +4,14 @@ once TARGET is known to hold that ET's state."""
 
 from __future__ import annotations
 
-from functools import cache
-
 from ...errors import MLSQLError
+from ...ml.ets import fitted
+from .. import ets
 from .base import DataSource
 from .file_formats import add_files
 
 
 def _load(session, s) -> None:
-    from ...ml.ets import fitted
-
     target, _, last = s.path.rstrip("/").rpartition("/")
     if last != "data" or not target:
         raise MLSQLError(f"{s.format}.`{s.path}`: {s.format} loads the table its train saved, "
@@ -23,10 +21,6 @@ def _load(session, s) -> None:
               f"{s.format}.`{s.path}`")
 
 
-@cache
-def sources() -> tuple[DataSource, ...]:
-    """One source per ET with a learner (imported here, not at the top: the ETs import this package's base)."""
-    from .. import ets
-
-    return tuple(DataSource(et.name, f"the table train T as {et.name}.`TARGET` saved: load {et.name}.`TARGET/data` as t",
-                            _load) for et in ets.ETS.values() if et.learner)
+#: one source per ET with a learner
+SOURCES = tuple(DataSource(et.name, f"the table train T as {et.name}.`TARGET` saved: load {et.name}.`TARGET/data` as t",
+                           _load) for et in ets.ETS.values() if et.learner)

@@ -21,6 +21,7 @@ from typing import Iterator, Mapping
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlglot.errors
 from sqlglot import exp
 
@@ -104,11 +105,11 @@ def database_from_options(options: Mapping[str, str], what: str) -> Database:
 def _open(db: Database):
     kind = db.kind
     if kind == "postgresql":
-        import adbc_driver_postgresql.dbapi as driver
+        import adbc_driver_postgresql.dbapi as driver  # a database's driver, loaded for that database only
 
         return driver.connect(_libpq_uri(db))
     if kind == "sqlite":
-        import adbc_driver_sqlite.dbapi as driver
+        import adbc_driver_sqlite.dbapi as driver  # a database's driver, loaded for that database only
 
         path = db.url.split(":", 2)[2]
         return driver.connect(path.removeprefix("//"))
@@ -226,8 +227,6 @@ def numeric_as_decimal(table: pa.Table) -> pa.Table:
     strings); Spark's JDBC reader, and so Byzer, gives decimals. A ``numeric(p, s)`` column
     becomes ``decimal128(p, s)``; a bare ``numeric`` gets the precision and scale its values need,
     and stays text when no decimal holds them (``NaN``, more than 38 digits)."""
-    import pyarrow.compute as pc
-
     for index, column_field in enumerate(table.schema):
         meta = column_field.metadata or {}
         if meta.get(b"POSTGRESQL:type") != b"numeric":

@@ -9,6 +9,7 @@ import pyarrow as pa
 from ...ml import statements as model_statements
 from ...errors import MLSQLError
 from ...options import Param
+from .. import ets
 from .base import DataSource
 
 
@@ -22,8 +23,6 @@ def _loader(kind: str):
 def _params(session, s) -> None:
     """An algorithm's parameters (``ml.statements``), or an ET's options as ``!show "et/params/ET"``
     lists them (Byzer answers both from the ET's ``explainParams``)."""
-    from .. import ets
-
     if model_statements.is_algorithm(s.path):
         table = model_statements.LOADERS["modelparams"](session, s)
     elif s.path.lower() in ets.ETS:
@@ -37,8 +36,6 @@ def _params(session, s) -> None:
 def _example(session, s) -> None:
     """Byzer's ModelExample rows (name, value): name, codeExample, codeType, doc, docType; the
     example is the one the ET's registry entry holds ("" when it has none, as in Byzer)."""
-    from .. import ets
-
     if s.path.lower() in ets.ETS:
         et = ets.find(s.path)
         name, code, doc = et.name, et.example, et.description

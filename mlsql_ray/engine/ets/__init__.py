@@ -1,7 +1,10 @@
 """ETs (Byzer's estimators/transformers): ``run T as NAME.`path` where ... as OUT;``, by name.
 
-Adding one is one small module defining an ``ET`` (``ml.ets.base.ET``) and one entry in
-``_MODULES``: the data ETs are in this package, the ETs that learn in ``mlsql_ray.ml.ets``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
+This module is the one registry of every ET (``ETS``, ``find``): the engine owns it because it is
+the one room that sees both families, the ETs over tables in this package (they read the catalog)
+and the ETs that learn in ``mlsql_ray.ml.ets`` (below the engine, with what an ET is,
+``ml.ets.base``). Adding one is one small module defining an ``ET`` and one entry in
+``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
 """
 
 from __future__ import annotations
@@ -10,8 +13,7 @@ import pyarrow as pa
 
 from ...errors import MLSQLError
 from ...lang import ast
-from ...options import check_known
-from ..datasources.base import params_table
+from ...options import check_known, params_table
 from ..result import PREVIEW_ROWS, Result
 from ...ml.ets import discretizer, feature_extract, fitted, indexing, scaling, tfidf, vecmap, word2vec
 from ...ml.ets.base import ET, Call, Partitioned

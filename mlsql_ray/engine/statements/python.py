@@ -5,11 +5,10 @@ from __future__ import annotations
 from ...lang import ast
 from ...storage import rows as file_rows
 from ..result import PREVIEW_ROWS, Result
+from ...cells.runner import run_cell
 
 
 def run(session, s: ast.PythonCell) -> Result:
-    from ...cells.runner import run_cell
-
     table, output, notes = run_cell(session, s)
     if table is None:
         return Result(s, "python cell done", warnings=notes)

@@ -10,14 +10,13 @@ from ...storage import delta, rows as file_rows
 from ...ml import statements as model_statements
 from .. import ets, udfs
 from ..result import Result
+from ...ml.serving import FunctionRegistry, ModelFunction
 
 MODEL_FORMATS = ("tf", "keras")
 
 
 def model_function(session, name: str, fmt: str, table: str, options: dict):
     """Load a model table's rows and start the actors that serve it."""
-    from ...ml.serving import ModelFunction
-
     if fmt.lower() not in MODEL_FORMATS:
         raise MLSQLError(f"models are registered as {' or '.join(MODEL_FORMATS)}.`db.table`, not {fmt}")
     path = delta.table_path(session.warehouse, table, options)
@@ -29,8 +28,6 @@ def model_function(session, name: str, fmt: str, table: str, options: dict):
 
 
 def run(session, s: ast.Register) -> Result:
-    from ...ml.serving import FunctionRegistry
-
     handler = REGISTER_FORMATS.get(s.format.lower())
     if handler is not None:
         return handler(session, s)

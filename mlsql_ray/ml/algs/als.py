@@ -162,7 +162,7 @@ def _positions(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """min ½xᵀAx − bᵀx with x ≥ 0, as the least squares ‖Lᵀx − L⁻¹b‖ where A = LLᵀ."""
-    from scipy.linalg import cholesky, solve_triangular
+    from scipy.linalg import cholesky, solve_triangular  # heavy: SciPy
     from scipy.optimize import nnls
 
     lower = cholesky(a, lower=True)

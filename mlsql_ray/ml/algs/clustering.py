@@ -27,13 +27,13 @@ def _positive_or_auto(text: str):
 
 
 def _kmeans(kwargs: dict, n_samples: int):
-    from sklearn.cluster import KMeans
+    from sklearn.cluster import KMeans  # heavy: scikit-learn
 
     return KMeans(n_init=1, **kwargs)
 
 
 def _lda(kwargs: dict, n_samples: int):
-    from .spark_lda import SparkLDA
+    from .spark_lda import SparkLDA  # heavy: it imports scikit-learn
 
     return SparkLDA(**kwargs)
 

@@ -28,13 +28,13 @@ PARAMS = (
 
 
 def _classifier(kwargs: dict, n_samples: int):
-    from xgboost import XGBClassifier
+    from xgboost import XGBClassifier  # heavy: XGBoost
 
     return XGBClassifier(tree_method="hist", **kwargs)
 
 
 def _regressor(kwargs: dict, n_samples: int):
-    from xgboost import XGBRegressor
+    from xgboost import XGBRegressor  # heavy: XGBoost
 
     return XGBRegressor(tree_method="hist", **kwargs)
 

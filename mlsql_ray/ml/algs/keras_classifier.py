@@ -14,6 +14,8 @@ import pyarrow as pa
 
 from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_int
 from ..columns import features_of, labels_of
+from ...models import model_from_bytes
+from ...train import fit
 
 
 def _layers(text: str) -> tuple[int, ...]:
@@ -70,12 +72,10 @@ class KerasClassifier:
         return self._train(table.servers(self.workers), prepare, table.width, len(classes))
 
     def _train(self, data: list, prepare, shape: int, classes: int) -> "KerasClassifier":
-        from ...train import fit
-
         layers, rate, scale, seed = self.layers, self.learning_rate, self.scale, self.seed
 
         def network():
-            import keras
+            import keras  # heavy: TensorFlow
 
             keras.utils.set_random_seed(seed)
             net = keras.Sequential([keras.layers.Input((shape,)), keras.layers.Rescaling(scale)]
@@ -93,8 +93,6 @@ class KerasClassifier:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "KerasClassifier":
-        from ...models import model_from_bytes
-
         loaded = cls()
         loaded.model_file, loaded._model = data, model_from_bytes(data)
         return loaded

@@ -5,6 +5,8 @@ converted with the row count (C = 1/(n·regParam)), elasticNetParam is l1_ratio,
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param, to_bool
 from .common import MAX_ITER, TOL
 
@@ -21,15 +23,14 @@ PARAMS = (
 def _scaled(estimator, standardization: bool):
     if not standardization:
         return estimator
-    from sklearn.pipeline import make_pipeline
+    from sklearn.pipeline import make_pipeline  # heavy: scikit-learn
     from sklearn.preprocessing import StandardScaler
 
     return make_pipeline(StandardScaler(with_mean=False), estimator)
 
 
 def _logistic(kwargs: dict, n_samples: int):
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # heavy: scikit-learn
 
     reg, l1 = kwargs.pop("regParam"), kwargs.pop("elasticNetParam")
     standardization = kwargs.pop("standardization")
@@ -39,7 +40,7 @@ def _logistic(kwargs: dict, n_samples: int):
 
 
 def _linear(kwargs: dict, n_samples: int):
-    from sklearn.linear_model import ElasticNet, LinearRegression, Ridge
+    from sklearn.linear_model import ElasticNet, LinearRegression, Ridge  # heavy: scikit-learn
 
     reg, l1 = kwargs.pop("regParam"), kwargs.pop("elasticNetParam")
     standardization = kwargs.pop("standardization")

@@ -15,7 +15,7 @@ def _model_type(text: str) -> str:
 
 
 def _build(kwargs: dict, n_samples: int):
-    from sklearn.naive_bayes import BernoulliNB, GaussianNB, MultinomialNB
+    from sklearn.naive_bayes import BernoulliNB, GaussianNB, MultinomialNB  # heavy: scikit-learn
 
     kind, smoothing = kwargs.pop("modelType"), kwargs.pop("smoothing")
     if kind == "gaussian":

@@ -9,7 +9,7 @@ from .common import SEED, subset_strategy
 
 
 def _build(kwargs: dict, n_samples: int):
-    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.ensemble import RandomForestClassifier  # heavy: scikit-learn
 
     rate = kwargs.pop("max_samples", 1.0)
     return RandomForestClassifier(max_samples=None if rate >= 1 else rate, **kwargs)

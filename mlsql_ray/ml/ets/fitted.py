@@ -23,6 +23,7 @@ from ...errors import MLSQLError
 from ...storage import delta
 from ..store import model_target
 from .base import Call, input_table
+from ...arrays import matrix
 
 _STATE_SCHEMA = pa.schema([("et", pa.string()), ("state", pa.string())])
 _TABLES = "_tables"  # the state's key: {KEY: version of TARGET/model_KEY}
@@ -114,8 +115,6 @@ def on_number_rows(transform: Callable[[dict, np.ndarray], np.ndarray]) -> Appli
     """An Applier over lists of numbers (``f(array(7, 8))``): rows × values in, rows × values out."""
 
     def apply(state: dict, values: pa.Array) -> pa.Array:
-        from ...arrays import matrix
-
         if values.null_count:
             raise MLSQLError("an input row is null")
         return pa.array(list(transform(state, matrix(values, np.float64))), pa.list_(pa.float64()))

@@ -41,7 +41,7 @@ def _n_grams(call: Call) -> list[int]:
 
 
 def _fit(table: pa.Table, call: Call) -> dict:
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # heavy: scikit-learn
 
     column = call.column("inputCol", table.column_names, NAME)
     texts = text.column_texts(table, column, call.table, NAME)
@@ -63,7 +63,7 @@ def _fit(table: pa.Table, call: Call) -> dict:
 
 
 def _vectors(state: dict, texts: list[str]) -> np.ndarray:
-    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer  # heavy: scikit-learn
 
     counts = CountVectorizer(analyzer=lambda content: _terms(state, content), vocabulary=state["vocabulary"],
                              binary=True).transform(texts)

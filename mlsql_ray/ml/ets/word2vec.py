@@ -78,7 +78,7 @@ def _training(call: Call) -> dict:
 
 
 def _fit(table: pa.Table, call: Call) -> dict:
-    from gensim.models import Word2Vec
+    from gensim.models import Word2Vec  # heavy: gensim
 
     if call.option("wordvecPaths", "").strip():
         raise MLSQLError(f"{NAME}: wordvecPaths (vectors trained elsewhere) is not supported yet; "
