@@ -44,7 +44,7 @@ from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
 from ..lang import ast
-from .result import Result
+from ..ml.kinds import Kind
 
 JVM_LANGUAGES = ("scala", "java")
 UDAF_PREFIX = "__udaf_"
@@ -59,27 +59,37 @@ class ScriptFunction:
     return_type: str  # DuckDB's spelling
 
 
-def register(session, s: ast.Register) -> Result:
-    """Run the code, find the function, create the DuckDB function (or macro) named ``s.function``."""
-    options = {k.lower(): v for k, v in s.options.items()}
-    language = options.get("lang", "scala").strip().lower()
-    if language in JVM_LANGUAGES:
-        default = " (scala is Byzer's default lang)" if "lang" not in options else ""
-        raise MLSQLError(f"lang=\"{language}\" UDFs need Byzer's JVM engine, which mlsql-ray does not have{default}; "
-                         f"write {s.function} in Python with lang=\"python\"")
-    if language != "python":
-        raise MLSQLError(f"ScriptUDF supports lang=\"python\" (scala and java need Byzer's JVM engine), not {language!r}")
-    udf_type = options.get("udftype", "udf").strip().lower()
-    if udf_type not in _CREATORS:
-        raise MLSQLError(f"udfType must be udf or udaf, not {udf_type!r}")
-    namespace = _run_code(_code(session, s, options), s.function)
-    registry = session.script_functions
-    previous = registry.pop(s.function.lower(), None)
-    if previous is not None:
-        _drop(session.con, previous)
-    function = _CREATORS[udf_type](session.con, s.function, namespace, options)
-    registry[s.function.lower()] = function
-    return Result(s, f"registered {s.function}: a Python {udf_type} returning {function.return_type}", name=s.function)
+class ScriptUDFs(Kind):
+    """``ScriptUDF`` as a kind of model (``ml.kinds``): it only registers."""
+
+    def matches(self, fmt: str) -> bool:
+        return fmt.lower() == "scriptudf"
+
+    def register(self, session, s: ast.Register) -> str:
+        """Run the code, find the function, create the DuckDB function (or macro) named
+        ``s.function``; what to report."""
+        options = {k.lower(): v for k, v in s.options.items()}
+        language = options.get("lang", "scala").strip().lower()
+        if language in JVM_LANGUAGES:
+            default = " (scala is Byzer's default lang)" if "lang" not in options else ""
+            raise MLSQLError(f"lang=\"{language}\" UDFs need Byzer's JVM engine, which mlsql-ray does not have{default}; "
+                             f"write {s.function} in Python with lang=\"python\"")
+        if language != "python":
+            raise MLSQLError(f"ScriptUDF supports lang=\"python\" (scala and java need Byzer's JVM engine), not {language!r}")
+        udf_type = options.get("udftype", "udf").strip().lower()
+        if udf_type not in _CREATORS:
+            raise MLSQLError(f"udfType must be udf or udaf, not {udf_type!r}")
+        namespace = _run_code(_code(session, s, options), s.function)
+        registry = session.script_functions
+        previous = registry.pop(s.function.lower(), None)
+        if previous is not None:
+            _drop(session.con, previous)
+        function = _CREATORS[udf_type](session.con, s.function, namespace, options)
+        registry[s.function.lower()] = function
+        return f"registered {s.function}: a Python {udf_type} returning {function.return_type}"
+
+
+SCRIPT_UDF = ScriptUDFs()
 
 
 # -- the code ------------------------------------------------------------------------------------
