@@ -21,9 +21,10 @@ import pyarrow.compute as pc
 
 from ..errors import MLSQLError
 from ..lang import ast
-from ..storage import delta, rows as file_rows
+from ..models import stored_rows
 from . import registry, runner, sources, statements
 from .ets import fitted
+from .functions import FunctionRegistry, SQLFunction
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,8 @@ class Kinds:
 
 # -- the kinds whose models serve as SQL functions ------------------------------------------------------------------
 
-def serve(session, functions: list) -> None:
-    """Add model functions to the session's registry of them (made with the first)."""
-    from .serving import FunctionRegistry
-
+def serve(session, functions: list[SQLFunction]) -> None:
+    """Add functions to the session's one registry of them (``ml.functions``, made with the first)."""
     if session.model_functions is None:
         session.model_functions = FunctionRegistry(session.con)
     for function in functions:
@@ -252,12 +251,9 @@ class Keras(ModelKind):
 
         if not self.matches(fmt):
             raise MLSQLError(f"models are registered as {' or '.join(self.FORMATS)}.`db.table`, not {fmt}")
-        path = delta.table_path(session.warehouse, table, options)
-        delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-        rows = file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
+        version, rows = stored_rows(session.warehouse, table, options)
         session.ray_link.ensure()
-        return ModelFunction.start(name, table, delta_table.version(), rows, options,
-                                   session.ray_link.cpus(), pool=session.workers)
+        return ModelFunction.start(name, table, version, rows, options, session.ray_link.cpus(), pool=session.workers)
 
     def functions(self, session, s: ast.Register) -> list:
         return [self.started(session, s.function, s.format, s.path, dict(s.options))]
