@@ -6,6 +6,7 @@ learn nothing answer only ``run``), a Keras model table (``tf``/``keras``) or a 
 start ahead (``engine.prestart``) needs for its statements; the algorithms also ``train``, list
 themselves and explain what a model learned. ``train``, ``predict``, ``register``, ``load
 modelParams/modelExample/modelList/modelExplain``, ``!show`` and the start ahead all ask it.
+Whatever a kind registers goes into the session's one registry of functions (``ml.functions``).
 
 The ETs' registry and the script UDFs live in the engine, above this package: the engine builds its
 one ``Kinds`` with them (``engine/kinds.py``)."""
