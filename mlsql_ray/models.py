@@ -137,6 +137,6 @@ def stored_rows(warehouse, table: str, options: dict):
     ``version``, ``mode="path"``)."""
     from .storage import delta
 
-    path = delta.table_path(warehouse, table, options)
-    delta_table = delta.open_table(path, table, {k: v for k, v in options.items() if k == "version"})
-    return delta_table.version(), file_rows.model_rows(delta.arrow_dataset(delta_table, path).to_table(), table)
+    version, data = delta.read(delta.table_path(warehouse, table, options), table,
+                               {k: v for k, v in options.items() if k == "version"})
+    return version, file_rows.model_rows(data, table)
