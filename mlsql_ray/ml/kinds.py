@@ -130,7 +130,7 @@ class Algorithms(ModelKind):
     @staticmethod
     def plans(fmt: str, options: dict) -> list[runner.GroupPlan]:
         """The groups a train statement asks for, planned once for the start ahead and the train."""
-        return list(_plans(fmt.lower(), tuple(sorted(options.items()))))
+        return list(_plans(fmt, tuple(sorted(options.items()))))
 
     def predict(self, session, s: ast.Train) -> Predicted:
         scored, model = statements.predict(session, s)
