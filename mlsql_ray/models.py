@@ -125,9 +125,16 @@ def load_model(table: str, warehouse: str | os.PathLike | None = None, version: 
                unsafe: bool = False):
     """The Keras model saved in Delta table ``table`` (``db.name``), at ``version`` or the latest.
     ``unsafe=True`` also loads a model that carries Python code (a ``Lambda`` layer), running it."""
-    root = config.warehouse(warehouse)
-    options = {} if version is None else {"version": str(version)}
-    path = delta.table_path(root, table, {})
-    rows = file_rows.model_rows(delta.arrow_dataset(delta.open_table(path, table, options), path).to_table(), table)
+    _, rows = stored_rows(config.warehouse(warehouse), table, {} if version is None else {"version": str(version)})
     label = f"Delta table {table}" + (f" version {version}" if version is not None else "")
     return model_from_rows(rows.to_pylist(), label, unsafe)
+
+
+def stored_rows(warehouse, table: str, options: dict):
+    """(version, rows) of the model in Delta table ``table`` of ``warehouse``: the one reader of a
+    Keras model table, for ``load_model`` and ``register``/``predict ... as tf`` (``options``: its
+    ``version``, ``mode="path"``)."""
+
+    version, data = delta.read(delta.table_path(warehouse, table, options), table,
+                               {k: v for k, v in options.items() if k == "version"})
+    return version, file_rows.model_rows(data, table)

@@ -20,6 +20,8 @@ What counts as training is decided from the parsed statements, at the top level 
   rows meanwhile and waits for the imports at its first fit (``ml.runner.load_ahead``);
 * ``register`` of a model (tf, keras or a built-in algorithm's): Ray.
 
+What a ``train`` or ``register`` needs is its model kind's answer (``ml.kinds``, ``Kind.ahead``).
+
 The workers go to the session's warm pool, announced first (``WarmPool.expect``): the run that
 needs them waits for them there instead of starting its own, and a Ray start in progress is joined
 by the ``RayLink.ensure`` that needs it. An error in the background start is raised by that
@@ -39,10 +41,11 @@ from dataclasses import dataclass, field
 from ..cluster import warm
 from ..cluster.link import local_cpus, stop_actors
 from ..lang import ast
-from ..ml import registry, runner, statements as model_statements
+from ..ml import runner
 from ..ml.runner import HOST_KIND, GroupHost, host_layout, load_ahead
 from ..train.strategy import worker_shape
 from ..train.worker import Worker
+from .kinds import KINDS
 
 #: the calls that make a Python cell a training one (see the module's docstring)
 TRAINING_CALL = re.compile(r"\btrain\s*\.\s*(?:fit|search)\s*\(|\bsearch\s*\(")
@@ -61,18 +64,19 @@ class Needs:
 
 
 def needs(statement: ast.Statement) -> Needs | None:
-    """What ``statement`` will need started, or None if it trains nothing."""
+    """What ``statement`` will need started, or None if it trains nothing: a Python cell's from its
+    code, a ``train``'s or ``register``'s from the kind of model its format names (``engine.kinds``)."""
     if isinstance(statement, ast.PythonCell):
         return _cell_needs(statement.code, statement.annotations)
-    if isinstance(statement, ast.Register):
-        fmt = statement.format.lower()
-        return Needs() if fmt in ("tf", "keras") or model_statements.is_algorithm(fmt) else None
-    if isinstance(statement, ast.Train):
-        if statement.verb == "run" and statement.format.lower() == "ray":
-            options = dict(statement.options)
-            return _cell_needs(options.get("code", ""), options)
-        if statement.verb == "train":
-            return _algorithm_needs(statement)
+    if isinstance(statement, ast.Train) and statement.verb == "run":
+        if statement.format.lower() != "ray":
+            return None
+        options = dict(statement.options)
+        return _cell_needs(options.get("code", ""), options)
+    if isinstance(statement, (ast.Register, ast.Train)):
+        kind = KINDS.find(statement.format, "ahead")
+        ahead = kind.ahead(statement) if kind is not None else None
+        return None if ahead is None else Needs(group_hosts=ahead.group_hosts)
     return None
 
 
@@ -83,20 +87,6 @@ def _cell_needs(code: str, annotations) -> Needs | None:
         return Needs()
     partitions = annotations.get("num_partitions", "")
     return Needs(tensorflow_workers=int(partitions) if partitions.isdigit() else 0)
-
-
-def _algorithm_needs(statement: ast.Train) -> Needs | None:
-    if not registry.is_known(statement.format):
-        return None  # an ET or a model format: not a built-in algorithm's training
-    try:
-        plans = runner.plan(statement.format, dict(statement.options))
-    except Exception:  # noqa: BLE001 - bad options: the statement reports them when it runs
-        return None
-    if any(registry.get(p.alg).in_process for p in plans):
-        return Needs()  # e.g. KerasClassifier: its fit starts its own actors
-    if len(plans) < 2:
-        return None  # one group is fitted in this process
-    return Needs(group_hosts=(len(plans), tuple(sorted({p.alg for p in plans}))))
 
 
 @dataclass

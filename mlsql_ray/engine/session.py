@@ -23,7 +23,7 @@ from ..errors import InternalError, MLSQLError
 from ..lang import ast
 from ..objectstore import ObjectPath
 from ..spark import results as spark_results
-from . import partition_ids, statements, timezone, udfs, vectors
+from . import partition_ids, statements, timezone, vectors
 from .catalog import Catalog
 from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets
@@ -71,8 +71,7 @@ class Session:
         # training and prediction actors kept for the next run (mlsql_ray.cluster.warm); released at close if ours
         self.workers = workers if workers is not None else WarmPool()
         self._owns_workers = workers is None
-        self.model_functions = None  # model functions (register), created with the first one
-        self.script_functions: dict[str, udfs.ScriptFunction] = {}  # register ScriptUDF, by lower-case name
+        self.model_functions = None  # the functions of register, of every kind (ml.functions), made with the first
         self.connections: dict[str, jdbc.Database] = {}  # connect ... as ALIAS (passwords stay here)
         self._request_hidden: dict[str, str | None] = {}  # request-scoped keys: the session value each hides
         self._staging: tempfile.TemporaryDirectory | None = None  # see staging()

@@ -35,7 +35,7 @@ import re
 import textwrap
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
@@ -44,42 +44,64 @@ from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
 from ..lang import ast
-from .result import Result
+from ..ml.functions import SQLFunction
+from ..ml.kinds import Kind, serve
 
 JVM_LANGUAGES = ("scala", "java")
 UDAF_PREFIX = "__udaf_"
 
 
-@dataclass(frozen=True)
-class ScriptFunction:
-    """A registered script UDF, remembered so that registering the name again replaces it."""
+@dataclass
+class ScriptFunction(SQLFunction):
+    """A registered script UDF, in the session's registry of functions (``ml.functions``) as the
+    models' are: ``define`` makes it in DuckDB, a function (``udf``) or a macro over one (``udaf``)."""
 
     name: str
     udf_type: str
-    return_type: str  # DuckDB's spelling
+    duckdb_type: str
+    define: Callable[[duckdb.DuckDBPyConnection], None]
+    table: str = ""  # from no model table
+    version: int = 0
+    actors: list = field(default_factory=list)
+
+    def create(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.define(con)
+
+    def drop(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.udf_type == "udaf":
+            con.execute(f'DROP MACRO IF EXISTS "{self.name}"')
+            con.remove_function(UDAF_PREFIX + self.name)
+        else:
+            con.remove_function(self.name)
 
 
-def register(session, s: ast.Register) -> Result:
-    """Run the code, find the function, create the DuckDB function (or macro) named ``s.function``."""
-    options = {k.lower(): v for k, v in s.options.items()}
-    language = options.get("lang", "scala").strip().lower()
-    if language in JVM_LANGUAGES:
-        default = " (scala is Byzer's default lang)" if "lang" not in options else ""
-        raise MLSQLError(f"lang=\"{language}\" UDFs need Byzer's JVM engine, which mlsql-ray does not have{default}; "
-                         f"write {s.function} in Python with lang=\"python\"")
-    if language != "python":
-        raise MLSQLError(f"ScriptUDF supports lang=\"python\" (scala and java need Byzer's JVM engine), not {language!r}")
-    udf_type = options.get("udftype", "udf").strip().lower()
-    if udf_type not in _CREATORS:
-        raise MLSQLError(f"udfType must be udf or udaf, not {udf_type!r}")
-    namespace = _run_code(_code(session, s, options), s.function)
-    registry = session.script_functions
-    previous = registry.pop(s.function.lower(), None)
-    if previous is not None:
-        _drop(session.con, previous)
-    function = _CREATORS[udf_type](session.con, s.function, namespace, options)
-    registry[s.function.lower()] = function
-    return Result(s, f"registered {s.function}: a Python {udf_type} returning {function.return_type}", name=s.function)
+class ScriptUDFs(Kind):
+    """``ScriptUDF`` as a kind of model (``ml.kinds``): it only registers."""
+
+    def matches(self, fmt: str) -> bool:
+        return fmt.lower() == "scriptudf"
+
+    def register(self, session, s: ast.Register) -> str:
+        """Run the code, find the function, create the DuckDB function (or macro) named
+        ``s.function``; what to report."""
+        options = {k.lower(): v for k, v in s.options.items()}
+        language = options.get("lang", "scala").strip().lower()
+        if language in JVM_LANGUAGES:
+            default = " (scala is Byzer's default lang)" if "lang" not in options else ""
+            raise MLSQLError(f"lang=\"{language}\" UDFs need Byzer's JVM engine, which mlsql-ray does not have{default}; "
+                             f"write {s.function} in Python with lang=\"python\"")
+        if language != "python":
+            raise MLSQLError(f"ScriptUDF supports lang=\"python\" (scala and java need Byzer's JVM engine), not {language!r}")
+        udf_type = options.get("udftype", "udf").strip().lower()
+        if udf_type not in _CREATORS:
+            raise MLSQLError(f"udfType must be udf or udaf, not {udf_type!r}")
+        namespace = _run_code(_code(session, s, options), s.function)
+        function = _CREATORS[udf_type](session.con, s.function, namespace, options)
+        serve(session, [function])
+        return f"registered {s.function}: a Python {udf_type} returning {function.duckdb_type}"
+
+
+SCRIPT_UDF = ScriptUDFs()
 
 
 # -- the code ------------------------------------------------------------------------------------
@@ -214,16 +236,19 @@ def _create_udf(con, name: str, namespace: dict, options: dict[str, str]) -> Scr
     target = _member(namespace, options, name, "apply")
     duck_type, arrow_type = result_types(con, options.get("datatype", "string"), name)
     call, arity = _without_self(target)
-    if arity == 0:
-        con.create_function(name, lambda: _results([_guarded(name, call)], arrow_type, name)[0].as_py(), [], duck_type,
-                            side_effects=True)
-    else:
-        def batch(*columns):
-            rows = zip(*(_column_values(c) for c in columns))
-            return _results([_guarded(name, call, *row) for row in rows], arrow_type, name)
 
-        con.create_function(name, batch, None, duck_type, type="arrow", null_handling="special")
-    return ScriptFunction(name, "udf", duck_type)
+    def batch(*columns):
+        rows = zip(*(_column_values(c) for c in columns))
+        return _results([_guarded(name, call, *row) for row in rows], arrow_type, name)
+
+    def define(con) -> None:
+        if arity == 0:
+            con.create_function(name, lambda: _results([_guarded(name, call)], arrow_type, name)[0].as_py(), [],
+                                duck_type, side_effects=True)
+        else:
+            con.create_function(name, batch, None, duck_type, type="arrow", null_handling="special")
+
+    return ScriptFunction(name, "udf", duck_type, define)
 
 
 def _guarded(function: str, call: Callable, *args):
@@ -296,25 +321,20 @@ def _create_udaf(con, name: str, namespace: dict, options: dict[str, str]) -> Sc
         return _results(results, arrow_type, name)
 
     helper = UDAF_PREFIX + name
-    con.create_function(helper, batch, None, duck_type, type="arrow", null_handling="special")
     parameters = [f"a{i}" for i in range(arity)]
     lists = ", ".join(f"list({p})" for p in parameters)
-    con.execute(f'CREATE OR REPLACE MACRO "{name}"({", ".join(parameters)}) AS "{helper}"({lists})')
-    return ScriptFunction(name, "udaf", duck_type)
+
+    def define(con) -> None:
+        con.create_function(helper, batch, None, duck_type, type="arrow", null_handling="special")
+        con.execute(f'CREATE OR REPLACE MACRO "{name}"({", ".join(parameters)}) AS "{helper}"({lists})')
+
+    return ScriptFunction(name, "udaf", duck_type, define)
 
 
 def _schema_call(aggregator, method: str):
     """``dataType()``/``inputSchema()`` if the class defines them (Byzer's examples do)."""
     member = getattr(aggregator, method, None)
     return member() if callable(member) else None
-
-
-def _drop(con: duckdb.DuckDBPyConnection, function: ScriptFunction) -> None:
-    if function.udf_type == "udaf":
-        con.execute(f'DROP MACRO IF EXISTS "{function.name}"')
-        con.remove_function(UDAF_PREFIX + function.name)
-    else:
-        con.remove_function(function.name)
 
 
 _CREATORS: dict[str, Callable[..., ScriptFunction]] = {"udf": _create_udf, "udaf": _create_udaf}

@@ -1,5 +1,7 @@
 """The model subsystem: what fits, stores, loads, explains and serves a model.
 
+``kinds`` says what each kind of model (algorithm, feature ET, Keras, script UDF) does for each
+statement, in one lookup; ``functions`` is what ``register`` defines and the session's registry of it.
 ``registry`` knows the algorithms (one adapter module each in ``algs``), ``runner`` turns a
 train statement's options into parameter groups and fits them (in parallel on Ray), ``store``
 keeps them as a Delta model table, ``predictor`` loads them back for ``predict`` and

@@ -13,11 +13,8 @@ from ..cluster.warm import WarmActor
 from ..errors import MLSQLError
 from . import metrics as evaluation, registry, serialize
 from .algorithm import CLASSIFIER, TOPICS
+from .functions import SQLFunction
 from .store import StoredGroup, byzer_alg_index, groups_of
-
-#: what a registered function returns, by its ``output`` option
-OUTPUT_TYPES = {"prediction": (pa.float64(), "DOUBLE"), "probability": (pa.list_(pa.float64()), "DOUBLE[]")}
-
 
 def _lists(values: np.ndarray) -> pa.Array:
     flat = pa.array(values.astype(np.float64).reshape(-1))
@@ -98,11 +95,11 @@ def _automl_metric(groups: list[StoredGroup]) -> str:
 
 
 class Predictor(WarmActor):
-    """A Ray actor holding one loaded group, called by predict.ModelFunction (``register``).
+    """A Ray actor holding one loaded group, called by serving.ModelFunction (``register``).
     ``unsafe`` is the Keras predictor's switch; these models (skops with trusted types, XGBoost's
     JSON, a safe-mode .keras file) never carry code to run, so it changes nothing here."""
 
-    output_types = OUTPUT_TYPES
+    outputs = ("prediction", "probability")  # serving.OUTPUT_TYPES
 
     def __init__(self, threads: int):
         from threadpoolctl import threadpool_limits  # scikit-learn's dependency, needed where fits run
@@ -143,7 +140,7 @@ def _whole_numbers(column: pa.Array, what: str) -> list[int | None]:
 
 
 @dataclass
-class TopicsMatrixFunction:
+class TopicsMatrixFunction(SQLFunction):
     """Byzer's LDA functions that read only the topics matrix (Spark's ``LDAModel.topicsMatrix``,
     terms × topics; scikit-learn's ``components_`` is its transpose, unnormalised as Spark's
     online optimizer leaves it): a lookup per row in this process, no actors to start."""
@@ -152,7 +149,6 @@ class TopicsMatrixFunction:
     table: str
     version: int
     topics: np.ndarray  # topics × terms
-    argument: str | None = None
     actors: list = field(default_factory=list)
 
     null_handling = "special"  # null in, null out; and null for a term or topic the model lacks
@@ -161,9 +157,6 @@ class TopicsMatrixFunction:
     def of(cls, name: str, table: str, version: int, group: StoredGroup) -> TopicsMatrixFunction:
         model = FittedModel(group, table)
         return cls(name, table, version, np.asarray(model.estimator.components_, dtype=np.float64))
-
-    def close(self) -> None:
-        pass
 
 
 class TermTopics(TopicsMatrixFunction):

@@ -21,16 +21,19 @@ from ..cluster.warm import Shape, WarmActor, WarmPool
 from ..errors import MLSQLError
 from ..models import model_file, model_from_rows, refuse_python_code
 from ..train.worker import configure_tensorflow
+from .functions import SQLFunction
 
-#: what a Keras model function returns, by its ``output`` option: (Arrow type, DuckDB type)
-OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT")}
+#: what a model function returns, by its ``output`` option: (Arrow type, DuckDB type); each
+#: predictor class answers some of them (``outputs``, its default first)
+OUTPUT_TYPES = {"probabilities": (pa.list_(pa.float32()), "FLOAT[]"), "argmax": (pa.int64(), "BIGINT"),
+                "prediction": (pa.float64(), "DOUBLE"), "probability": (pa.list_(pa.float64()), "DOUBLE[]")}
 
 
 class Predictor(WarmActor):
-    """A Ray actor holding one loaded model. Other model kinds (mlsql_ray.ml) bring their own
-    class with the same three methods and ``output_types``."""
+    """A Ray actor holding one loaded Keras model. The algorithms' (``ml.predictor``) is another
+    class with the same methods and its ``outputs``."""
 
-    output_types = OUTPUT_TYPES
+    outputs = ("probabilities", "argmax")
 
     def __init__(self, threads: int):
         configure_tensorflow(threads)
@@ -93,7 +96,7 @@ def _positive_int(options: dict, key: str, default: int) -> int:
 
 
 @dataclass
-class ModelFunction:
+class ModelFunction(SQLFunction):
     """A model table loaded into actors and callable on Arrow columns (DuckDB's UDF)."""
 
     name: str
@@ -105,7 +108,6 @@ class ModelFunction:
     output: str = "probabilities"
     batch_size: int = 1024
     argument: str = field(default="input")  # how the call was written, for error messages
-    output_types: dict = field(default_factory=lambda: OUTPUT_TYPES)
     pool: WarmPool | None = field(default=None, repr=False)  # where the actors go when the function does
     shape: Shape | None = field(default=None, repr=False)
 
@@ -118,8 +120,8 @@ class ModelFunction:
         model carrying Python code is refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray  # heavy: Ray
 
-        outputs = predictor.output_types
-        output = options.get("output", next(iter(outputs)))
+        outputs = predictor.outputs
+        output = options.get("output", outputs[0])
         if output not in outputs:
             raise MLSQLError(f"output must be one of {', '.join(outputs)}, not {output!r}")
         workers = _positive_int(options, "workers", max(1, min(2, cpus)))
@@ -140,7 +142,7 @@ class ModelFunction:
             actors, widths = start_predictors(ray, predictor, threads, nodes, reused, rows_ref, unsafe)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
-        return cls(name, table, version, actors, widths[0], scale, output, batch_size, output_types=outputs,
+        return cls(name, table, version, actors, widths[0], scale, output, batch_size,
                    pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
 
     def __call__(self, column: pa.Array) -> pa.Array:
@@ -168,11 +170,11 @@ class ModelFunction:
 
     @property
     def arrow_type(self) -> pa.DataType:
-        return self.output_types[self.output][0]
+        return OUTPUT_TYPES[self.output][0]
 
     @property
     def duckdb_type(self) -> str:
-        return self.output_types[self.output][1]
+        return OUTPUT_TYPES[self.output][1]
 
     def close(self) -> None:
         """Hand the actors to the pool, model dropped (or stop them, without one)."""
@@ -226,48 +228,3 @@ def start_predictors(ray, predictor: type, threads: int, nodes: list[str | None]
         stop_actors(ray, actors)
         raise
     return actors, widths
-
-
-class FunctionRegistry:
-    """The session's model functions, as DuckDB functions of the same names."""
-
-    def __init__(self, con):
-        self.con = con
-        self.functions: dict[str, ModelFunction] = {}
-
-    def add(self, function: ModelFunction) -> None:
-        self.remove(function.name)
-        try:
-            # "special": the function sees null inputs and may answer null (LDA's, for a term it lacks)
-            self.con.create_function(function.name, function, None, function.duckdb_type, type="arrow",
-                                     null_handling=getattr(function, "null_handling", "default"))
-        except Exception as exc:  # noqa: BLE001 - e.g. a name DuckDB already uses for a built-in
-            function.close()
-            raise MLSQLError(f"cannot register {function.name}: {exc}") from exc
-        self.functions[function.name.lower()] = function
-
-    def remove(self, name: str) -> bool:
-        function = self.functions.pop(name.lower(), None)
-        if function is None:
-            return False
-        self.con.remove_function(function.name)
-        function.close()
-        return True
-
-    def remove_for_table(self, table: str) -> list[str]:
-        """Remove the functions registered from a model table; returns their names."""
-        names = [f.name for f in self.functions.values() if f.table == table]
-        for name in names:
-            self.remove(name)
-        return names
-
-    def note_calls(self, calls: tuple[tuple[str, str], ...]) -> None:
-        """Remember how each function is called in the coming query, to name the column in errors."""
-        for name, argument in calls:
-            function = self.functions.get(name.lower())
-            if function is not None:
-                function.argument = argument
-
-    def close(self) -> None:
-        for name in list(self.functions):
-            self.remove(name)

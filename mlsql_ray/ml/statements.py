@@ -6,7 +6,7 @@ the catalog and say what happened.
 ``train T as ALG.`TARGET``` fits and saves; ``predict T as ALG.`TARGET``` scores in this
 process; ``register ALG.`TARGET` as f`` serves the model from Ray actors as a DuckDB function
 (ml.serving.ModelFunction, as for Keras models), for LDA Byzer's f, f_doc and f_topic;
-``load modelList/modelParams/modelExplain`` describe algorithms and models. An algorithm may write
+``load modelExplain`` explains a model (``ml.kinds`` is where the engine finds all of them). An algorithm may write
 tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/``register``
 (``Algorithm.no_inference``).
 """
@@ -35,15 +35,10 @@ def _quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql("duckdb")
 
 
-def is_algorithm(fmt: str) -> bool:
-    return registry.is_known(fmt)
-
-
-def train(session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
-    """Fit the groups ``s`` asks for and save them to its TARGET: (Byzer's result table, the
-    model table's version, how many groups were fitted, how many of them failed)."""
+def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Table, int, int, int]:
+    """Fit the groups ``s`` asks for (``plans``) and save them to its TARGET: (Byzer's result
+    table, the model table's version, how many groups were fitted, how many of them failed)."""
     options = dict(s.options)
-    plans = runner.plan(s.format, options)
     evaluate_name = options.get("evaluateTable")
     if evaluate_name and evaluate_name not in session.catalog:
         session.catalog.relation(evaluate_name)  # raises: no table of that name
@@ -188,19 +183,11 @@ def model_functions(session, s: ast.Register) -> list:
     return made
 
 
-def _model_list(session, s: ast.Load) -> pa.Table:
-    return sources.model_list()
-
-
-def _model_params(session, s: ast.Load) -> pa.Table:
-    return sources.model_params(s.path)
-
-
 #: Byzer's folder of one train's models, ``TARGET/_model_N``: ``modelExplain`` reads it as index="N"
 _MODEL_FOLDER = re.compile(r"^(?P<target>.+?)/+_model_(?P<index>\d+)/*$")
 
 
-def _model_explain(session, s: ast.Load) -> pa.Table:
+def model_explain(session, s: ast.Load) -> pa.Table:
     """``index="N"`` (or the path ``TARGET/_model_N``) explains the models of the train that
     reported ``modelPath`` TARGET/_model_N/..., the table's version N; without it the latest."""
     options = dict(s.options)
@@ -223,7 +210,3 @@ def _model_explain(session, s: ast.Load) -> pa.Table:
         registry.get(alg)
         groups = [g for g in groups if g.alg.lower() == alg.lower()]
     return sources.model_explain(groups, target)
-
-
-#: ``load FORMAT.`...` as T`` sources about algorithms and models, by lower-cased format
-LOADERS = {"modellist": _model_list, "modelparams": _model_params, "modelexplain": _model_explain}

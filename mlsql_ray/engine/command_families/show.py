@@ -13,10 +13,9 @@ import pyarrow.compute as pc
 
 from ...errors import MLSQLError
 from ...masking import MASK, is_secret_name
-from ...ml import statements as model_statements
 from .. import datasources, ets
-from ...ml import sources as ml_sources
 from ..datasources import jdbc
+from ..kinds import FEATURE_ETS, KINDS
 from ...storage import delta
 from ..result import Result
 from ...cells.runner import KNOWN_SETTINGS
@@ -103,20 +102,14 @@ def _conf_list(session, name=None) -> pa.Table:
 
 
 def _et(session, name: str) -> pa.Table:
-    """One ET, or one algorithm of ``train`` (Byzer's ETs include them): name, algType, doc."""
-    if name.lower() not in ets.ETS and model_statements.is_algorithm(name):
-        algorithms = ml_sources.model_list()
-        return algorithms.filter(pc.equal(pc.utf8_lower(algorithms.column("name")), name.lower())).select(
-            ["name", "algType", "doc"])
-    et = ets.find(name)
-    return pa.table({"name": [et.name], "algType": [et.kind], "doc": [et.description]})
+    """One ET, or one algorithm of ``train`` (Byzer's ETs include them): name, algType, doc; a name
+    of neither is an unknown ET."""
+    return (KINDS.find(name, "describe") or FEATURE_ETS).describe(name)
 
 
 def _et_params(session, name: str) -> pa.Table:
     """An ET's options, or an algorithm's parameters (as ``load modelParams.`NAME``` lists both)."""
-    if name.lower() not in ets.ETS and model_statements.is_algorithm(name):
-        return ml_sources.model_params(name)
-    return ets.params(name)
+    return (KINDS.find(name, "params") or FEATURE_ETS).params(name)
 
 
 SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [

@@ -4,7 +4,8 @@ This module is the one registry of every ET (``ETS``, ``find``): the engine owns
 the one room that sees both families, the ETs over tables in this package (they read the catalog)
 and the ETs that learn in ``mlsql_ray.ml.ets`` (below the engine, with what an ET is,
 ``ml.ets.base``). Adding one is one small module defining an ``ET`` and one entry in
-``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here.
+``_MODULES``. ``!show et``, ``!show "et/NAME"`` and ``!show "et/params/NAME"`` list what is here; what
+``predict`` and ``register`` do with the ETs that learn is their model kind's (``ml.kinds.FeatureETs``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ...errors import MLSQLError
 from ...lang import ast
 from ...options import check_known, params_table
 from ..result import PREVIEW_ROWS, Result
-from ...ml.ets import discretizer, feature_extract, fitted, indexing, scaling, tfidf, vecmap, word2vec
+from ...ml.ets import discretizer, feature_extract, indexing, scaling, tfidf, vecmap, word2vec
 from ...ml.ets.base import ET, Call, Partitioned
 from . import confusion, data_summary, distributions, json_expand, sampling, syntax, tables, transpose, tree
 
@@ -43,35 +44,6 @@ def listing() -> pa.Table:
 def params(name: str) -> pa.Table:
     """``!show "et/params/NAME"``."""
     return params_table(find(name).params)
-
-
-def _learner(name: str, verb: str):
-    et = find(name)
-    if et.learner is None:
-        raise MLSQLError(f"{et.name} learns nothing to {verb}; ETs that do: "
-                         f"{', '.join(e.name for e in ETS.values() if e.learner) or 'none'}")
-    return et.learner
-
-
-def fitted_functions(session, s: ast.Register) -> list[fitted.FittedFunction]:
-    """``register ET.`TARGET` as f``: the state ``train T as ET.`TARGET``` saved, as the function f
-    (and f's companions, f_SUFFIX, for an ET that has them)."""
-    learner = _learner(s.format, "register")
-    version, state = fitted.load(session, s.path, learner.name)
-    return [fitted.FittedFunction(s.function + suffix, s.path, version, applier, state)
-            for suffix, applier in {"": learner.applier, **learner.companions}.items()]
-
-
-def predict(session, s: ast.Train) -> Result:
-    """``predict T as ET.`TARGET` [as OUT]``: T as ``train`` would have transformed it, with the
-    state it saved (named OUT, else T_predictions as for algorithms)."""
-    learner = _learner(s.format, "predict")
-    version, state = fitted.load(session, s.path, learner.name)
-    table = learner.transform(state, session.catalog.arrow(s.table), s.table)
-    output = s.output or f"{s.table}_predictions"
-    session.catalog.add_arrow(output, table, f"predict {learner.name}.`{s.path}`")
-    return Result(s, f"{output}: {table.num_rows} rows ({learner.name} {s.path} version {version})",
-                  table=table.slice(0, PREVIEW_ROWS), num_rows=table.num_rows, name=output)
 
 
 def run(session, s: ast.Train) -> Result:

@@ -84,7 +84,7 @@ def calls_session_functions(session, calls: tuple[tuple[str, str], ...]) -> bool
     show at the select, and registering another function of that name later cannot change
     the select's rows."""
     registered = session.model_functions.functions if session.model_functions is not None else {}
-    return any(name.lower() in registered or name.lower() in session.script_functions for name, _ in calls)
+    return any(name.lower() in registered for name, _ in calls)
 
 
 def _select_result(s: ast.Select, head: pa.Table, num_rows: int | None) -> Result:

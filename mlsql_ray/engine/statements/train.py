@@ -4,43 +4,18 @@ from __future__ import annotations
 
 from typing import Callable
 
-import pyarrow as pa
-
 from ...errors import MLSQLError
 from ...lang import ast
-from ...ml import statements as model_statements
+from ...ml.kinds import ALGORITHMS
 from .. import ets, vectors
+from ..kinds import KINDS
 from ..result import PREVIEW_ROWS, Result
-from . import python, register
-
-
-def predict(session, s: ast.Train) -> Result:
-    """``predict T as tf.`db.model` [where inputCol="image"] [as OUT];``: T plus a prediction column."""
-    options = dict(s.options)
-    table = session.catalog.arrow(s.table)
-    column = options.get("inputCol") or next(
-        (f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type)
-         or pa.types.is_large_list(f.type)), None)
-    if column is None or column not in table.column_names:
-        raise MLSQLError(f"predict needs a list column of {s.table} to feed the model (inputCol=\"...\"); "
-                         f"columns: {', '.join(table.column_names)}")
-    function = register.model_function(session, "predict", s.format, s.path, options)
-    function.argument = column
-    try:
-        scored = table.append_column("prediction", function(table.column(column)))
-    except ValueError as exc:
-        raise MLSQLError(str(exc)) from exc
-    finally:
-        function.close()
-    output = s.output or f"{s.table}_predictions"
-    session.catalog.add_arrow(output, scored, f"predict {s.path}")
-    return Result(s, f"{output}: {scored.num_rows} rows", table=scored.slice(0, PREVIEW_ROWS),
-                  num_rows=scored.num_rows, name=output)
+from . import python
 
 
 def train_algorithm(session, s: ast.Train) -> Result:
     """``train T as ALG.`TARGET` [as OUT]``: the groups' results, named OUT (else ``output``)."""
-    result, version, trained, failed = model_statements.train(session, s)
+    result, version, trained, failed = ALGORITHMS.train(session, s)
     output = s.output or "output"
     session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
     return Result(s, f"trained {trained} {s.format} model(s) into {s.path} version {version}"
@@ -48,21 +23,24 @@ def train_algorithm(session, s: ast.Train) -> Result:
                   table=result, num_rows=result.num_rows, name=output, version=version)
 
 
-def predict_algorithm(session, s: ast.Train) -> Result:
-    """``predict T as ALG.`TARGET` [as OUT]``: T scored, named OUT (else T_predictions)."""
-    scored, model = model_statements.predict(session, s)
+def predict(session, s: ast.Train) -> Result:
+    """``predict T as FORMAT.`TARGET` [as OUT]``: T scored by what FORMAT's kind stored at TARGET
+    (``engine.kinds``; a name no kind knows is an algorithm's), named OUT (else T_predictions)."""
+    predicted = (KINDS.find(s.format, "predict") or ALGORITHMS).predict(session, s)
+    scored = predicted.table
+    if predicted.vectors:
+        scored = vectors.mark_predicted(session, scored, s.table)
     output = s.output or f"{s.table}_predictions"
-    scored = vectors.mark_predicted(session, scored, s.table)
-    session.catalog.add_arrow(output, scored, f"predict {s.format}.`{s.path}`")
-    return Result(s, f"{output}: {scored.num_rows} rows ({model})",
+    session.catalog.add_arrow(output, scored, predicted.source)
+    return Result(s, f"{output}: {scored.num_rows} rows{predicted.about}",
                   table=scored.slice(0, PREVIEW_ROWS), num_rows=scored.num_rows, name=output)
 
 
 def run(session, s: ast.Train) -> Result:
     """``train|run|predict T as FORMAT.`...```: an ET by name first (``run``/``train``, and
     ``run`` with any format but Ray: mlsql_ray.engine.ets, where an unknown name fails listing
-    the known), else looked up in ``_TRAIN_VERBS`` by verb and format, then by verb alone (any
-    other format names a built-in algorithm)."""
+    the known), else looked up in ``_TRAIN_VERBS`` by verb and format, then by verb alone (``train``
+    of any other format names a built-in algorithm; ``predict`` asks the format's kind)."""
     fmt = s.format.lower()
     if (s.verb in ("run", "train") and fmt in ets.ETS) or (s.verb == "run" and fmt != "ray"):
         return ets.run(session, s)
@@ -90,8 +68,6 @@ def run_ray(session, s: ast.Train) -> Result:
 
 _TRAIN_VERBS: dict[tuple[str, str | None], Callable[..., Result]] = {
     ("run", "ray"): run_ray,
-    **{("predict", fmt): predict for fmt in register.MODEL_FORMATS},
-    **{("predict", name): ets.predict for name in ets.ETS},  # a feature ET's fitted state (ml/ets/fitted.py)
     ("train", None): train_algorithm,  # a built-in algorithm (mlsql_ray.ml)
-    ("predict", None): predict_algorithm,
+    ("predict", None): predict,
 }

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ...errors import MLSQLError
 from ...storage import delta
+from ..functions import SQLFunction
 from ..store import model_target
 from .base import Call, input_table
 from ...arrays import matrix
@@ -123,9 +124,8 @@ def on_number_rows(transform: Callable[[dict, np.ndarray], np.ndarray]) -> Appli
 
 
 @dataclass
-class FittedFunction:
-    """A registered feature ET as a DuckDB function (what session.FunctionRegistry expects of a
-    function; it runs in this process: no actors)."""
+class FittedFunction(SQLFunction):
+    """A registered feature ET as a DuckDB function (it runs in this process: no actors)."""
 
     name: str
     table: str
@@ -133,7 +133,6 @@ class FittedFunction:
     applier: Applier
     state: dict
     output: str = "features"
-    argument: str | None = None
     actors: list = field(default_factory=list)
 
     @property
@@ -145,6 +144,3 @@ class FittedFunction:
             return self.applier.transform(self.state, values)
         except MLSQLError as exc:
             raise MLSQLError(f"{self.name}: {exc.message}") from exc
-
-    def close(self) -> None:
-        pass

@@ -1,0 +1,286 @@
+"""What kind of model a FORMAT names, answered by one lookup (``Kinds.find``): a built-in algorithm
+(``train T as RandomForest.`TARGET```), a feature ET that learns (``ScalerInPlace``; the ETs that
+learn nothing answer only ``run``), a Keras model table (``tf``/``keras``) or a script UDF
+(``ScriptUDF``). Each kind is one object that knows what its FORMAT does in ``predict`` and
+``register``, which parameters and example it has, how ``!show "et/NAME"`` describes it and what a
+start ahead (``engine.prestart``) needs for its statements; the algorithms also ``train``, list
+themselves and explain what a model learned. ``train``, ``predict``, ``register``, ``load
+modelParams/modelExample/modelList/modelExplain``, ``!show`` and the start ahead all ask it.
+Whatever a kind registers goes into the session's one registry of functions (``ml.functions``).
+
+The ETs' registry and the script UDFs live in the engine, above this package: the engine builds its
+one ``Kinds`` with them (``engine/kinds.py``)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import MLSQLError
+from ..lang import ast
+from ..models import stored_rows
+from . import registry, runner, sources, statements
+from .ets import fitted
+from .functions import FunctionRegistry, SQLFunction
+from .serving import ModelFunction
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What a statement needs started before it runs: Ray, and for a train of several parameter
+    groups the hosts they run on, ``(groups, algorithms)``."""
+
+    group_hosts: tuple[int, tuple[str, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """``predict``'s output: the scored table, what scored it (for the report; "" for nothing to
+    add), the catalog's note on where the table came from, and whether its vector columns are
+    Spark's (``probability``...: marked as vectors by the engine)."""
+
+    table: pa.Table
+    about: str
+    source: str
+    vectors: bool = False
+
+
+class Kind:
+    """One kind of model. A question a kind does not override is one it does not answer:
+    ``Kinds.find(fmt, question)`` passes it by."""
+
+    def matches(self, fmt: str) -> bool:
+        raise NotImplementedError
+
+    def register(self, session, s: ast.Register) -> str:
+        """Define ``s.function`` (and its companions) in the session; what to report."""
+        raise NotImplementedError
+
+    def predict(self, session, s: ast.Train) -> Predicted:
+        raise NotImplementedError
+
+    def params(self, name: str) -> pa.Table:
+        """``load modelParams.`NAME``` and ``!show "et/params/NAME"``."""
+        raise NotImplementedError
+
+    def example(self, name: str) -> tuple[str, str, str]:
+        """``load modelExample.`NAME```: (name, example script, doc)."""
+        raise NotImplementedError
+
+    def describe(self, name: str) -> pa.Table:
+        """``!show "et/NAME"``: name, algType, doc."""
+        raise NotImplementedError
+
+    def ahead(self, s: ast.Statement) -> Ahead | None:
+        """What ``s`` needs started ahead (None: nothing)."""
+        raise NotImplementedError
+
+
+class Kinds:
+    """The kinds in lookup order, FORMAT names matched case-insensitively."""
+
+    def __init__(self, *kinds: Kind):
+        self.kinds = kinds
+
+    def find(self, fmt: str, question: str) -> Kind | None:
+        """The kind FMT names that answers ``question`` (a ``Kind`` method's name), or None."""
+        return next((k for k in self.kinds if getattr(type(k), question) is not getattr(Kind, question)
+                     and k.matches(fmt)), None)
+
+
+# -- the kinds whose models serve as SQL functions ------------------------------------------------------------------
+
+def serve(session, functions: list[SQLFunction]) -> None:
+    """Add functions to the session's one registry of them (``ml.functions``, made with the first)."""
+    if session.model_functions is None:
+        session.model_functions = FunctionRegistry(session.con)
+    for function in functions:
+        session.model_functions.add(function)
+
+
+class ModelKind(Kind):
+    """A kind whose ``register`` serves stored state as functions (``functions``), ``s.function`` first."""
+
+    def functions(self, session, s: ast.Register) -> list:
+        raise NotImplementedError
+
+    def register(self, session, s: ast.Register) -> str:
+        functions = self.functions(session, s)
+        serve(session, functions)
+        function, *companions = functions
+        also = f"; also {', '.join(c.name for c in companions)}" if companions else ""
+        return (f"registered {s.function} from {s.path} version {function.version} "
+                f"({sum(len(f.actors) for f in functions)} workers, output {function.output}{also})")
+
+
+class Algorithms(ModelKind):
+    """The built-in algorithms (``ml.registry``, AutoML among them): trained into model tables
+    (``ml.store``), scored here, served on Ray actors (``ml.statements``)."""
+
+    def matches(self, fmt: str) -> bool:
+        return registry.is_known(fmt)
+
+    def train(self, session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
+        """(Byzer's result table, the model table's version, groups fitted, groups failed)."""
+        return statements.train(session, s, self.plans(s.format, dict(s.options)))
+
+    @staticmethod
+    def plans(fmt: str, options: dict) -> list[runner.GroupPlan]:
+        """The groups a train statement asks for, planned once for the start ahead and the train."""
+        return list(_plans(fmt, tuple(sorted(options.items()))))
+
+    def predict(self, session, s: ast.Train) -> Predicted:
+        scored, model = statements.predict(session, s)
+        return Predicted(scored, f" ({model})", f"predict {s.format}.`{s.path}`", vectors=True)
+
+    def functions(self, session, s: ast.Register) -> list:
+        return statements.model_functions(session, s)
+
+    def params(self, name: str) -> pa.Table:
+        return sources.model_params(name)
+
+    def example(self, name: str) -> tuple[str, str, str]:
+        return name, "", ""
+
+    def describe(self, name: str) -> pa.Table:
+        algorithms = sources.model_list()
+        return algorithms.filter(pc.equal(pc.utf8_lower(algorithms.column("name")), name.lower())).select(
+            ["name", "algType", "doc"])
+
+    def ahead(self, s: ast.Statement) -> Ahead | None:
+        """``register``: Ray; ``train`` of several groups: their hosts (see ``engine.prestart``)."""
+        if isinstance(s, ast.Register):
+            return Ahead()
+        if not isinstance(s, ast.Train) or s.verb != "train":
+            return None
+        try:
+            plans = self.plans(s.format, dict(s.options))
+        except Exception:  # noqa: BLE001 - bad options: the statement reports them when it runs
+            return None
+        if any(registry.get(p.alg).in_process for p in plans):
+            return Ahead()  # e.g. KerasClassifier: its fit starts its own actors
+        if len(plans) < 2:
+            return None  # one group is fitted in this process
+        return Ahead(group_hosts=(len(plans), tuple(sorted({p.alg for p in plans}))))
+
+    @staticmethod
+    def listing() -> pa.Table:
+        """``load modelList.`` as t``."""
+        return sources.model_list()
+
+    @staticmethod
+    def explain(session, s: ast.Load) -> pa.Table:
+        """``load modelExplain.`TARGET` where alg=...``."""
+        return statements.model_explain(session, s)
+
+
+@functools.lru_cache(maxsize=16)
+def _plans(fmt: str, options: tuple[tuple[str, str], ...]) -> tuple[runner.GroupPlan, ...]:
+    return tuple(runner.plan(fmt, dict(options)))
+
+
+class ETRegistry(Protocol):
+    """The engine's registry of every ET (``engine.ets``): those that learn are in ``ml.ets``."""
+
+    ETS: dict
+
+    def find(self, name: str): ...
+
+    def params(self, name: str) -> pa.Table: ...
+
+
+class FeatureETs(ModelKind):
+    """ETs: ``train`` (their ``run``, in the ETs' registry) saves a feature ET's fitted state
+    (``ml.ets.fitted``); ``predict`` and ``register`` apply it, and refuse an ET that learns nothing."""
+
+    def __init__(self, ets: ETRegistry):
+        self.ets = ets
+
+    def matches(self, fmt: str) -> bool:
+        return fmt.lower() in self.ets.ETS
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.ets.ETS.values()]
+
+    def learner(self, name: str, verb: str) -> fitted.Learner:
+        et = self.ets.find(name)
+        if et.learner is None:
+            raise MLSQLError(f"{et.name} learns nothing to {verb}; ETs that do: "
+                             f"{', '.join(e.name for e in self.ets.ETS.values() if e.learner) or 'none'}")
+        return et.learner
+
+    def predict(self, session, s: ast.Train) -> Predicted:
+        """T as ``train`` would have transformed it, with the state it saved."""
+        learner = self.learner(s.format, "predict")
+        version, state = fitted.load(session, s.path, learner.name)
+        table = learner.transform(state, session.catalog.arrow(s.table), s.table)
+        return Predicted(table, f" ({learner.name} {s.path} version {version})", f"predict {learner.name}.`{s.path}`")
+
+    def functions(self, session, s: ast.Register) -> list:
+        """The saved state as the function f (and f's companions, f_SUFFIX, for an ET that has them)."""
+        learner = self.learner(s.format, "register")
+        version, state = fitted.load(session, s.path, learner.name)
+        return [fitted.FittedFunction(s.function + suffix, s.path, version, applier, state)
+                for suffix, applier in {"": learner.applier, **learner.companions}.items()]
+
+    def params(self, name: str) -> pa.Table:
+        return self.ets.params(name)
+
+    def example(self, name: str) -> tuple[str, str, str]:
+        et = self.ets.find(name)
+        return et.name, et.example, et.description
+
+    def describe(self, name: str) -> pa.Table:
+        et = self.ets.find(name)
+        return pa.table({"name": [et.name], "algType": [et.kind], "doc": [et.description]})
+
+
+class Keras(ModelKind):
+    """Keras models saved as rows (``mlsql_ray.models``), served on Ray actors (``ml.serving``)."""
+
+    FORMATS = ("tf", "keras")
+
+    def matches(self, fmt: str) -> bool:
+        return fmt.lower() in self.FORMATS
+
+    def started(self, session, name: str, fmt: str, table: str, options: dict):
+        """Load a model table's rows and start the actors that serve it."""
+        if not self.matches(fmt):
+            raise MLSQLError(f"models are registered as {' or '.join(self.FORMATS)}.`db.table`, not {fmt}")
+        version, rows = stored_rows(session.warehouse, table, options)
+        session.ray_link.ensure()
+        return ModelFunction.start(name, table, version, rows, options, session.ray_link.cpus(), pool=session.workers)
+
+    def functions(self, session, s: ast.Register) -> list:
+        return [self.started(session, s.function, s.format, s.path, dict(s.options))]
+
+    def predict(self, session, s: ast.Train) -> Predicted:
+        """T plus a prediction column, from the list column ``inputCol`` (else T's first)."""
+        options = dict(s.options)
+        table = session.catalog.arrow(s.table)
+        column = options.get("inputCol") or next(
+            (f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type)
+             or pa.types.is_large_list(f.type)), None)
+        if column is None or column not in table.column_names:
+            raise MLSQLError(f"predict needs a list column of {s.table} to feed the model (inputCol=\"...\"); "
+                             f"columns: {', '.join(table.column_names)}")
+        function = self.started(session, "predict", s.format, s.path, options)
+        function.argument = column
+        try:
+            scored = table.append_column("prediction", function(table.column(column)))
+        except ValueError as exc:
+            raise MLSQLError(str(exc)) from exc
+        finally:
+            function.close()
+        return Predicted(scored, "", f"predict {s.path}")
+
+    def ahead(self, s: ast.Statement) -> Ahead | None:
+        return Ahead() if isinstance(s, ast.Register) else None
+
+
+ALGORITHMS = Algorithms()
+KERAS = Keras()

@@ -1,0 +1,62 @@
+"""Issue 40, part 1: what kind of model a FORMAT is, answered by one lookup (``engine.kinds``), and
+every function ``register`` defines, of any kind, in the session's one registry (``ml.functions``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlsql_ray import Session
+from mlsql_ray.engine import prestart
+from mlsql_ray.engine.kinds import FEATURE_ETS, KINDS
+from mlsql_ray.engine.udfs import SCRIPT_UDF
+from mlsql_ray.errors import MLSQLError
+from mlsql_ray.lang import parse
+from mlsql_ray.ml import kinds
+from mlsql_ray.ml.functions import SQLFunction
+
+
+@pytest.mark.parametrize(("fmt", "question", "kind"), [
+    ("RandomForest", "predict", kinds.ALGORITHMS),
+    ("automl", "params", kinds.ALGORITHMS),
+    ("TF", "register", kinds.KERAS),
+    ("keras", "predict", kinds.KERAS),
+    ("ScalerInPlace", "register", FEATURE_ETS),
+    ("RateSampler", "predict", FEATURE_ETS),  # an ET that learns nothing: its kind refuses it, naming those that do
+    ("scriptudf", "register", SCRIPT_UDF),
+    ("ScriptUDF", "predict", None),  # a kind that does not answer a question is passed by
+    ("tf", "params", None),
+    ("Nope", "register", None),
+])
+def test_one_lookup_names_the_kind_that_answers(fmt, question, kind):
+    assert KINDS.find(fmt, question) is kind
+
+
+def test_the_start_ahead_asks_the_kind():
+    """register of a model needs Ray; of a fitted ET or a script nothing; a train of several groups
+    its hosts, planned once for the start ahead and the train."""
+    statements = parse("""register tf.`db.m` as f;
+register ScalerInPlace.`/tmp/s` as g;
+register ScriptUDF.`` as h where lang="python" and code='''def apply(self, a): return a''';
+train t as RandomForest.`/tmp/rf` where `fitParam.0.maxDepth`="2" and `fitParam.1.maxDepth`="3";
+predict t as tf.`db.m`;""")
+    found = [prestart.needs(s) for s in statements]
+    assert found[:3] == [prestart.Needs(), None, None]
+    assert found[3] == prestart.Needs(group_hosts=(2, ("RandomForest",)))
+    assert found[4] is None
+    train = statements[3]
+    planned = kinds._plans.cache_info().misses
+    assert [p.index for p in kinds.ALGORITHMS.plans(train.format, dict(train.options))] == [0, 1]
+    assert kinds._plans.cache_info().misses == planned  # the train's plans are the start ahead's
+
+def test_script_udfs_are_in_the_one_registry_and_unregister_removes_them(session: Session):
+    session.execute("""register ScriptUDF.`` as plus_one where lang="python" and dataType="integer" and code='''
+def apply(self, a):
+    return a + 1
+''';""")
+    function = session.model_functions.functions["plus_one"]
+    assert isinstance(function, SQLFunction)
+    assert session.execute("select plus_one(41) as x as t;")[-1].table.column("x").to_pylist() == [42]
+    session.execute("unregister ScriptUDF.`plus_one`;")
+    assert "plus_one" not in session.model_functions.functions
+    with pytest.raises(MLSQLError, match="plus_one"):
+        session.execute("select plus_one(41) as x as t2;")
