@@ -14,7 +14,7 @@ from conftest import ROOT
 
 def test_layers_only_look_down():
     """pyproject.toml's [tool.importlinter] contracts, by folder: kernel → frontend → engine → ml
-    → train → cells/models → storage/lang → config/cluster/progress/arrays/options → objectstore → errors →
+    → train → cells/models → storage/lang → config/cluster/progress/arrays → objectstore → options → errors →
     masking; inside frontend/ the shells over the driver over what they share, inside cluster/ the warm pool over the
     link to Ray over the log filters over Ray's internals."""
     assert cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0

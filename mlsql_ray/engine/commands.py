@@ -19,9 +19,9 @@ from ..errors import MLSQLError
 from ..lang import ast
 from ..storage import delta
 from ..lang import spark_types
+from ..options import flag
 from . import assertions, macros
 from .command_families import object_fs, scripts, show, tables
-from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
 
@@ -111,7 +111,7 @@ def _python(session, s: ast.Command):
                          f"and a value without NUL characters, not {s.args[1]!r}")
     target = session.python_env if s.args[0] == "env" else session.python_conf
     if s.args[0] == "conf" and key.strip() == "verbose":
-        quiet.set_verbose(truthy(value.strip(), False))
+        quiet.set_verbose(flag({"verbose": value}, "verbose", False, "!python conf"))
     target[key.strip()] = value.strip()
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")
 

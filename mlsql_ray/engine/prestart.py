@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from ..cluster import warm
 from ..cluster.link import stop_actors
+from .. import options
 from ..lang import ast
 
 #: the calls that make a Python cell a training one (see the module's docstring)
@@ -89,7 +90,8 @@ def _algorithm_needs(statement: ast.Train) -> Needs | None:
     if not registry.is_known(statement.format):
         return None  # an ET or a model format: not a built-in algorithm's training
     try:
-        plans = runner.plan(statement.format, dict(statement.options))
+        with options.noting(options.Notes()):  # the statement warns of unknown options when it runs
+            plans = runner.plan(statement.format, dict(statement.options))
     except Exception:  # noqa: BLE001 - bad options: the statement reports them when it runs
         return None
     if any(registry.get(p.alg).in_process for p in plans):

@@ -27,6 +27,7 @@ import pyarrow as pa
 from .. import objectstore
 from ..errors import InterruptedAfterCommit, MLSQLError
 from ..objectstore import ObjectPath, delta_options
+from ..options import flag
 from .paths import real_path, within
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
@@ -371,7 +372,7 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             table if present else str(path), data, storage_options=None if present else delta_options(path),
             mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
-            schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
+            schema_mode="overwrite" if mode == "overwrite" else ("merge" if flag(options, "mergeSchema", False) else None),
             commit_properties=commit,
         )
         return WriteResult((table if present else delta_table(path)).version(), stream.rows, "WRITE")

@@ -27,7 +27,7 @@ from sqlglot import exp
 from ...errors import MLSQLError
 from ...masking import mask, secrets_in
 from ..result import Result
-from ...options import Param
+from ...options import Param, flag
 from .base import DataSource
 
 CONNECT_TIMEOUT_S = 5
@@ -358,7 +358,7 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
             if not exists:
                 _create(cursor, where, data, options.get("createTableColumnTypes"))
             elif mode == "overwrite":
-                if options.get("truncate", "false").lower() == "true":
+                if flag(options, "truncate", False):
                     emptied = exp.TruncateTable(expressions=[where.node]) if dialect == "postgres" else exp.delete(where.node)
                     cursor.execute(emptied.sql(dialect))
                 else:

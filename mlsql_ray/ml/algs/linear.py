@@ -5,7 +5,8 @@ converted with the row count (C = 1/(n·regParam)), elasticNetParam is l1_ratio,
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param, to_bool
+from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param
+from ...options import boolean
 from .common import MAX_ITER, TOL
 
 PARAMS = (
@@ -13,8 +14,8 @@ PARAMS = (
     spark_param("elasticNetParam", "elasticNetParam", float, 0.0, "mix of L1 (1) and L2 (0) regularisation"),
     MAX_ITER,
     TOL,
-    spark_param("fitIntercept", "fit_intercept", to_bool, True, "fit an intercept term"),
-    spark_param("standardization", "standardization", to_bool, True, "scale features to unit variance first"),
+    spark_param("fitIntercept", "fit_intercept", boolean, True, "fit an intercept term"),
+    spark_param("standardization", "standardization", boolean, True, "scale features to unit variance first"),
 )
 
 
