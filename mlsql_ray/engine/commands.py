@@ -15,7 +15,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..cluster import quiet
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 from ..lang import ast
 from ..storage import delta
 from ..lang import spark_types
@@ -49,7 +49,7 @@ def spark_describe(session, spark_sql: str, line: int, col: int) -> pa.Table | N
     try:
         tree = sqlglot.parse_one(spark_sql, read="spark")
     except sqlglot.errors.SqlglotError as exc:
-        raise MLSQLError(f"SQL syntax error in DESCRIBE: {str(exc).splitlines()[0]}", line, col) from None
+        raise MLSQLError(f"SQL syntax error in DESCRIBE: {first_line(exc)}", line, col) from None
     if not isinstance(tree, exp.Describe):
         return None
     target = tree.this

@@ -8,6 +8,7 @@ import re
 
 import duckdb
 
+from ..errors import first_line
 from ..lang.sql import translate
 from ..lang.sql_types import Schemas
 
@@ -38,7 +39,7 @@ def duckdb_message(exc: BaseException, tables: list[str]) -> str:
     csv_error = _csv_error(text)  # by its text: DuckDB raises a CSV error as one of several classes
     if csv_error is not None:
         return csv_error
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     missing = re.search(r"Table with name (\S+) does not exist", first) if _is(exc, duckdb.CatalogException) else None
     if missing:
         known = ", ".join(sorted(tables)) or "none yet"

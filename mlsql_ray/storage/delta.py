@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .. import objectstore
-from ..errors import InterruptedAfterCommit, MLSQLError
+from ..errors import InterruptedAfterCommit, MLSQLError, first_line
 from ..objectstore import ObjectPath, delta_options
 from ..options import flag
 from .paths import real_path, within
@@ -127,7 +127,7 @@ def _read_log(path: Path, name: str):
     try:
         table = _opened(path)
     except (DeltaError, OSError) as exc:
-        raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
+        raise MLSQLError(f"cannot read Delta table {name}: {first_line(exc)}") from exc
     if table is None:
         raise MLSQLError(f"Delta table {name} does not exist (looked in {path})")
     return table
@@ -489,7 +489,7 @@ def _delta_message(name: str, exc: Exception) -> str:
     from deltalake.exceptions import CommitFailedError, SchemaMismatchError
 
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     if isinstance(exc, CommitFailedError):
         return (f"Delta table {name} was changed by another writer at the same time (a concurrent writer); "
                 f"nothing was written, run the save again ({first})")
