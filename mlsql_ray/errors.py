@@ -46,11 +46,20 @@ class MLSQLError(Exception):
 
 
 class MLSQLSyntaxError(MLSQLError):
-    """The text is not valid MLSQL. ``source_line`` and ``caret`` show the spot."""
+    """The text is not valid MLSQL. ``source_line`` and ``caret`` show the spot; ``reason`` says
+    which kind of mistake it is, so that no caller reads the message to tell (the kernel's
+    ``is_complete`` asks whether more typing could mend it)."""
 
-    def __init__(self, message: str, line: int, column: int, source_line: str = ""):
+    #: the text stops before it is finished: a statement without its ``;``, an open string, comment
+    #: or quoted name, an ``!if`` without its ``!fi``
+    UNFINISHED = "unfinished"
+    #: anything else
+    INVALID = "invalid"
+
+    def __init__(self, message: str, line: int, column: int, source_line: str = "", reason: str = INVALID):
         super().__init__(message, line, column)
         self.source_line = source_line
+        self.reason = reason
 
     @property
     def caret(self) -> str:
