@@ -1,7 +1,7 @@
 """``train T as ALG.`TARGET` where ...``: options → parameter groups → fits → model table.
 
-Every group is checked before anything is fitted (unknown parameters and bad values are the
-user's mistake and stop the statement). The fits then run on Ray actors (``GroupHost``), as many
+Every group is checked before anything is fitted (a bad value is the user's mistake and stops the
+statement; an unknown parameter is a warning and left out, ``options.check_known``). The fits then run on Ray actors (``GroupHost``), as many
 as the cluster has CPUs for, each with its share of them as threads; a single group runs in this
 process instead (nothing to ship, and it gets all local CPUs). The hosts go to the session's warm
 pool afterwards (``mlsql_ray.cluster.warm``), so the next ``train`` finds scikit-learn imported. A group
