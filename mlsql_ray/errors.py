@@ -12,6 +12,16 @@ from __future__ import annotations
 from .masking import mask_at
 
 
+def first_line(exc: BaseException, named: bool = False) -> str:
+    """The first line of an exception's text, what a one-line message quotes (libraries put
+    details and tracebacks on later lines); its class's name when it has no text. ``named``: after
+    the class's name, for an error from elsewhere (a Ray worker) whose kind is news."""
+    lines = str(exc).strip().splitlines()
+    if not lines:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {lines[0]}" if named else lines[0]
+
+
 class MLSQLError(Exception):
     """A statement could not run. ``line``/``column`` locate the statement (or None); ``source``
     is the file it is in when that is not the file being run (an included script)."""
@@ -36,11 +46,20 @@ class MLSQLError(Exception):
 
 
 class MLSQLSyntaxError(MLSQLError):
-    """The text is not valid MLSQL. ``source_line`` and ``caret`` show the spot."""
+    """The text is not valid MLSQL. ``source_line`` and ``caret`` show the spot; ``reason`` says
+    which kind of mistake it is, so that no caller reads the message to tell (the kernel's
+    ``is_complete`` asks whether more typing could mend it)."""
 
-    def __init__(self, message: str, line: int, column: int, source_line: str = ""):
+    #: the text stops before it is finished: a statement without its ``;``, an open string, comment
+    #: or quoted name, an ``!if`` without its ``!fi``
+    UNFINISHED = "unfinished"
+    #: anything else
+    INVALID = "invalid"
+
+    def __init__(self, message: str, line: int, column: int, source_line: str = "", reason: str = INVALID):
         super().__init__(message, line, column)
         self.source_line = source_line
+        self.reason = reason
 
     @property
     def caret(self) -> str:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pyarrow import fs
 
 from .errors import MLSQLError
+from .options import flag
 
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$")
 # s3a/s3n are Hadoop's names for S3: the same bucket and key
@@ -64,13 +65,13 @@ def storage_options(conf: Mapping[str, str] | None = None, environ: Mapping[str,
             options[option] = conf[key]
     endpoint = options.get("AWS_ENDPOINT_URL")
     if endpoint and "://" not in endpoint:  # Hadoop's endpoint is often a bare host[:port]
-        ssl = conf.get("fs.s3a.connection.ssl.enabled", "true").lower() != "false"
+        ssl = flag(conf, "fs.s3a.connection.ssl.enabled", True)
         options["AWS_ENDPOINT_URL"] = endpoint = ("https://" if ssl else "http://") + endpoint
     if endpoint and endpoint.startswith("http://"):
         options["AWS_ALLOW_HTTP"] = "true"
     path_style = conf.get("fs.s3a.path.style.access")
     if path_style is not None:
-        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if path_style.lower() == "true" else "true"
+        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if flag(conf, "fs.s3a.path.style.access", False) else "true"
     return options
 
 

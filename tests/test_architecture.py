@@ -19,7 +19,7 @@ from conftest import ROOT
 
 def test_layers_only_look_down():
     """pyproject.toml's [tool.importlinter] contracts, by folder: kernel → frontend → engine → ml
-    → train → cells/models → storage/lang → spark → config/cluster/progress/arrays/options → objectstore → errors →
+    → train → cells/models → storage/lang → spark → config/cluster/progress/arrays → objectstore → options → errors →
     masking; inside frontend/ the shells over the driver over what they share, inside cluster/ the warm pool over the
     link to Ray over the log filters over Ray's internals, inside engine/ the session over the statements
     over the commands over the data sources over the ETs over the catalog and the files."""

@@ -343,3 +343,78 @@ def test_a_registered_models_probabilities_print_as_a_vector(ray_session):
     out = rows(session, "out")
     assert [r["text"] for r in out] == [f"[{_java(r['p'])}]" for r in out]
     assert [r["text"] for r in rows(session, "again")] == [r["text"] for r in out]
+
+
+# -- unknown options: a warning, as Byzer ignores them (issue 43) ---------------------------------------
+
+IGNORED = '; ignored (set strictOptions="true" to make this an error)'
+
+
+def test_unique_identifier_given_a_misspelt_soure_runs_and_warns_once(session):
+    """Byzer's ETs read the options they know and ignore the rest: ``soure`` is no option, so the
+    default source ("new") holds and the column is added; the warning names the known options and
+    the one most likely meant."""
+    session.execute(PEOPLE_DATA)
+    [*_, result] = session.execute('run table1 as UniqueIdentifier.`` where soure="replace" '
+                                   'and columnName="uid" as out;')
+    assert result.warnings == ["UniqueIdentifier has no option 'soure' (did you mean 'source'?); it knows: source, "
+                               "columnName, mode, inputSchema" + IGNORED]
+    assert session.table("out").column_names[0] == "uid"
+    assert [row["uid"] for row in rows(session, "out")] == list(range(1, session.table("table1").num_rows + 1))
+
+
+def test_excel_add_color_columns_is_read_with_a_warning(session, tmp_path):
+    """``addColorColumns`` is in Byzer's table of Excel options; mlsql-ray adds no colour columns, so
+    it says so and reads the sheet."""
+    book = _sheet(tmp_path / "b.xlsx", {0: ["a"], 1: ["x"]})
+    [result] = session.execute(f'load excel.`{book}` where header="true" and addColorColumns="false" as t;')
+    assert len(result.warnings) == 1
+    assert result.warnings[0].startswith("excel has no option 'addColorColumns'; it knows: header, inferSchema, ")
+    assert result.warnings[0].endswith(IGNORED)
+    assert rows(session, "t") == [{"a": "x"}]
+
+
+def test_strict_options_turns_the_warning_into_an_error_at_the_statement(session):
+    session.execute(PEOPLE_DATA)
+    with pytest.raises(MLSQLError) as info:
+        session.execute('set strictOptions="TRUE";\nrun table1 as UniqueIdentifier.`` where soure="replace" as out;')
+    assert str(info.value) == ("2:1: UniqueIdentifier has no option 'soure' (did you mean 'source'?); it knows: "
+                               "source, columnName, mode, inputSchema")
+    assert "out" not in session.catalog.names()
+    # a request's variable: the next request warns again
+    [result] = session.execute('run table1 as UniqueIdentifier.`` where soure="replace" as out;')
+    assert len(result.warnings) == 1
+
+
+def test_an_unknown_parameter_of_every_group_warns_once_and_the_training_goes_on(session):
+    """A train's parameter groups share the options outside ``fitParam.N``: a misspelt one is one
+    warning, not one per group, and each group trains with the parameters it knows."""
+    session.execute("select array(cast(id as double), cast(id % 3 as double)) as features, cast(id % 2 as double) as label "
+                    "from range(40) as data;")
+    [*_, result] = session.execute('train data as NaiveBayes.`db.nb` where smothing="1.0" '
+                                   'and `fitParam.0.smoothing`="0.5" and `fitParam.1.smoothing`="2.0";')
+    [warning] = result.warnings
+    assert warning.startswith("NaiveBayes has no option 'smothing' (did you mean 'smoothing'?); it knows: ")
+    assert warning.endswith(IGNORED)
+    report = result.table.to_pylist()
+    assert [r["value"] for r in report if r["name"] == "algIndex"] == ["0", "1"]
+    assert [r["value"] for r in report if r["name"] == "status"] == ["success", "success"]
+
+
+@pytest.mark.parametrize("true", ["true", "TRUE", "True", " true "])
+def test_booleans_are_read_in_any_case(session, tmp_path, true):
+    """Scala's toBoolean, as Byzer reads every flag: a csv's header, an ET's flag, an include's
+    allowOutside."""
+    session.execute(f"set data='''a,b\n1,2''';\nload csvStr.`data` where header=\"{true}\" as t;")
+    assert session.table("t").column_names == ["a", "b"]
+    session.execute(PEOPLE_DATA)
+    session.execute(f'run table1 as TableRepartition.`` where partitionNum="2" and shuffle="{true.upper()}" as r;')
+    assert session.table("r").num_rows == session.table("table1").num_rows
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "lib.mlsql").write_text("select 7 as seven as lib;")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "main.mlsql").write_text(f'include local.`{outside / "lib.mlsql"}` where allowOutside="{true}";')
+    session.execute((project / "main.mlsql").read_text(), source=project / "main.mlsql")
+    assert rows(session, "lib") == [{"seven": 7}]

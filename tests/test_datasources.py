@@ -80,18 +80,24 @@ load csvStr.`data` where delimiter=";" and header="true" and inferSchema="true" 
     assert typed.to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
 
 
-def test_an_unknown_option_of_a_load_or_save_is_an_error_naming_the_known_ones(session: Session, tmp_path: Path):
-    """As for ETs and algorithms (mlsql_ray.options.check_known); a dotted key configures the
+def test_an_unknown_option_of_a_load_or_save_warns_naming_the_known_ones(session: Session, tmp_path: Path):
+    """As for ETs and algorithms (mlsql_ray.options.check_known): a warning and the load goes on
+    (Byzer ignores the option), an error with ``strictOptions``; a dotted key configures the
     storage, and Byzer's fileNum is accepted on every save."""
     data = "set data='''a\n1''';\n"
+    strict = 'set strictOptions="true";\n'
     with pytest.raises(MLSQLError) as info:
-        session.execute(data + 'load csvStr.`data` where headers="true" as t;')
-    assert info.value.message.startswith("csvStr has no option 'headers'; it knows: header, inferSchema, sep, ")
+        session.execute(strict + data + 'load csvStr.`data` where headers="true" as t;')
+    known = "csvStr has no option 'headers' (did you mean 'header'?); it knows: header, inferSchema, sep, "
+    assert info.value.message.startswith(known)
     assert "t" not in session.catalog.names()
+    [*_, loaded] = session.execute(data + 'load csvStr.`data` where headers="true" as t;')
+    assert len(loaded.warnings) == 1 and loaded.warnings[0].startswith(known)
+    assert session.table("t").column_names == ["_c0"]  # header not read: the option meant was not given
     session.execute(data + 'load csvStr.`data` where header="true" and `fs.s3a.endpoint`="localhost" as t;')
     with pytest.raises(MLSQLError) as info:
-        session.execute(f'save overwrite t as json.`{tmp_path / "j"}` where fileNumber="2";')
-    assert info.value.message == "json has no option 'fileNumber'; it knows: fileNum"
+        session.execute(strict + f'save overwrite t as json.`{tmp_path / "j"}` where fileNumber="2";')
+    assert info.value.message == "json has no option 'fileNumber' (did you mean 'fileNum'?); it knows: fileNum"
     session.execute(f'save overwrite t as json.`{tmp_path / "j"}` where fileNum="2";')
     session.execute(f'load json.`{tmp_path / "j"}` as back;')
     assert session.table("back").to_pylist() == [{"a": "1"}]

@@ -168,6 +168,17 @@ def test_schema_mismatch_on_append_changes_nothing(session, warehouse, items):
     assert session.table("alive").to_pylist() == [{"n": ITEMS.num_rows}]
 
 
+@pytest.mark.parametrize("written", ["true", "TRUE", " True "])
+def test_merge_schema_on_append_adds_the_column_however_true_is_written(session, warehouse, items, written):
+    """mergeSchema is a boolean as every option is (Scala's toBoolean: any case, around blanks);
+    it was read as the exact text "true" only."""
+    run(session, "save items as delta.`db.t`; select id, name, qty, 'x' as other from items as wider;")
+    run(session, f'save append wider as delta.`db.t` where mergeSchema="{written}";')
+    table = DeltaTable(str(warehouse / "db" / "t"))
+    assert [f.name for f in table.schema().fields] == ["id", "name", "qty", "other"]
+    assert table.to_pyarrow_table().num_rows == 2 * ITEMS.num_rows
+
+
 def test_overwrite_a_table_from_its_own_lazy_load(session, warehouse, items):
     path = warehouse / "db" / "t"
     run(session, "save items as delta.`db.t`; load delta.`db.t` as t; save append t as delta.`db.t`;")

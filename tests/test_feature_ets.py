@@ -433,10 +433,11 @@ def test_a_dictionary_for_a_segmenter_we_lack_is_accepted_and_an_unknown_option_
     [*_, trained] = session.execute(TEXTS + 'train corpus as TfIdfInPlace.`db.t` where inputCol="content" '
                                             'and dicPaths="/tmp/dic.txt" and ignoreNature="true";')
     assert trained.warnings == [] and trained.num_rows > 0
-    with pytest.raises(MLSQLError) as info:
-        session.execute('train corpus as TfIdfInPlace.`db.t2` where inputCol="content" and dicPath="/tmp/dic.txt";')
-    assert info.value.message == ("TfIdfInPlace has no option 'dicPath'; it knows: inputCol, split, stopWordPath, "
-                                  "ignoreNature, dicPaths, nGrams, nGram, priorityDicPath, priority")
+    with pytest.raises(MLSQLError) as info:  # an error with strictOptions, else a warning (issue 43)
+        session.execute('set strictOptions="true";\n'
+                        'train corpus as TfIdfInPlace.`db.t2` where inputCol="content" and dicPath="/tmp/dic.txt";')
+    assert info.value.message == ("TfIdfInPlace has no option 'dicPath' (did you mean 'dicPaths'?); it knows: inputCol, "
+                                  "split, stopWordPath, ignoreNature, dicPaths, nGrams, nGram, priorityDicPath, priority")
 
 
 def test_feature_extract_in_place_registers_a_function_per_feature(session, tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlsql_ray import Session
+from mlsql_ray import Session, options
 from mlsql_ray.engine import prestart
 from mlsql_ray.engine.kinds import FEATURE_ETS, KINDS
 from mlsql_ray.engine.udfs import SCRIPT_UDF
@@ -44,9 +44,21 @@ predict t as tf.`db.m`;""")
     assert found[3] == prestart.Needs(group_hosts=(2, ("RandomForest",)))
     assert found[4] is None
     train = statements[3]
-    planned = kinds._plans.cache_info().misses
+    kept = kinds._PLANNED[(train.format, tuple(sorted(dict(train.options).items())))]
     assert [p.index for p in kinds.ALGORITHMS.plans(train.format, dict(train.options))] == [0, 1]
-    assert kinds._plans.cache_info().misses == planned  # the train's plans are the start ahead's
+    assert all(a is b for a, b in zip(kinds.ALGORITHMS.plans(train.format, dict(train.options)), kept))  # the start ahead's
+
+
+def test_plans_that_warned_are_planned_again_so_each_train_warns():
+    """An unknown option warns in every train that writes it (and fails under strictOptions), not only
+    in the first: plans that gave a warning are not kept for reuse."""
+    fmt, written = "RandomForest", {"fitParam.0.maxDepth": "2", "fitParam.0.depht": "3"}
+    for _ in range(2):
+        with options.noting(options.Notes()) as notes:
+            assert [p.index for p in kinds.ALGORITHMS.plans(fmt, written)] == [0]
+        assert len(notes.warnings) == 1 and "'depht'" in notes.warnings[0], notes.warnings
+    with options.noting(options.Notes(strict=True)), pytest.raises(MLSQLError, match="depht"):
+        kinds.ALGORITHMS.plans(fmt, written)
 
 def test_script_udfs_are_in_the_one_registry_and_unregister_removes_them(session: Session):
     session.execute("""register ScriptUDF.`` as plus_one where lang="python" and dataType="integer" and code='''

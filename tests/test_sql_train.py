@@ -334,8 +334,9 @@ def test_model_explain_index_picks_the_train_of_model_n(session):
 
 BAD = [
     ('train train as RandomTrees.`db.bad` where featuresCol="image";', "unknown algorithm 'RandomTrees': known are RandomForest"),
-    ('train train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
-     "RandomForest has no option 'depth'; it knows: numTrees, maxDepth"),
+    # an unknown parameter is a warning (issue 43: Byzer ignores it), an error when strictOptions is set
+    ('set strictOptions="true";\ntrain train as RandomForest.`db.bad` where featuresCol="image" and `fitParam.0.depth`="3";',
+     "RandomForest has no option 'depth' (did you mean 'maxDepth'?); it knows: numTrees, maxDepth"),
     ('train train as RandomForest.`db.bad` where featuresCol="image" and numTrees="many";', "numTrees='many'"),
     ('train train as KerasClassifier.`db.bad` where featuresCol="image" and layers="wide";', "layers='wide'"),
     ('select cast(label as string) as s, label from train as words;\ntrain words as RandomForest.`db.bad` where featuresCol="s";',

@@ -14,7 +14,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 
 from ..storage.rows import FILE_SCHEMA
 
@@ -261,5 +261,5 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
             columns.append(column.cast(field.type) if column.type != field.type else column)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise MLSQLError(f"column {field.name!r} of the cell's result is {column.type}, which cannot become "
-                             f"{field.type} as --%schema says: {str(exc).splitlines()[0]}") from exc
+                             f"{field.type} as --%schema says: {first_line(exc)}") from exc
     return pa.Table.from_arrays(columns, schema=schema.with_metadata(table.schema.metadata))

@@ -91,8 +91,13 @@ def use_local_token(address: str) -> None:
 
 
 def _auth_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` or one of its causes is Ray refusing this process's token: Ray's Python
+    side raises ``AuthenticationError``; its GCS client raises a plain error whose text names the
+    gRPC status (``InvalidAuthToken``), and that text is all there is to go by."""
+    from ray.exceptions import AuthenticationError  # Ray is imported: it raised exc
+
     while exc is not None:
-        if "AuthenticationError" in type(exc).__name__ or "InvalidAuthToken" in str(exc):
+        if isinstance(exc, AuthenticationError) or "InvalidAuthToken" in str(exc):
             return True
         exc = exc.__cause__ or exc.__context__
     return False

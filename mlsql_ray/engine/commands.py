@@ -15,13 +15,13 @@ import sqlglot.errors
 from sqlglot import exp
 
 from ..cluster import quiet
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 from ..lang import ast
 from ..storage import delta
 from ..spark import type_names as spark_types
+from ..options import flag
 from . import assertions, macros
 from .command_families import object_fs, scripts, show, tables
-from .files import truthy
 from .result import PREVIEW_ROWS, Result
 
 
@@ -49,7 +49,7 @@ def spark_describe(session, spark_sql: str, line: int, col: int) -> pa.Table | N
     try:
         tree = sqlglot.parse_one(spark_sql, read="spark")
     except sqlglot.errors.SqlglotError as exc:
-        raise MLSQLError(f"SQL syntax error in DESCRIBE: {str(exc).splitlines()[0]}", line, col) from None
+        raise MLSQLError(f"SQL syntax error in DESCRIBE: {first_line(exc)}", line, col) from None
     if not isinstance(tree, exp.Describe):
         return None
     target = tree.this
@@ -111,7 +111,7 @@ def _python(session, s: ast.Command):
                          f"and a value without NUL characters, not {s.args[1]!r}")
     target = session.python_env if s.args[0] == "env" else session.python_conf
     if s.args[0] == "conf" and key.strip() == "verbose":
-        quiet.set_verbose(truthy(value.strip(), False))
+        quiet.set_verbose(flag({"verbose": value}, "verbose", False, "!python conf"))
     target[key.strip()] = value.strip()
     return Result(s, f"python {s.args[0]} {key.strip()}={value.strip()}")
 

@@ -25,7 +25,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from ..errors import MLSQLError
-from .files import quoted, truthy
+from ..options import choice, flag
+from .files import quoted
 
 # fields read of the first record at first, 16 times more while they are all filled: DuckDB reads a
 # record of 256 declared columns ~20 times slower than one of 16, and most files have fewer
@@ -55,7 +56,7 @@ class Dialect:
 def dialect(options: dict[str, str]) -> Dialect:
     quote = options.get("quote", '"')
     return Dialect(sep=options.get("sep", options.get("delimiter", ",")), quote=quote,
-                   escape=options.get("escape", quote), header=truthy(options.get("header"), False))
+                   escape=options.get("escape", quote), header=flag(options, "header", False))
 
 
 def read_csv(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str],
@@ -64,11 +65,9 @@ def read_csv(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str
     ``sep`` (or ``delimiter``) ",", ``quote`` '"', ``escape`` the quote, ``mode`` PERMISSIVE,
     ``multiLine`` false, ``columnNameOfCorruptRecord``. Lazy, except with a corrupt-record column."""
     spelled = dialect(options)
-    infer = truthy(options.get("inferSchema"), False)
-    multiline = truthy(options.get("multiLine"), False)
-    mode = (options.get("mode") or "PERMISSIVE").upper()
-    if mode not in PARSE_MODES:
-        raise MLSQLError(f"mode must be one of {', '.join(PARSE_MODES)}, not {options['mode']!r}")
+    infer = flag(options, "inferSchema", False)
+    multiline = flag(options, "multiLine", False)
+    mode = choice(options, "mode", PARSE_MODES, "PERMISSIVE")
     corrupt = options.get("columnNameOfCorruptRecord") or None
     fields = _first_record(con, files, spelled)
     if not fields:  # no record in any file: Spark's table has no columns, DuckDB's needs one

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ..errors import MLSQLError
 from ..spark import functions as spark_functions
+from ..errors import MLSQLError, first_line
 from ..lang.ast import substitute
 from ..spark.translate import parse_error_description
 
@@ -43,7 +43,7 @@ def parse(text: str) -> Condition:
         reason = parse_error_description(exc.errors[0] if exc.errors else {}, exc)
         raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {reason}") from exc
     except TokenError as exc:
-        raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {str(exc).splitlines()[0]}") from exc
+        raise MLSQLError(f"cannot read the condition ''' {text.strip()} ''': {first_line(exc)}") from exc
     if not trees:
         raise MLSQLError("the condition is empty")
     *assignments, test = trees

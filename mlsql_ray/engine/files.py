@@ -17,18 +17,11 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..spark import sql_build
+from ..options import flag
 from .sql import duckdb_message
 
 _LINE_END = r"(\r\n|\r|\n)"  # RE2 reads the escapes: SQL strings keep backslashes
 _EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json"}
-
-
-def truthy(value: str | None, default: bool) -> bool:
-    if value is None:
-        return default
-    if value.lower() not in ("true", "false"):
-        raise MLSQLError(f"expected \"true\" or \"false\", not {value!r}")
-    return value.lower() == "true"
 
 
 def data_files(path: Path, fmt: str) -> list[str]:
@@ -121,7 +114,7 @@ def write(con: duckdb.DuckDBPyConnection, view: str, fmt: str, path: Path, mode:
                          "save to a folder, or load it and save overwrite the union")
     copy_options = {"FORMAT": exp.var(fmt)}
     if fmt == "csv":
-        copy_options["HEADER"] = exp.Boolean(this=truthy(options.get("header"), False))
+        copy_options["HEADER"] = exp.Boolean(this=flag(options, "header", False))
         copy_options["DELIMITER"] = exp.Literal.string(options.get("sep", options.get("delimiter", ",")))
     staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:

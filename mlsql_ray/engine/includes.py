@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import lang, objectstore
 from ..errors import MLSQLError
+from ..options import flag
 from ..storage.paths import within
 from ..lang import ast
 from . import object_files
@@ -67,7 +68,7 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
         path = resolve(session, s.path)
     root = project_root(session)
     # whether a path outside exists is not told: only that it is outside
-    if not objectstore.is_uri(s.path) and not within(path, [root]) and s.options.get("allowOutside") != "true":
+    if not objectstore.is_uri(s.path) and not within(path, [root]) and not flag(s.options, "allowOutside", False):
         raise MLSQLError(f"cannot include {path}: it is outside {root}, the project root; "
                          f"add where allowOutside=\"true\" to include it anyway")
     if not path.exists():

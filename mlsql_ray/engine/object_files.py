@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyarrow import fs
 
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 from ..objectstore import ObjectPath
 from .files import write
 
@@ -38,7 +38,7 @@ def _listing(path: ObjectPath) -> list:
 
 
 def _store_error(action: str, path: ObjectPath, exc: OSError) -> MLSQLError:
-    return MLSQLError(f"cannot {action} {path}: {str(exc).strip().splitlines()[0]}")
+    return MLSQLError(f"cannot {action} {path}: {first_line(exc)}")
 
 
 def parquet_dataset(path: ObjectPath):

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from ..cluster import warm
 from ..cluster.link import local_cpus, stop_actors
+from .. import options
 from ..lang import ast
 from ..ml import runner
 from ..ml.runner import HOST_KIND, GroupHost, host_layout, load_ahead
@@ -71,11 +72,12 @@ def needs(statement: ast.Statement) -> Needs | None:
     if isinstance(statement, ast.Train) and statement.verb == "run":
         if statement.format.lower() != "ray":
             return None
-        options = dict(statement.options)
-        return _cell_needs(options.get("code", ""), options)
+        cell_options = dict(statement.options)
+        return _cell_needs(cell_options.get("code", ""), cell_options)
     if isinstance(statement, (ast.Register, ast.Train)):
         kind = KINDS.find(statement.format, "ahead")
-        ahead = kind.ahead(statement) if kind is not None else None
+        with options.noting(options.Notes()):  # the statement warns of unknown options when it runs
+            ahead = kind.ahead(statement) if kind is not None else None
         return None if ahead is None else Needs(group_hosts=ahead.group_hosts)
     return None
 

@@ -35,6 +35,10 @@ class Result:
         self.message = mask(self.message)
         self.warnings = [mask(w) for w in self.warnings]
 
+    def warn(self, warnings: list[str]) -> None:
+        """Add warnings found while the statement ran, ahead of its own."""
+        self.warnings[:0] = [mask(w) for w in warnings]
+
 
 class _Previewed:
     """A field of a ``PreviewedResult`` that its preview fills in when first read."""

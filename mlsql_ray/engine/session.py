@@ -24,6 +24,8 @@ from ..lang import ast
 from ..objectstore import ObjectPath
 from ..spark import results as spark_results
 from . import partition_ids, statements, timezone, vectors
+from .. import options
+from ..options import flag
 from .catalog import Catalog
 from .commands import spark_describe
 from .compiletime import evaluate_compile_time_sets
@@ -145,7 +147,7 @@ class Session:
             yield from self.run_script(statements, Path(source).resolve() if source else None)
         finally:
             self.catalog.uncache_script()
-            if self.variables.get("__table_name_cache__") == "false":
+            if not flag(self.variables, "__table_name_cache__", True):
                 for name in set(self.catalog.names()) - tables_before:
                     self.catalog.remove(name)
             self._end_request_variables()
@@ -242,11 +244,14 @@ class Session:
             runner = statements.RUNNERS.get(type(statement))
             if runner is None:
                 raise MLSQLError(f"{_describe(statement)} is not supported yet")
-            outcome = runner(self, statement)
-            if isinstance(outcome, Result):
-                yield outcome
-            else:
-                yield from outcome
+            # unknown options warn (options.check_known); the statement's results carry the warnings
+            # (a set is never strict: a bad strictOptions value must stay mendable)
+            strict = not isinstance(statement, ast.Set) and flag(self.variables, options.STRICT_OPTIONS, False)
+            with options.noting(options.Notes(strict)) as notes:
+                outcome = runner(self, statement)
+                for result in [outcome] if isinstance(outcome, Result) else outcome:
+                    result.warn(notes.take())
+                    yield result
         except MLSQLError as exc:
             raise self._locate(exc, statement)
         except duckdb.Error as exc:  # the user's SQL, data or file, as DuckDB saw it

@@ -11,6 +11,7 @@ import duckdb
 
 from ..lang.script_sql import translate
 from ..spark.sql_types import Schemas
+from ..errors import first_line
 
 __all__ = ["duckdb_message", "interrupted_query", "to_duckdb", "translate"]
 
@@ -39,7 +40,7 @@ def duckdb_message(exc: BaseException, tables: list[str]) -> str:
     csv_error = _csv_error(text)  # by its text: DuckDB raises a CSV error as one of several classes
     if csv_error is not None:
         return csv_error
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     missing = re.search(r"Table with name (\S+) does not exist", first) if _is(exc, duckdb.CatalogException) else None
     if missing:
         known = ", ".join(sorted(tables)) or "none yet"

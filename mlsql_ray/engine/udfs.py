@@ -42,7 +42,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 from ..lang import ast
 from ..ml.functions import SQLFunction
 from ..ml.kinds import Kind, serve
@@ -201,7 +201,7 @@ def result_types(con: duckdb.DuckDBPyConnection, spark_type: str, function: str)
         probe = exp.select(exp.cast(exp.null(), data_type).as_("v"))
         arrow_type = con.sql(probe.sql("duckdb")).to_arrow_table().schema.field(0).type
     except (ParseError, ValueError, duckdb.Error) as exc:
-        raise MLSQLError(f"dataType=\"{spark_type}\" of {function} is not a Spark type ({str(exc).splitlines()[0]})") from exc
+        raise MLSQLError(f"dataType=\"{spark_type}\" of {function} is not a Spark type ({first_line(exc)})") from exc
     return duck_type, arrow_type
 
 

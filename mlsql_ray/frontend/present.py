@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import InternalError, MLSQLError, MLSQLSyntaxError
+from ..errors import InternalError, MLSQLError, MLSQLSyntaxError, first_line
 from ..lang import ast
 from ..masking import mask, mask_at
 from .display import render_html, render_text
@@ -88,8 +88,7 @@ def _load_preview(result, catalog, warnings: list[str]) -> TableView | None:
         # it left a warning ("cannot preview t: Query interrupted") and the run went on
         if interrupted_query(exc):
             raise KeyboardInterrupt(f"interrupted at line {result.statement.line}") from exc
-        first_line = str(exc).strip().split("\n")[0]
-        warnings.append(f"cannot preview {result.name}: {first_line}")
+        warnings.append(f"cannot preview {result.name}: {first_line(exc)}")
         return None
     return TableView(head.slice(0, PREVIEW_ROWS), None, head.num_rows > PREVIEW_ROWS, heading=result.message)
 

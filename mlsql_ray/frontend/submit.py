@@ -112,10 +112,13 @@ def connect(address: str | None):
 
 
 def _token_hint(exc: BaseException) -> str:
-    text = str(exc)
-    if "401" in text or "403" in text or "uthentication" in text:
+    """What to try, by the error's type: Ray's job client raises ``AuthenticationError`` when the
+    head answers 401 or 403, and ``ConnectionError`` when nothing answers."""
+    from ray.exceptions import AuthenticationError  # Ray is imported: its client raised exc
+
+    if isinstance(exc, AuthenticationError):
         return " (the head wants a Ray token: set RAY_AUTH_MODE=token and the cluster's token in RAY_AUTH_TOKEN)"
-    if "Connection" in type(exc).__name__ or "connect" in text.lower():
+    if isinstance(exc, ConnectionError):
         return " (is the head's dashboard there? `ray start --head` serves it on port 8265 with mlsql-ray[cluster] installed)"
     return ""
 

@@ -320,7 +320,7 @@ def is_complete(code: str) -> dict:
     try:
         lang.parse(code)
     except MLSQLSyntaxError as exc:
-        if exc.message.startswith(("missing ';'", "unterminated", "this !if has no matching !fi")):
+        if exc.reason == MLSQLSyntaxError.UNFINISHED:
             return {"status": "incomplete", "indent": ""}
         return {"status": "invalid"}
     except Exception:  # noqa: BLE001 - e.g. a ${} error: let the execution say what is wrong

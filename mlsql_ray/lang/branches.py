@@ -43,10 +43,10 @@ def nest(statements: list[ast.Statement], text: str, first_line: int = 1) -> lis
     """Fold the branch commands of ``statements`` (parsed from ``text``) into ``ast.If`` nodes."""
     lines = text.split("\n")
 
-    def error(at: ast.Statement, message: str) -> MLSQLSyntaxError:
+    def error(at: ast.Statement, message: str, reason: str = MLSQLSyntaxError.INVALID) -> MLSQLSyntaxError:
         index = at.line - first_line
         source = lines[index].rstrip("\r") if 0 <= index < len(lines) else ""
-        return MLSQLSyntaxError(message, at.line, at.col, source)
+        return MLSQLSyntaxError(message, at.line, at.col, source, reason)
 
     top: list[ast.Statement] = []
     stack: list[_OpenIf] = []
@@ -81,5 +81,5 @@ def nest(statements: list[ast.Statement], text: str, first_line: int = 1) -> lis
             closed = stack.pop()
             (stack[-1].arms[-1].statements if stack else top).append(closed.to_statement())
     if stack:
-        raise error(stack[-1].start, "this !if has no matching !fi")
+        raise error(stack[-1].start, "this !if has no matching !fi", MLSQLSyntaxError.UNFINISHED)
     return top

@@ -157,7 +157,7 @@ class Parser:
                 start = i + 1
         if start < len(tokens):
             line, col = self.tokenizer.position(tokens[-1].end)
-            raise self.tokenizer.error("missing ';' at the end of this statement", line, col)
+            raise self.tokenizer.error("missing ';' at the end of this statement", line, col, MLSQLSyntaxError.UNFINISHED)
         return out
 
     def _statement(self, tokens: list[Token], end: Token) -> ast.Statement:

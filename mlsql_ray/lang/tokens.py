@@ -97,8 +97,8 @@ class Tokenizer:
         line_start = self.text.rfind("\n", 0, offset) + 1
         return self.first_line + self.text.count("\n", 0, offset), offset - line_start + 1
 
-    def error(self, message: str, line: int, col: int) -> MLSQLSyntaxError:
-        return MLSQLSyntaxError(message, line, col, self.source_line(line))
+    def error(self, message: str, line: int, col: int, reason: str = MLSQLSyntaxError.INVALID) -> MLSQLSyntaxError:
+        return MLSQLSyntaxError(message, line, col, self.source_line(line), reason)
 
     def tokens(self) -> list[Token]:
         out: list[Token] = []
@@ -123,18 +123,19 @@ class Tokenizer:
         return out
 
     def _unclosed(self, start: int, line: int, col: int) -> MLSQLSyntaxError:
-        """The error for an opening at ``start`` that nothing closes."""
+        """The error for an opening at ``start`` that nothing closes (more text could close it)."""
         text = self.text
         if text.startswith("'''", start):
-            return self.error("unterminated ''' string", line, col)
-        if text.startswith("/*", start):
-            return self.error("unterminated /* comment", line, col)
-        if text.startswith("${", start):
-            return self.error("unterminated ${ variable", line, col)
-        if text[start] == "`":
-            return self.error("unterminated ` quoted name", line, col)
-        quote = text[start]
-        return self.error(f"unterminated string (opening {quote} has no closing {quote})", line, col)
+            what = "''' string"
+        elif text.startswith("/*", start):
+            what = "/* comment"
+        elif text.startswith("${", start):
+            what = "${ variable"
+        elif text[start] == "`":
+            what = "` quoted name"
+        else:
+            what = f"string (opening {text[start]} has no closing {text[start]})"
+        return self.error(f"unterminated {what}", line, col, MLSQLSyntaxError.UNFINISHED)
 
 
 def tokenize(text: str, first_line: int = 1) -> list[Token]:

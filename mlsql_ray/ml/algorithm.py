@@ -24,13 +24,6 @@ COMMON_OPTIONS = ("featuresCol", "labelCol", "evaluateTable", "keepVersion", "mo
 GROUP_OPTIONS = ("featuresCol", "labelCol")
 
 
-def to_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"expected true or false, not {text!r}")
-    return lowered == "true"
-
-
 def to_int(text: str) -> int:
     value = float(text)
     if value != int(value):
@@ -105,16 +98,22 @@ class Algorithm:
                 raise MLSQLError(f"{self.name} option {param.name}={text!r}: {exc}") from None
         return out
 
+    def known_params(self, spark_params: dict[str, str]) -> dict[str, str]:
+        """The parameters this algorithm knows, after a warning of the others (``check_known``)."""
+        known = check_known(spark_params, [*self.param_names(), *COMMON_OPTIONS[:-1]], self.name, ignore_case=False)
+        return {name: spark_params[name] for name in known}
+
     def library_kwargs(self, spark_params: dict[str, str], threads: int) -> dict:
         """Spark-named string parameters → the estimator's keywords, Spark's defaults for the
-        rest; an unknown name or a bad value is the user's mistake."""
+        rest; a bad value is the user's mistake (and an unknown name outside a statement)."""
         by_name = {p.name: p for p in self.params}
         kwargs = {p.target: p.adapt(p.default) for p in self.params if p.target is not None}
         if self.threads_param:
             kwargs[self.threads_param] = threads
-        check_known(spark_params, [*self.param_names(), *COMMON_OPTIONS[:-1]], self.name, ignore_case=False)
-        for name, text in spark_params.items():
-            param = by_name[name]
+        for name, text in self.known_params(spark_params).items():
+            param = by_name.get(name)
+            if param is None:
+                continue  # a statement option (keepVersion, evaluateTable) given to a group: not the estimator's
             try:
                 value = param.adapt(param.convert(text))
             except (ValueError, KeyError) as exc:

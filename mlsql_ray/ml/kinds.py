@@ -13,7 +13,6 @@ one ``Kinds`` with them (``engine/kinds.py``)."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..errors import MLSQLError
 from ..lang import ast
+from ..options import warnings_given
 from ..models import stored_rows
 from . import registry, runner, sources, statements
 from .ets import fitted
@@ -131,7 +131,16 @@ class Algorithms(ModelKind):
     @staticmethod
     def plans(fmt: str, options: dict) -> list[runner.GroupPlan]:
         """The groups a train statement asks for, planned once for the start ahead and the train."""
-        return list(_plans(fmt, tuple(sorted(options.items()))))
+        key = (fmt, tuple(sorted(options.items())))
+        planned = _PLANNED.get(key)
+        if planned is None:
+            given = warnings_given()
+            planned = tuple(runner.plan(fmt, options))
+            if warnings_given() == given:  # plans that warned are planned again, to warn again
+                _PLANNED[key] = planned
+                while len(_PLANNED) > 16:
+                    del _PLANNED[next(iter(_PLANNED))]
+        return list(planned)
 
     def predict(self, session, s: ast.Train) -> Predicted:
         scored, model = statements.predict(session, s)
@@ -178,9 +187,8 @@ class Algorithms(ModelKind):
         return statements.model_explain(session, s)
 
 
-@functools.lru_cache(maxsize=16)
-def _plans(fmt: str, options: tuple[tuple[str, str], ...]) -> tuple[runner.GroupPlan, ...]:
-    return tuple(runner.plan(fmt, dict(options)))
+_PLANNED: dict[tuple[str, tuple], tuple[runner.GroupPlan, ...]] = {}
+"""The last 16 trains' plans by FORMAT as written and options (planned once for the start ahead and the train)."""
 
 
 class ETRegistry(Protocol):

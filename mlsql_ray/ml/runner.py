@@ -1,7 +1,7 @@
 """``train T as ALG.`TARGET` where ...``: options → parameter groups → fits → model table.
 
-Every group is checked before anything is fitted (unknown parameters and bad values are the
-user's mistake and stop the statement). The fits then run on Ray actors (``GroupHost``), as many
+Every group is checked before anything is fitted (a bad value is the user's mistake and stops the
+statement; an unknown parameter is a warning and left out, ``options.check_known``). The fits then run on Ray actors (``GroupHost``), as many
 as the cluster has CPUs for, each with its share of them as threads; a single group runs in this
 process instead (nothing to ship, and it gets all local CPUs). The hosts go to the session's warm
 pool afterwards (``mlsql_ray.cluster.warm``), so the next ``train`` finds scikit-learn imported. A group
@@ -38,7 +38,7 @@ from .. import progress
 from ..cluster import warm
 from ..cluster.link import imported_ray, local_cpus, remote_error_line, stop_actors
 from ..errors import MLSQLError
-from ..options import groups, is_group_option
+from ..options import check_known, groups, is_group_option
 from . import metrics as evaluation, registry, serialize
 from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RECOMMENDER, REGRESSOR, SUPERVISED,
                         TOPICS, Algorithm)
@@ -157,20 +157,19 @@ def plan(alg_name: str, options: dict) -> list[GroupPlan]:
     plans = []
     for index in sorted(per_group) or [0]:
         given = {**shared, **per_group.get(index, {})}
-        params = {k: v for k, v in given.items() if k not in GROUP_OPTIONS}
-        alg.library_kwargs(params, 1)  # raises on an unknown parameter or a bad value
+        params = alg.known_params({k: v for k, v in given.items() if k not in GROUP_OPTIONS})
+        alg.library_kwargs(params, 1)  # raises on a bad value
         plans.append(GroupPlan(index, alg.name, params, alg.columns(given, features, label), per_group.get(index, {})))
     return plans
 
 
 def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list[GroupPlan]:
     algorithms = registry.automl_algorithms(options.get("algos"), options.get("sortedBy"))
-    for key in shared:
-        if not any(key in alg.param_names() for alg in algorithms):
-            raise MLSQLError(f"none of {', '.join(alg.name for alg in algorithms)} has a parameter {key!r}")
+    known = check_known(shared, [name for alg in algorithms for name in alg.param_names()],
+                        f"AutoML over {', '.join(alg.name for alg in algorithms)}", ignore_case=False)
     plans = []
     for index, alg in enumerate(algorithms):
-        params = {k: v for k, v in shared.items() if k in alg.param_names()}
+        params = {k: shared[k] for k in known if k in alg.param_names()}
         alg.library_kwargs(params, 1)
         plans.append(GroupPlan(index, alg.name, params, alg.columns({}, features, label), params))
     return plans

@@ -22,6 +22,7 @@ from ..errors import MLSQLError
 from ..models import model_file, model_from_rows, refuse_python_code
 from ..train.worker import configure_tensorflow
 from .functions import SQLFunction
+from ..options import flag, integer
 
 #: what a model function returns, by its ``output`` option: (Arrow type, DuckDB type); each
 #: predictor class answers some of them (``outputs``, its default first)
@@ -78,23 +79,6 @@ def parse_scale(text: str | None) -> float | None:
         raise MLSQLError(f"scale must be a number or a fraction like 1/255, not {text!r}") from exc
 
 
-def parse_flag(options: dict, key: str) -> bool:
-    """A ``key="true"|"false"`` option (default false)."""
-    value = options.get(key, "false").strip().lower()
-    if value not in ("true", "false"):
-        raise MLSQLError(f'{key} must be "true" or "false", not {options[key]!r}')
-    return value == "true"
-
-
-def _positive_int(options: dict, key: str, default: int) -> int:
-    value = options.get(key)
-    if value is None:
-        return default
-    if not value.isdigit() or int(value) < 1:
-        raise MLSQLError(f"{key} must be a positive whole number, not {value!r}")
-    return int(value)
-
-
 @dataclass
 class ModelFunction(SQLFunction):
     """A model table loaded into actors and callable on Arrow columns (DuckDB's UDF)."""
@@ -124,10 +108,10 @@ class ModelFunction(SQLFunction):
         output = options.get("output", outputs[0])
         if output not in outputs:
             raise MLSQLError(f"output must be one of {', '.join(outputs)}, not {output!r}")
-        workers = _positive_int(options, "workers", max(1, min(2, cpus)))
-        batch_size = _positive_int(options, "batchSize", 1024)
+        workers = integer(options, "workers", max(1, min(2, cpus)), minimum=1)
+        batch_size = integer(options, "batchSize", 1024, minimum=1)
         scale = parse_scale(options.get("scale"))
-        unsafe = parse_flag(options, "unsafe")
+        unsafe = flag(options, "unsafe", False)
         row_list = rows.to_pylist()
         if predictor is Predictor:
             what = f"the rows of {table} version {version}"

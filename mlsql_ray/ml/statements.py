@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from ..errors import MLSQLError
 from ..lang import ast
+from ..options import flag
 from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
 from ..cells.runner import file_partition, partition
@@ -54,7 +55,7 @@ def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Tabl
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
     extra = runner.extra_tables(s.format, options, groups, s.path)
     path = store.model_target(session, s.path, options)
-    version = store.write(path, s.path, groups, options.get("keepVersion", "false").lower() == "true")
+    version = store.write(path, s.path, groups, flag(options, "keepVersion", False))
     if extra is not None:
         _write_data(path / "data", extra)
     result = runner.result_table(groups, s.path, version, automl=s.format.lower() == registry.AUTOML.lower())

@@ -27,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from ..errors import MLSQLError
+from ..options import flag
 from .datetime_patterns import strftime_format
 from .arrays_maps import gated
 from .family import Family, PythonFunction
@@ -196,7 +197,7 @@ def _from_json(text: exp.Expression, schema: exp.DataType, formats: dict[str, st
 # -- schema_of_json / schema_of_csv ------------------------------------------------------------------
 
 def _json_type(value, options: dict[str, str]) -> str:
-    as_text = options.get("primitivesAsString", "false").lower() == "true"
+    as_text = flag(options, "primitivesAsString", False)
     if value is None:
         return "STRING"
     if isinstance(value, bool):
@@ -206,7 +207,7 @@ def _json_type(value, options: dict[str, str]) -> str:
     if isinstance(value, Decimal):
         if as_text:
             return "STRING"
-        if options.get("prefersDecimal", "false").lower() == "true":
+        if flag(options, "prefersDecimal", False):
             digits, exponent = len(value.as_tuple().digits), -value.as_tuple().exponent
             return f"DECIMAL({max(digits, exponent)},{exponent})"
         return "DOUBLE"
@@ -235,7 +236,7 @@ def _quote(name: str) -> str:
 
 
 def schema_of_json(text: str, options: dict[str, str]) -> str:
-    if options.get("allowNumericLeadingZeros", "false").lower() == "true":  # 01 is 1; strings stay as they are
+    if flag(options, "allowNumericLeadingZeros", False):  # 01 is 1; strings stay as they are
         text = re.sub(r'"(?:[^"\\]|\\.)*"|(?<![\w.])0+(?=\d)', lambda m: m.group(0) if m.group(0).startswith('"') else "", text)
     try:
         value = json.loads(text, parse_float=Decimal)

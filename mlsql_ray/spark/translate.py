@@ -16,8 +16,8 @@ from typing import NamedTuple
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 
-from ..errors import MLSQLError
 from . import casts as spark_casts, families, functions as spark_functions, macro_expansion, sql_types
+from ..errors import MLSQLError, first_line
 from .sql_types import Schemas
 
 
@@ -74,7 +74,7 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         raise MLSQLError(f"SQL syntax error{_near(first)}: {parse_error_description(first, exc)}",
                          first.get("line") or 1, first.get("col") or 1) from exc
     except TokenError as exc:  # an unclosed quote or comment inside the SQL, e.g. x'zz' or "abc
-        raise MLSQLError(f"SQL syntax error: {str(exc).splitlines()[0]}") from exc
+        raise MLSQLError(f"SQL syntax error: {first_line(exc)}") from exc
     except RecursionError as exc:
         raise MLSQLError(_TOO_DEEP) from exc
     except Exception as exc:  # noqa: BLE001 - sqlglot trips over some odd input, e.g. IndexError on `map(0)`
@@ -110,7 +110,7 @@ _SQLGLOT_CLASS = re.compile(r"<class 'sqlglot\.[\w.]*?(\w+)'>")
 
 def parse_error_description(error: dict, exc: ParseError) -> str:
     """sqlglot's description without its Python class names (``<class '...EQ'>`` → ``EQ``)."""
-    text = error.get("description") or str(exc).splitlines()[0]
+    text = error.get("description") or first_line(exc)
     return _SQLGLOT_CLASS.sub(r"\1", text)
 
 

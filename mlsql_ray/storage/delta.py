@@ -26,8 +26,9 @@ import pyarrow as pa
 from pyarrow import fs
 
 from .. import objectstore
-from ..errors import InterruptedAfterCommit, MLSQLError
+from ..errors import InterruptedAfterCommit, MLSQLError, first_line
 from ..objectstore import ObjectPath, delta_options
+from ..options import flag
 from .paths import real_path, within
 
 # deltalake's allocator (jemalloc) keeps freed pages for 10 s by default: while a big table
@@ -127,7 +128,7 @@ def _read_log(path: Path, name: str):
     try:
         table = _opened(path)
     except (DeltaError, OSError) as exc:
-        raise MLSQLError(f"cannot read Delta table {name}: {str(exc).strip().splitlines()[0]}") from exc
+        raise MLSQLError(f"cannot read Delta table {name}: {first_line(exc)}") from exc
     if table is None:
         raise MLSQLError(f"Delta table {name} does not exist (looked in {path})")
     return table
@@ -370,7 +371,7 @@ def write(path: Path, name: str, data: pa.RecordBatchReader, mode: str, partitio
             table if present else str(path), data, storage_options=None if present else delta_options(path),
             mode="append" if mode == "append" else "overwrite",
             partition_by=list(partition_by) or None, target_file_size=TARGET_FILE_BYTES,
-            schema_mode="overwrite" if mode == "overwrite" else ("merge" if options.get("mergeSchema") == "true" else None),
+            schema_mode="overwrite" if mode == "overwrite" else ("merge" if flag(options, "mergeSchema", False) else None),
             commit_properties=commit,
         )
         return WriteResult((table if present else delta_table(path)).version(), stream.rows, "WRITE")
@@ -486,8 +487,7 @@ def _delta_message(name: str, exc: Exception) -> str:
     bare ``Exception`` ("Cast error: …"): its message is all there is to go by."""
     from deltalake.exceptions import CommitFailedError, SchemaMismatchError  # heavy: deltalake
 
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     if isinstance(exc, CommitFailedError):
         return (f"Delta table {name} was changed by another writer at the same time (a concurrent writer); "
                 f"nothing was written, run the save again ({first})")

@@ -15,7 +15,7 @@ from typing import Callable, TypeVar
 
 from ..cluster import ray_internals
 from ..cluster.link import kill_actor, remote_error_line, stop_actors
-from ..errors import MLSQLError
+from ..errors import MLSQLError, first_line
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ class Crew:
         """The cause of a worker's death, or ``TrainingError`` if ``exc`` is its own code failing."""
         errors = self.ray.exceptions
         if isinstance(exc, errors.RayTaskError):
-            raise TrainingError(f"training worker {index} failed {self.when}: {first_line(exc.cause or exc)}") from None
+            raise TrainingError(f"training worker {index} failed {self.when}: {first_line(exc.cause or exc, named=True)}") from None
         if isinstance(exc, errors.RayActorError) and exc.actor_init_failed:  # its __init__ raised
             raise TrainingError(f"training worker {index} failed {self.when}: {remote_error_line(exc)}") from None
         return death_cause(exc)  # killed, out of memory, its node or its result lost
@@ -125,15 +125,10 @@ class Crew:
             self.started.append(self.workers[index])
 
 
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
 def death_cause(exc: BaseException) -> str:
     """``ActorDiedError: The actor is dead because it was killed by `ray.kill`.`` rather than
     Ray's generic first line."""
     reason = next((line for line in str(exc).splitlines() if line.startswith("The actor is dead because")), None)
     if reason is None:
-        return first_line(exc)
+        return first_line(exc, named=True)
     return f"{type(exc).__name__}: {reason.split('. ')[0].rstrip('.')}."

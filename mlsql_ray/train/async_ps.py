@@ -32,7 +32,8 @@ import numpy as np
 from .. import progress
 from ..cluster import warm
 from ..cluster.link import stop_actors
-from .actors import Crew, TrainingError, WorkersDied, death_cause, first_line
+from ..errors import first_line
+from .actors import Crew, TrainingError, WorkersDied, death_cause
 from .result import TrainResult
 from .strategy import Strategy
 from .worker import Worker
@@ -275,7 +276,7 @@ class _Shards:
             try:
                 results.append(self.ray.get(ref))
             except self.ray.exceptions.RayTaskError as exc:
-                raise TrainingError(f"parameter shard {index} failed {when}: {first_line(exc.cause or exc)}") from None
+                raise TrainingError(f"parameter shard {index} failed {when}: {first_line(exc.cause or exc, named=True)}") from None
             except self.ray.exceptions.RayError as exc:
                 raise TrainingError(f"parameter shard {index} died {when} ({death_cause(exc)}); the weights it held "
                                     f"are lost, so asynchronous training cannot go on") from None

@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 import pyarrow as pa
 
 from ..models import rows_from_model_file
+from ..errors import first_line
 from .actors import TrainingError
 from .config import TrainConfig
 from .trainer import fit
@@ -100,7 +101,7 @@ def search(model_fn: Callable, data: Sequence, space: dict[str, Sequence], *, ro
         done = int(metrics.get("round", 0) or 0)
         status = "error" if result.error else ("stopped early" if done < int(config.get("rounds", rounds)) else "finished")
         rows.append({**{k: config.get(k) for k in space}, metric: metrics.get(metric), "loss": metrics.get("loss"),
-                     "rounds_run": done, "status": status, "error": str(result.error).splitlines()[0] if result.error else None})
+                     "rounds_run": done, "status": status, "error": first_line(result.error) if result.error else None})
     best_result = grid.get_best_result(metric=metric, mode=mode, scope="last")
     if best_result is None or best_result.checkpoint is None:
         raise TrainingError(f"no trial finished with a {metric} to compare (errors: "

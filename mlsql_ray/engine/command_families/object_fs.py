@@ -14,7 +14,7 @@ from typing import Callable
 import pyarrow as pa
 from pyarrow import fs
 
-from ...errors import MLSQLError
+from ...errors import MLSQLError, first_line
 from ...objectstore import ObjectPath, is_uri
 from ..result import Result
 from . import filesystem as local
@@ -39,7 +39,7 @@ def _call(work: Callable, path: ObjectPath):
     try:
         return work()
     except OSError as exc:
-        raise MLSQLError(f"{path}: {str(exc).strip().splitlines()[0]}") from exc
+        raise MLSQLError(f"{path}: {first_line(exc)}") from exc
 
 
 def _ls(session, s, args: list[str]):
@@ -142,7 +142,7 @@ def _copy(session, s, args: list[str]):
         try:
             fs.copy_files(source, destination, source_filesystem=source_fs, destination_filesystem=target_fs)
         except OSError as exc:
-            raise MLSQLError(f"cannot copy {text} to {shown}: {str(exc).strip().splitlines()[0]}") from exc
+            raise MLSQLError(f"cannot copy {text} to {shown}: {first_line(exc)}") from exc
     return local._text(s, "", f"copied {len(args) - 1} paths to {args[-1]}")
 
 

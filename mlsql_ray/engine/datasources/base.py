@@ -28,7 +28,7 @@ class DataSource:
     params: tuple[Param, ...] = ()
 
     def check_options(self, options: dict[str, str]) -> None:
-        """An option the source does not know is the user's mistake (``options.check_known``);
+        """An option the source does not know is a warning and ignored (``options.check_known``);
         a dotted key (``fs.s3a.endpoint``) configures the storage under it and is passed on."""
         check_known([k for k in options if not is_configuration(k)], [*(p.name for p in self.params), *SAVE_OPTIONS],
                     self.name)

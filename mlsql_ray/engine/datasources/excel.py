@@ -21,9 +21,8 @@ import pyarrow.compute as pc
 from ...errors import MLSQLError
 from ...objectstore import ObjectPath
 from .. import object_files
-from ..files import truthy
 from ..result import Result
-from ...options import Param
+from ...options import Param, flag, get
 from .base import DataSource
 
 _ADDRESS = re.compile(r"^(?:'?(?P<sheet>[^'!]+)'?!)?(?P<c1>[A-Z]+)(?P<r1>\d+)(?::(?P<c2>[A-Z]+)(?P<r2>\d+))?$")
@@ -47,13 +46,10 @@ def _address(text: str) -> tuple[str | None, dict]:
 def _header(options: dict, what: str) -> bool:
     """``header``, which Byzer's Excel source requires (spark-excel's ``checkParameter``) and
     reads with Scala's ``toBoolean``: "true" or "false", in any case."""
-    value = options.get("header")
-    if value is None:
+    if get(options, "header") is None:
         raise MLSQLError(f'{what} needs header="true" or header="false": Byzer\'s Excel source requires it '
                          '(does the first row hold the column names?)')
-    if value.strip().lower() not in ("true", "false"):
-        raise MLSQLError(f'{what}: header must be "true" or "false", not {value!r}')
-    return value.strip().lower() == "true"
+    return flag(options, "header", False, what)
 
 
 def _columns(first_row: list[str | None], header: bool) -> list[tuple[int, str]]:
@@ -84,7 +80,7 @@ def _load(session, s) -> None:
     if not path.is_file():
         raise MLSQLError(f"cannot load excel: no such file: {location}")
     header = _header(s.options, "load excel")
-    infer = truthy(s.options.get("inferSchema"), False)
+    infer = flag(s.options, "inferSchema", False)
     sheet, limits = _address(s.options.get("dataAddress", "A1"))
     sheet = s.options.get("sheetName") or sheet
     try:

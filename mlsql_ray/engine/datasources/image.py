@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ..files import data_files, truthy
-from ...options import Param
+from ..files import data_files
+from ...options import Param, flag
 from .base import DataSource
 
 # OpenCV type codes Spark's image schema puts in `mode`, by channel count (8-bit unsigned)
@@ -36,7 +36,7 @@ def _decode(file: str) -> dict | None:
 
 
 def _load(session, s) -> None:
-    drop_invalid = truthy(s.options.get("dropInvalid"), False)
+    drop_invalid = flag(s.options, "dropInvalid", False)
     rows = []
     for file in data_files(session.local_path(s.path), "image"):
         decoded = _decode(file)

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 import sqlglot.errors
 from sqlglot import exp
 
-from ...errors import MLSQLError
+from ...errors import MLSQLError, first_line
 from ...masking import mask, secrets_in
 from ..result import Result
-from ...options import Param
+from ...options import Param, flag
 from .base import DataSource
 
 CONNECT_TIMEOUT_S = 5
@@ -78,7 +78,7 @@ class Database:
         except MLSQLError:
             raise
         except Exception as exc:  # noqa: BLE001 - every driver failure to connect is the user's setting
-            raise MLSQLError(f"cannot connect to {self.masked_url}: {self.scrub(_first_line(exc))}") from None
+            raise MLSQLError(f"cannot connect to {self.masked_url}: {self.scrub(first_line(exc))}") from None
         try:
             yield connection
         finally:
@@ -132,11 +132,6 @@ def _libpq_uri(db: Database) -> str:
     if user:
         credentials = quote(user, safe="") + (":" + quote(password, safe="") if password else "") + "@"
     return f"{scheme}://{credentials}{location}?{urlencode(params)}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 # -- names ------------------------------------------------------------------------------------------
@@ -217,7 +212,7 @@ def _query(db: Database, sql: str) -> pa.Table:
             cursor.execute(sql)
             return numeric_as_decimal(cursor.fetch_arrow_table())
         except Exception as exc:  # noqa: BLE001 - the database's answer to the user's query or table
-            raise MLSQLError(f"the database refused the read: {db.scrub(_first_line(exc))}") from None
+            raise MLSQLError(f"the database refused the read: {db.scrub(first_line(exc))}") from None
         finally:
             cursor.close()
 
@@ -301,7 +296,7 @@ def tables(db: Database) -> pa.Table:
         try:
             objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
         except Exception as exc:  # noqa: BLE001
-            raise MLSQLError(f"cannot list the tables of {db.masked_url}: {db.scrub(_first_line(exc))}") from None
+            raise MLSQLError(f"cannot list the tables of {db.masked_url}: {db.scrub(first_line(exc))}") from None
     rows = []
     for catalog in objects:
         for schema in catalog.get("catalog_db_schemas") or []:
@@ -357,7 +352,7 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
             if not exists:
                 _create(cursor, where, data, options.get("createTableColumnTypes"))
             elif mode == "overwrite":
-                if options.get("truncate", "false").lower() == "true":
+                if flag(options, "truncate", False):
                     emptied = exp.TruncateTable(expressions=[where.node]) if dialect == "postgres" else exp.delete(where.node)
                     cursor.execute(emptied.sql(dialect))
                 else:
@@ -376,7 +371,7 @@ def write(where: Target, data: pa.RecordBatchReader, mode: str, options: Mapping
             with contextlib.suppress(Exception):
                 connection.rollback()
             raise MLSQLError(f"the database refused the save to {where.label}; nothing was written: "
-                             f"{db.scrub(_first_line(exc))}") from None
+                             f"{db.scrub(first_line(exc))}") from None
     return written
 
 

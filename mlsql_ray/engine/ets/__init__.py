@@ -48,8 +48,9 @@ def params(name: str) -> pa.Table:
 
 def run(session, s: ast.Train) -> Result:
     """``run|train T as NAME.`PATH` where ... [as OUT];``: the ET's output, named OUT when given.
-    An option the ET does not know is an error naming the known ones (a typo such as ``rountAt``
-    would otherwise go unnoticed), as for algorithms and data sources."""
+    An option the ET does not know is a warning naming the known ones (a typo such as ``rountAt``
+    would otherwise go unnoticed; Byzer ignores it, so the ET goes on), as for algorithms and data
+    sources (``options.check_known``)."""
     et = find(s.format)
     check_known(s.options, [p.name for p in et.params], et.name)
     table = et.run(session, Call(s.table, dict(s.options), s.path, session.local_path))

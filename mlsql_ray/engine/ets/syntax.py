@@ -8,7 +8,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from ...errors import MLSQLError
+from ...errors import MLSQLError, first_line
 from ...options import Param
 from ...ml.ets.base import ET, Call
 
@@ -18,7 +18,7 @@ def _parse(text: str) -> exp.Expression:
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except (ParseError, TokenError) as exc:
-        raise MLSQLError(f"SyntaxAnalyzeExt: the sql option is not valid Spark SQL: {str(exc).splitlines()[0]}") from exc
+        raise MLSQLError(f"SyntaxAnalyzeExt: the sql option is not valid Spark SQL: {first_line(exc)}") from exc
     return tree
 
 

@@ -16,7 +16,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from ..algorithm import RECOMMENDER, Algorithm, spark_param, to_bool, to_int
+from ..algorithm import RECOMMENDER, Algorithm, spark_param, to_int
+from ...options import boolean
 from .common import SEED
 
 #: rows whose outer products are summed at once (bounds the memory of one half-step)
@@ -185,9 +186,9 @@ PARAMS = (
     spark_param("maxIter", "max_iter", _at_least(0, to_int), 10, "number of alternating iterations"),
     spark_param("regParam", "reg_param", _at_least(0, float), 0.1,
           "regularisation, scaled by each user's (item's) number of ratings"),
-    spark_param("implicitPrefs", "implicit_prefs", to_bool, False, "ratings are implicit preferences (confidence)"),
+    spark_param("implicitPrefs", "implicit_prefs", boolean, False, "ratings are implicit preferences (confidence)"),
     spark_param("alpha", "alpha", _at_least(0, float), 1.0, "implicitPrefs: confidence 1 + alpha·|rating|"),
-    spark_param("nonnegative", "nonnegative", to_bool, False, "factors constrained to be non-negative (NNLS)"),
+    spark_param("nonnegative", "nonnegative", boolean, False, "factors constrained to be non-negative (NNLS)"),
     spark_param("coldStartStrategy", "cold_start_strategy", _cold_start, "nan",
           "unknown users/items in evaluateTable: nan (rmse is NaN) or drop (rows left out)"),
     spark_param("userCol", "user_col", str, "user", "user id column (whole numbers)"),

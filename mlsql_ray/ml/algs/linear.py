@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param, to_bool
+from ..algorithm import CLASSIFIER, REGRESSOR, Algorithm, spark_param
+from ...options import boolean
 from .common import MAX_ITER, TOL
 
 PARAMS = (
@@ -15,8 +16,8 @@ PARAMS = (
     spark_param("elasticNetParam", "elasticNetParam", float, 0.0, "mix of L1 (1) and L2 (0) regularisation"),
     MAX_ITER,
     TOL,
-    spark_param("fitIntercept", "fit_intercept", to_bool, True, "fit an intercept term"),
-    spark_param("standardization", "standardization", to_bool, True, "scale features to unit variance first"),
+    spark_param("fitIntercept", "fit_intercept", boolean, True, "fit an intercept term"),
+    spark_param("standardization", "standardization", boolean, True, "scale features to unit variance first"),
 )
 
 

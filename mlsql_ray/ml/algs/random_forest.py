@@ -4,7 +4,8 @@ importances for modelExplain."""
 
 from __future__ import annotations
 
-from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_bool, to_int
+from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_int
+from ...options import boolean
 from .common import SEED, subset_strategy
 
 
@@ -26,7 +27,7 @@ ALGORITHMS = (Algorithm(
         spark_param("featureSubsetStrategy", "max_features", str, "auto",
               "features tried per split: auto (sqrt), all, onethird, sqrt, log2 or a fraction", adapt=subset_strategy),
         spark_param("subsamplingRate", "max_samples", float, 1.0, "fraction of rows each tree is trained on"),
-        spark_param("bootstrap", "bootstrap", to_bool, True, "sample rows with replacement"),
+        spark_param("bootstrap", "bootstrap", boolean, True, "sample rows with replacement"),
         spark_param("impurity", "criterion", str, "gini", "gini or entropy"),
         spark_param("maxBins", None, to_int, 32, "accepted for Spark compatibility; exact splits are used"),
         spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),

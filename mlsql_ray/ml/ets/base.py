@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from ... import options as reader
 from ...options import Param
 
 
@@ -59,24 +60,10 @@ class Call:
         return value
 
     def flag(self, key: str, default: bool) -> bool:
-        value = self.options.get(key)
-        if value is None:
-            return default
-        if value.strip().lower() not in ("true", "false"):
-            raise MLSQLError(f"{key} must be \"true\" or \"false\", not {value!r}")
-        return value.strip().lower() == "true"
+        return reader.flag(self.options, key, default)
 
     def integer(self, key: str, default: int, minimum: int | None = None) -> int:
-        value = self.options.get(key)
-        if value is None:
-            return default
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise MLSQLError(f"{key} must be a whole number, not {value!r}") from None
-        if minimum is not None and number < minimum:
-            raise MLSQLError(f"{key} must be at least {minimum}, not {number}")
-        return number
+        return reader.integer(self.options, key, default, minimum)
 
     def lines(self, key: str, et: str) -> list[str]:
         """The non-blank lines of the file an option names (a dictionary, one word a line); none

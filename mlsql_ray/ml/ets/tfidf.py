@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import MLSQLError
-from ...options import Param
+from ...options import Param, number
 from . import fitted, text
 from .base import ET, Call
 
@@ -45,10 +45,7 @@ def _fit(table: pa.Table, call: Call) -> dict:
 
     column = call.column("inputCol", table.column_names, NAME)
     texts = text.column_texts(table, column, call.table, NAME)
-    try:
-        priority = float(call.option("priority", "1"))
-    except ValueError:
-        raise MLSQLError(f"{NAME}: priority must be a number, not {call.option('priority')!r}") from None
+    priority = number(call.options, "priority", 1.0, NAME)
     state = {"inputCol": column, "words": text.settings(call, NAME), "nGrams": _n_grams(call)}
     vectorizer = TfidfVectorizer(analyzer=lambda content: _terms(state, content), binary=True, norm=None,
                                  smooth_idf=True)
