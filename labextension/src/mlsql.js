@@ -2,13 +2,16 @@
 // !commands, --% annotations, format.`path`, '''…''' strings, ${} variables) and hands the Spark SQL of
 // select/insert/… to CodeMirror's Spark SQL mode and a --%python cell to its Python mode. It reads
 // cells as the parser does (mlsql_ray/lang/parser.py: split_cells, python_cell) and colours as the
-// Pygments lexer does (mlsql_ray/lang/highlight.py); the words are shared with it (words.json).
+// Pygments lexer does (mlsql_ray/lang/highlight.py). Its words (words.json) and the shapes of its
+// lines, variables and !commands (shapes.json) are MLSQL's lexicon (mlsql_ray/lang/lexicon.py), written
+// into these two files by `npm run build`: edit them there, not here.
 import { HighlightStyle, LanguageSupport, StreamLanguage, syntaxHighlighting } from '@codemirror/language';
 import { python } from '@codemirror/legacy-modes/mode/python';
 import { sparkSQL } from '@codemirror/legacy-modes/mode/sql';
 import { EditorState, Prec } from '@codemirror/state';
 import { Tag, tags } from '@lezer/highlight';
 
+import shapes from './shapes.json';
 import words from './words.json';
 
 const SQL_STATEMENTS = new Set(words.sqlStatements);
@@ -22,10 +25,12 @@ const KEYWORDS = new Set(words.mlsqlKeywords.map(word => word.toLowerCase()));
  */
 export const mlsqlStatement = Tag.define(tags.keyword);
 const STATEMENT = 'mlsqlStatement'; // its token name (the tokenTable of mlsqlLanguage)
-const CELL_MARKER = /^[ \t]*--[ \t]*%%/; // a new cell of a script (`-- %%`)
-const ANNOTATION = /^[ \t]*--%[A-Za-z_][\w.]*/;
-const PYTHON_ANNOTATION = /^[ \t]*--%python(?![\w.])/;
-const VARIABLE = /^\$\{[^}]*\}/;
+const atStart = shape => new RegExp(`^(?:${shape})`);
+const CELL_MARKER = atStart(shapes.cellMarker); // a new cell of a script (`-- %%`)
+const ANNOTATION = atStart(shapes.annotation);
+const PYTHON_ANNOTATION = atStart(shapes.pythonAnnotation);
+const VARIABLE = atStart(shapes.variable);
+const COMMAND = atStart(shapes.command);
 
 function startState() {
   // phase: 'start' (blank lines and annotations opening a cell), 'mlsql' or 'python' (its code)
@@ -111,7 +116,7 @@ function mlsqlToken(stream, state) {
   if (state.sql) {
     return sqlToken(stream, state);
   }
-  if (stream.match(/^![A-Za-z_]\w*/)) {
+  if (stream.match(COMMAND)) {
     return STATEMENT; // !show, !delta, !if, a macro !name
   }
   if (stream.match(/^\w+(?=\.`)/)) {
