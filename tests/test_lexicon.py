@@ -42,7 +42,7 @@ def test_the_mode_imports_its_generated_files():
     mode = (LABEXTENSION / "src" / "mlsql.js").read_text()
     for name in lexicon.mode_files():
         assert f"from './{name}';" in mode
-    for key in lexicon.MODE_SHAPES:
+    for key in lexicon.SHAPES:
         assert f"shapes.{key}" in mode
 
 
@@ -67,7 +67,9 @@ def test_every_save_mode_the_lexicon_offers_parses_in_any_case():
 # -- the shapes mean the same in JavaScript --------------------------------------------------------------
 
 SHAPE_SAMPLES = ["-- %%", "  --%% x", "--%python", "--%pythonExec=python3", "--%python.x", "--%input=t", "--%",
-                 "${a}", "${a.b} x", "${", "!show tables", "!1", "! show", "select 1", "-- a comment", "\t--%cache=true"]
+                 "${a}", "${a.b} x", "${", "!show tables", "!1", "! show", "select 1", "-- a comment", "\t--%cache=true",
+                 "parquet.`/tmp/x`", "parquet.x", "a1.`b`", "12.5 rows", "12.x", "7", ">= 1", "!= 2", "/ 3",
+                 "#foreach($c in $cols)", "#settle", "#end", "$!{x.y} z", "$cols,", "$", ":n > 1", ":1", "::x"]
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js, which builds the mode")
@@ -80,11 +82,11 @@ def test_the_modes_shapes_match_in_javascript_what_they_match_in_python():
               "  out[key] = samples.map(s => { const m = new RegExp(`^(?:${shape})`).exec(s); return m && m[0]; });\n"
               "}\n"
               "process.stdout.write(JSON.stringify(out));")
-    done = subprocess.run(["node", "-e", script], input=json.dumps([lexicon.MODE_SHAPES, SHAPE_SAMPLES]),
+    done = subprocess.run(["node", "-e", script], input=json.dumps([lexicon.SHAPES, SHAPE_SAMPLES]),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     in_python = {key: [(match.group() if (match := re.match(shape, sample)) else None) for sample in SHAPE_SAMPLES]
-                 for key, shape in lexicon.MODE_SHAPES.items()}
+                 for key, shape in lexicon.SHAPES.items()}
     assert json.loads(done.stdout) == in_python
     assert all(any(found) for found in in_python.values())  # each shape matched something
 

@@ -16,7 +16,7 @@ import re
 from .. import lang
 from ..errors import MLSQLSyntaxError
 from ..lang.lexicon import CLAUSE_WORDS, SAVE_MODES
-from ..lang.tokens import pieces
+from ..lang.tokens import ANNOTATION_START, pieces
 
 SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left join", "on", "limit",
              "distinct", "count", "sum", "avg", "min", "max", "case", "when", "then", "else", "end",
@@ -26,7 +26,7 @@ COMMAND_ARGS = {"show": ["version", "commands", "tables", "datasources", "et", "
                 "delta": ["help", "show", "history", "info", "compact", "vacuum"], "python": ["env", "conf"],
                 "profiler": ["sql", "explain", "conf"]}
 
-_ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")
+_ANNOTATION_LINE = re.compile(rf"{ANNOTATION_START}(\w*)$")  # an annotation's name being typed
 _WORD_BEFORE = re.compile(r"(?:`?(\w+)`?\.)?(\w*)$")
 _BACKQUOTED_BEFORE = re.compile(r"(\w+)\.`([^`\n]*)$")
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 
-from pygments.lexer import RegexLexer, bygroups, default, include, using, words
+from pygments.lexer import RegexLexer, default, include, using, words
 from pygments.lexers.python import PythonLexer
 from pygments.lexers.sql import SqlLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
-from .lexicon import MLSQL_KEYWORDS, MLSQL_STATEMENTS, SQL_STATEMENTS
-from .tokens import ANNOTATION, CELL_MARKER, COMMAND, PYTHON_ANNOTATION, VARIABLE
+from .lexicon import (BRANCH_VARIABLE, COMMAND, FORMAT, MLSQL_KEYWORDS, MLSQL_STATEMENTS, NUMBER, OPERATOR,
+                      PYTHON_ANNOTATION, SQL_STATEMENTS, VELOCITY_DIRECTIVE, VELOCITY_REFERENCE)
+from .tokens import ANNOTATION, CELL_MARKER, VARIABLE
 
 #: the token of a statement word and of a ``!command`` (HTML class ``kr``)
 MLSQL_STATEMENT = Keyword.Reserved
@@ -68,11 +69,11 @@ class MLSQLLexer(RegexLexer):
             (words(MLSQL_STATEMENTS, suffix=r"\b"), MLSQL_STATEMENT),
             (words(MLSQL_KEYWORDS, suffix=r"\b"), Keyword),
             (COMMAND, MLSQL_STATEMENT),  # !show, !delta, !if, a macro !name
-            (r"(\w+)(\.)(?=`)", bygroups(Name.Builtin, Punctuation)),  # the format of format.`path`
+            (FORMAT, Name.Builtin),  # the format of format.`path`
             include("literals"),
-            (r"\d+(?:\.\d+)?\b", Number),
+            (NUMBER, Number),
             (r"\w+", Name),
-            (r"[=<>!+*/%&|^~-]", Operator),
+            (OPERATOR, Operator),
             (r"[;,.()\[\]{}:]", Punctuation),
         ],
         # Spark SQL up to the `;`: strings, quoted names and variables here, the rest by SqlLexer
@@ -81,9 +82,9 @@ class MLSQLLexer(RegexLexer):
             (r";", Punctuation, "#pop"),
             include("comments"),
             include("literals"),
-            (r"#(?:set|foreach|if|elseif|else|end|break|stop)\b", Comment.Preproc),  # Velocity templates
-            (r"\$!?\{?[A-Za-z_][\w.]*\}?", Name.Variable),  # Velocity's $x, $!x, ${x.y}
-            (r":[A-Za-z_]\w*", Name.Variable),  # a branch condition's :v
+            (VELOCITY_DIRECTIVE, Comment.Preproc),
+            (VELOCITY_REFERENCE, Name.Variable),
+            (BRANCH_VARIABLE, Name.Variable),
             (r"[^;'\"`$#:/-]+", using(SqlLexer)),
             (r"[$#:/-]", Operator),
         ],

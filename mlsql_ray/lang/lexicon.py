@@ -3,7 +3,7 @@ the kernel's completion (``kernel/assist.py``) and the JupyterLab mode (``labext
 
 Nothing here is a second copy: the statement words are the parser's table (``STATEMENT_PARSERS``),
 the save modes the statement's (``ast.SAVE_MODES``), the shapes of tokens and lines the tokenizer's
-(``tokens.py``). The JupyterLab mode is JavaScript, so its two files are generated from this module,
+(``tokens.py``); the shapes here are the ones only the highlighters match. The JupyterLab mode is JavaScript, so its two files are generated from this module,
 by ``npm run build`` in ``labextension/`` (``python -m mlsql_ray.lang.lexicon labextension/src``);
 tests/test_lexicon.py fails when the committed files differ from what it would write.
 """
@@ -27,17 +27,37 @@ CLAUSE_WORDS = ("as", "where", "options", "and", "partitionBy")
 #: every word inside MLSQL's statements (``named``: ``!pyInclude ... named NAME``)
 MLSQL_KEYWORDS = (*CLAUSE_WORDS, *SAVE_MODES, "named")
 
-#: the shapes the JupyterLab mode matches at the start of what it reads (JavaScript reads them as they are)
-MODE_SHAPES = {"cellMarker": tokens.CELL_MARKER, "annotation": tokens.ANNOTATION,
-               "pythonAnnotation": tokens.PYTHON_ANNOTATION, "variable": tokens.VARIABLE, "command": tokens.COMMAND}
+# The shapes the highlighters match that the parser reads as tokens: each highlighter colours them
+# without parsing (the parser reads ``!show`` as ``!`` and a word, ``parquet.`x``` as a word, ``.``
+# and a quoted name, and hands a select's text over whole)
+#: the annotation that makes a cell Python
+PYTHON_ANNOTATION = rf"{tokens.ANNOTATION_START}python(?![\w.])"
+#: a ``!command`` (``!show``, ``!if``, a macro's ``!name``)
+COMMAND = r"![A-Za-z_]\w*"
+#: the format of ``format.`path```
+FORMAT = r"\w+(?=\.`)"
+NUMBER = r"\d+(?:\.\d+)?\b"
+OPERATOR = r"[=<>!+*/%&|^~-]"
+#: in the Spark SQL of a select: a Velocity directive (``#set``, ``#foreach``, …)
+VELOCITY_DIRECTIVE = r"#(?:set|foreach|if|elseif|else|end|break|stop)\b"
+#: in the Spark SQL of a select: Velocity's ``$x``, ``$!x``, ``${x.y}``
+VELOCITY_REFERENCE = r"\$!?\{?[A-Za-z_][\w.]*\}?"
+#: in the Spark SQL of a condition: a branch's ``:v``
+BRANCH_VARIABLE = r":[A-Za-z_]\w*"
 
+#: every shape both highlighters match, by its name in the JupyterLab mode, which compiles each as
+#: ``^(?:shape)``: they keep to what Python's and JavaScript's regexes read alike
+SHAPES = {"cellMarker": tokens.CELL_MARKER, "annotation": tokens.ANNOTATION, "pythonAnnotation": PYTHON_ANNOTATION,
+          "variable": tokens.VARIABLE, "command": COMMAND, "format": FORMAT, "number": NUMBER, "operator": OPERATOR,
+          "velocityDirective": VELOCITY_DIRECTIVE, "velocityReference": VELOCITY_REFERENCE,
+          "branchVariable": BRANCH_VARIABLE}
 
 def mode_files() -> dict[str, str]:
     """The JupyterLab mode's generated files (under ``labextension/src/``) and their text."""
     words = {"sqlStatements": list(SQL_STATEMENTS), "mlsqlStatements": list(MLSQL_STATEMENTS),
              "mlsqlKeywords": list(MLSQL_KEYWORDS)}
     return {name: json.dumps(content, indent=2) + "\n"
-            for name, content in {"words.json": words, "shapes.json": MODE_SHAPES}.items()}
+            for name, content in {"words.json": words, "shapes.json": SHAPES}.items()}
 
 
 if __name__ == "__main__":  # python -m mlsql_ray.lang.lexicon FOLDER: write the mode's files there

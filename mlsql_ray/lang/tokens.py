@@ -60,14 +60,12 @@ def _unescape(body: str) -> str:
 
 #: a new cell of a script (jupytext's percent format: ``-- %%``), at the start of a line
 CELL_MARKER = r"[ \t]*--[ \t]*%%"
-#: a ``--%name`` annotation (a Python cell's settings), at the start of a cell's line; group: the name
-ANNOTATION = r"[ \t]*--%([A-Za-z_][\w.]*)"
-#: the annotation that makes a cell Python
-PYTHON_ANNOTATION = r"[ \t]*--%python(?![\w.])"
+#: what starts a ``--%name`` annotation (a Python cell's settings), at the start of a cell's line
+ANNOTATION_START = r"[ \t]*--%"
+#: a ``--%name`` annotation; group: the name
+ANNOTATION = rf"{ANNOTATION_START}([A-Za-z_][\w.]*)"
 #: a ``${name}`` variable, in a word or a string
 VARIABLE = r"\$\{[^}]*\}"
-#: a ``!command`` (``!show``, ``!if``, a macro's ``!name``): the symbol ``!`` and a word to the parser
-COMMAND = r"![A-Za-z_]\w*"
 
 #: each opening a token needs closed: (the kind of token it starts, the error when nothing closes it)
 _OPENINGS = {"'''": ("block", "unterminated ''' string"), "/*": ("comment", "unterminated /* comment"),
