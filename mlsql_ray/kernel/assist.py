@@ -79,7 +79,7 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
         names = [n if n == "python" else f"{n}=" for n in annotations()]
         return cursor - len(prefix), _starting(names, prefix)
     cell = lang.python_cell(code)
-    if cell is not None and not line_before.lstrip().startswith("--%"):
+    if cell is not None and not re.match(ANNOTATION_START, line_before):
         return _complete_python(cell, before, cursor)
     cut = pieces(before)
     if cut and cut[-1][0] == "comment":

@@ -2,9 +2,10 @@
 the kernel's completion (``kernel/assist.py``) and the JupyterLab mode (``labextension/src/``).
 
 Nothing here is a second copy: the statement words are the parser's table (``STATEMENT_PARSERS``),
-the save modes the statement's (``ast.SAVE_MODES``), the shapes of tokens and lines the tokenizer's
-(``tokens.py``); the shapes here are the ones only the highlighters match. The JupyterLab mode is JavaScript, so its two files are generated from this module,
-by ``npm run build`` in ``labextension/`` (``python -m mlsql_ray.lang.lexicon labextension/src``);
+the save modes the statement's (``ast.SAVE_MODES``), the shapes of tokens and of the lines the parser
+reads the tokenizer's (``tokens.py``); the shapes defined here are the ones only highlighters match.
+The JupyterLab mode is JavaScript, so its two files are generated from this module by ``npm run
+build`` in ``labextension/`` (``python -m mlsql_ray.lang.lexicon labextension/src``);
 tests/test_lexicon.py fails when the committed files differ from what it would write.
 """
 
@@ -27,9 +28,8 @@ CLAUSE_WORDS = ("as", "where", "options", "and", "partitionBy")
 #: every word inside MLSQL's statements (``named``: ``!pyInclude ... named NAME``)
 MLSQL_KEYWORDS = (*CLAUSE_WORDS, *SAVE_MODES, "named")
 
-# The shapes the highlighters match that the parser reads as tokens: each highlighter colours them
-# without parsing (the parser reads ``!show`` as ``!`` and a word, ``parquet.`x``` as a word, ``.``
-# and a quoted name, and hands a select's text over whole)
+# Shapes only the highlighters match, as they colour without parsing (the parser reads ``!show`` as
+# ``!`` and a word, ``parquet.`x``` as a word, ``.`` and a quoted name, a select's text as a whole)
 #: the annotation that makes a cell Python
 PYTHON_ANNOTATION = rf"{tokens.ANNOTATION_START}python(?![\w.])"
 #: a ``!command`` (``!show``, ``!if``, a macro's ``!name``)
@@ -51,6 +51,7 @@ SHAPES = {"cellMarker": tokens.CELL_MARKER, "annotation": tokens.ANNOTATION, "py
           "variable": tokens.VARIABLE, "command": COMMAND, "format": FORMAT, "number": NUMBER, "operator": OPERATOR,
           "velocityDirective": VELOCITY_DIRECTIVE, "velocityReference": VELOCITY_REFERENCE,
           "branchVariable": BRANCH_VARIABLE}
+
 
 def mode_files() -> dict[str, str]:
     """The JupyterLab mode's generated files (under ``labextension/src/``) and their text."""

@@ -1,4 +1,5 @@
-"""Text → tokens with positions. No statement knowledge lives here.
+"""Text → tokens with positions, and the shapes of the lines the parser reads (cell markers,
+``--%`` annotations). No statement knowledge lives here.
 
 Every token keeps its 1-based ``line``/``col`` and its ``start``/``end`` offsets in the text, so
 the parser can both point at it in errors and slice raw SQL back out of the source.
@@ -161,6 +162,7 @@ class Tokenizer:
     def _unclosed(self, start: int, line: int, col: int) -> MLSQLSyntaxError:
         """The error for an opening at ``start`` that nothing closes."""
         return self.error(_OPENINGS[_opening(self.text, start)][1], line, col)
+
 
 def tokenize(text: str, first_line: int = 1) -> list[Token]:
     return Tokenizer(text, first_line).tokens()
