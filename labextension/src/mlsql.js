@@ -2,13 +2,16 @@
 // !commands, --% annotations, format.`path`, '''…''' strings, ${} variables) and hands the Spark SQL of
 // select/insert/… to CodeMirror's Spark SQL mode and a --%python cell to its Python mode. It reads
 // cells as the parser does (mlsql_ray/lang/parser.py: split_cells, python_cell) and colours as the
-// Pygments lexer does (mlsql_ray/lang/highlight.py); the words are shared with it (words.json).
+// Pygments lexer does (mlsql_ray/lang/highlight.py). Its words (words.json) and the shapes it matches
+// (shapes.json: annotations, variables, !commands, formats, ...) are MLSQL's lexicon
+// (mlsql_ray/lang/lexicon.py), written into these two files by `npm run build`: edit them there.
 import { HighlightStyle, LanguageSupport, StreamLanguage, syntaxHighlighting } from '@codemirror/language';
 import { python } from '@codemirror/legacy-modes/mode/python';
 import { sparkSQL } from '@codemirror/legacy-modes/mode/sql';
 import { EditorState, Prec } from '@codemirror/state';
 import { Tag, tags } from '@lezer/highlight';
 
+import shapes from './shapes.json';
 import words from './words.json';
 
 const SQL_STATEMENTS = new Set(words.sqlStatements);
@@ -22,10 +25,18 @@ const KEYWORDS = new Set(words.mlsqlKeywords.map(word => word.toLowerCase()));
  */
 export const mlsqlStatement = Tag.define(tags.keyword);
 const STATEMENT = 'mlsqlStatement'; // its token name (the tokenTable of mlsqlLanguage)
-const CELL_MARKER = /^[ \t]*--[ \t]*%%/; // a new cell of a script (`-- %%`)
-const ANNOTATION = /^[ \t]*--%[A-Za-z_][\w.]*/;
-const PYTHON_ANNOTATION = /^[ \t]*--%python(?![\w.])/;
-const VARIABLE = /^\$\{[^}]*\}/;
+const atStart = shape => new RegExp(`^(?:${shape})`);
+const CELL_MARKER = atStart(shapes.cellMarker); // a new cell of a script (`-- %%`)
+const ANNOTATION = atStart(shapes.annotation);
+const PYTHON_ANNOTATION = atStart(shapes.pythonAnnotation);
+const VARIABLE = atStart(shapes.variable);
+const COMMAND = atStart(shapes.command);
+const FORMAT = atStart(shapes.format);
+const NUMBER = atStart(shapes.number);
+const OPERATOR = atStart(shapes.operator);
+const VELOCITY_DIRECTIVE = atStart(shapes.velocityDirective);
+const VELOCITY_REFERENCE = atStart(shapes.velocityReference);
+const BRANCH_VARIABLE = atStart(shapes.branchVariable);
 
 function startState() {
   // phase: 'start' (blank lines and annotations opening a cell), 'mlsql' or 'python' (its code)
@@ -111,13 +122,13 @@ function mlsqlToken(stream, state) {
   if (state.sql) {
     return sqlToken(stream, state);
   }
-  if (stream.match(/^![A-Za-z_]\w*/)) {
+  if (stream.match(COMMAND)) {
     return STATEMENT; // !show, !delta, !if, a macro !name
   }
-  if (stream.match(/^\w+(?=\.`)/)) {
+  if (stream.match(FORMAT)) {
     return 'variableName.standard'; // the format of format.`path`
   }
-  if (stream.match(/^\d+(?:\.\d+)?\b/)) {
+  if (stream.match(NUMBER)) {
     return 'number';
   }
   const word = stream.match(/^[\p{L}\p{N}_]+/u);
@@ -132,7 +143,7 @@ function mlsqlToken(stream, state) {
     }
     return KEYWORDS.has(lower) ? 'keyword' : 'variableName';
   }
-  if (stream.match(/^[=<>!+*/%&|^~-]/)) {
+  if (stream.match(OPERATOR)) {
     return 'operator';
   }
   if (stream.match(/^[;,.:]/)) {
@@ -148,10 +159,10 @@ function sqlToken(stream, state) {
     state.sql = null;
     return 'punctuation';
   }
-  if (stream.match(/^#(?:set|foreach|if|elseif|else|end|break|stop)\b/)) {
+  if (stream.match(VELOCITY_DIRECTIVE)) {
     return 'meta'; // Velocity templates
   }
-  if (stream.match(/^\$!?\{?[A-Za-z_][\w.]*\}?/) || stream.match(/^:[A-Za-z_]\w*/)) {
+  if (stream.match(VELOCITY_REFERENCE) || stream.match(BRANCH_VARIABLE)) {
     return 'variableName.special'; // Velocity's $x, a branch condition's :v
   }
   return sparkSQL.token(stream, state.sql);

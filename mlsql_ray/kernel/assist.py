@@ -19,9 +19,9 @@ from ..errors import MLSQLSyntaxError
 from ..lang import ast
 from ..lang.branches import BRANCH_COMMANDS
 from ..lang.parser import STATEMENT_PARSERS
+from ..lang.lexicon import CLAUSE_WORDS, SAVE_MODES
+from ..lang.tokens import ANNOTATION_START, pieces
 
-SAVE_MODES = ["overwrite", "append", "errorIfExists", "ignore"]
-CLAUSE_WORDS = ["as", "where", "options", "and", "partitionBy"]
 SQL_WORDS = ["from", "where", "group by", "order by", "having", "join", "left join", "on", "limit",
              "distinct", "count", "sum", "avg", "min", "max", "case", "when", "then", "else", "end",
              "union all", "with"]
@@ -30,7 +30,7 @@ COMMAND_ARGS = {"show": ["version", "commands", "tables", "datasources", "et", "
                 "delta": ["help", "show", "history", "info", "compact", "vacuum"], "python": ["env", "conf"],
                 "profiler": ["sql", "explain", "conf"]}
 
-_ANNOTATION_LINE = re.compile(r"^[ \t]*--%(\w*)$")
+_ANNOTATION_LINE = re.compile(rf"{ANNOTATION_START}(\w*)$")  # an annotation's name being typed
 _WORD_BEFORE = re.compile(r"(?:`?(\w+)`?\.)?(\w*)$")
 _BACKQUOTED_BEFORE = re.compile(r"(\w+)\.`([^`\n]*)$")
 
@@ -80,9 +80,10 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
         names = [n if n == "python" else f"{n}=" for n in annotations()]
         return cursor - len(prefix), _starting(names, prefix)
     cell = lang.python_cell(code)
-    if cell is not None and not line_before.lstrip().startswith("--%"):
+    if cell is not None and not re.match(ANNOTATION_START, line_before):
         return _complete_python(cell, before, cursor)
-    if "--" in _outside_strings(line_before):
+    cut = pieces(before)
+    if cut and cut[-1][0] == "comment":
         return cursor, []  # in a comment
 
     path = _BACKQUOTED_BEFORE.search(_current_statement_raw(before))
@@ -127,7 +128,7 @@ def complete(code: str, cursor: int, session=None) -> tuple[int, list[str]]:
 
     candidates: list[str] = []
     if first == "select":
-        whole = statement + code[cursor:].split(";", 1)[0]
+        whole = statement + _statement_after(code[cursor:])
         used = [t for t in tables if re.search(rf"(?<![\w.]){re.escape(t)}(?!\w)", whole, re.IGNORECASE)]
         if not used:  # the select list written before its FROM: any table's columns
             used = tables[:MAX_TABLES_FOR_COLUMNS]
@@ -189,10 +190,23 @@ def _jdbc_names(session, typed: str) -> list[str]:
     return completions(session.connections, typed)
 
 
+def _statement_pieces(before: str) -> list[tuple[str, int, int]]:
+    """The tokenizer's pieces of the statement the cursor is in (after the last ``;``), up to the cursor."""
+    cut = pieces(before)
+    ends = [i for i, (kind, start, _) in enumerate(cut) if kind == "symbol" and before[start] == ";"]
+    return cut[ends[-1] + 1:] if ends else cut
+
+
 def _current_statement_raw(before: str) -> str:
     """The statement's text up to the cursor, strings and all (to see an open backquote)."""
-    blanked = _outside_strings(before, keep_length=True)
-    return before[blanked.rfind(";") + 1:]
+    cut = _statement_pieces(before)
+    return before[cut[0][1]:] if cut else ""
+
+
+def _statement_after(after: str) -> str:
+    """The text of the statement the cursor is in, from the cursor to its ``;``."""
+    ends = (start for kind, start, _ in pieces(after) if kind == "symbol" and after[start] == ";")
+    return after[:next(ends, len(after))]
 
 
 def _complete_path(typed: str, cursor: int) -> tuple[int, list[str]]:
@@ -210,20 +224,10 @@ def _complete_path(typed: str, cursor: int) -> tuple[int, list[str]]:
 
 
 def _current_statement(before: str) -> str:
-    """The text of the statement the cursor is in, up to the cursor, without comments."""
-    text = _outside_strings(before, keep_length=True)
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"--[^\n]*", " ", text)
-    return text[text.rfind(";") + 1:]
-
-
-def _outside_strings(text: str, keep_length: bool = False) -> str:
-    """``text`` with quoted strings and backquoted names blanked, so their contents are not words."""
-    def blank(match: re.Match) -> str:
-        return " " * len(match.group(0)) if keep_length else " "
-
-    return re.sub(r"'''.*?(?:'''|$)|'(?:\\.|[^'\\])*(?:'|$)|\"(?:\\.|[^\"\\])*(?:\"|$)|`[^`]*(?:`|$)",
-                  blank, text, flags=re.S)
+    """The text of the statement the cursor is in, up to the cursor: its words and symbols, its
+    strings, quoted names and comments blanked (their contents are not words)."""
+    return "".join(before[start:end] if kind in ("word", "symbol") else " "
+                   for kind, start, end in _statement_pieces(before))
 
 
 def _table_names(session) -> list[str]:
@@ -253,7 +257,7 @@ def _starting(words: list[str], prefix: str) -> list[str]:
 
 def _cased(words: list[str], prefix: str) -> list[str]:
     """Keywords in the case the user types them in."""
-    return [w.upper() for w in words] if prefix and prefix.isupper() else words
+    return [w.upper() for w in words] if prefix and prefix.isupper() else list(words)
 
 
 def _unique(words: list[str]) -> list[str]:

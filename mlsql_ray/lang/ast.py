@@ -18,7 +18,8 @@ from . import datevars
 
 Options = Mapping[str, str]
 
-SAVE_MODES = ("overwrite", "append", "errorifexists", "ignore")
+#: as users write them (the parser reads them in any case)
+SAVE_MODES = ("overwrite", "append", "errorIfExists", "ignore")
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -133,7 +134,7 @@ class Save(Statement):
     table: str
     format: str
     path: str
-    mode: str = "errorifexists"  # lower-cased; one of SAVE_MODES
+    mode: str = "errorifexists"  # one of SAVE_MODES, lower-cased
     options: Options = field(default_factory=dict)
     partition_by: tuple[str, ...] = ()
 

@@ -1,41 +1,37 @@
 """``MLSQLLexer``: MLSQL for Pygments (nbconvert's HTML and PDF, Sphinx, MkDocs, Markdown renderers).
 
 Registered through Pygments' ``pygments.lexers`` entry point as ``mlsql``, the name the kernel's
-``language_info`` gives. It only knows what is MLSQL's own — the statement words of the parser,
-``!commands``, ``--%`` annotations, ``format.`path```, ``'''…'''`` strings and ``${}`` variables — and
-hands the rest to Pygments' own lexers: the Spark SQL of ``select``/``insert``/... to ``SqlLexer``, and a
-cell whose leading annotations include ``--%python`` to ``PythonLexer``, up to the next ``-- %%``
-line (as ``parser.python_cell`` and ``split_cells`` read it). The words that start MLSQL's statements
-and ``!commands`` are ``MLSQL_STATEMENT``, a kind of keyword those lexers do not give, so that a style
+``language_info`` gives. It only knows what is MLSQL's own (its words from ``lexicon.py``, its shapes
+from ``tokens.py``) — the statement words of the parser, ``!commands``, ``--%`` annotations,
+``format.`path```, ``'''…'''`` strings and ``${}`` variables — and hands the rest to Pygments' own
+lexers: the Spark SQL of ``select``/``insert``/... to ``SqlLexer``, and a cell whose leading
+annotations include ``--%python`` to ``PythonLexer``, up to the next ``-- %%`` line (as
+``parser.python_cell`` and ``split_cells`` read it). The words that start MLSQL's statements and
+``!commands`` are ``MLSQL_STATEMENT``, a kind of keyword those lexers do not give, so that a style
 colours them as keywords yet apart from Python's and SQL's. The JupyterLab mode in ``labextension/``
-colours the same way (its tag ``mlsqlStatement``).
+colours the same way (its tag ``mlsqlStatement``), with the same words and shapes.
 """
 
 from __future__ import annotations
 
 import re
 
-from pygments.lexer import RegexLexer, bygroups, default, include, using, words
+from pygments.lexer import RegexLexer, default, include, using, words
 from pygments.lexers.python import PythonLexer
 from pygments.lexers.sql import SqlLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Whitespace
 
-from .parser import STATEMENT_PARSERS
+from .lexicon import (BRANCH_VARIABLE, COMMAND, FORMAT, MLSQL_KEYWORDS, MLSQL_STATEMENTS, NUMBER, OPERATOR,
+                      PYTHON_ANNOTATION, SQL_STATEMENTS, VELOCITY_DIRECTIVE, VELOCITY_REFERENCE)
+from .tokens import ANNOTATION, CELL_MARKER, VARIABLE
 
-#: statements whose body is Spark SQL (``select ... as T;`` and byzer-lang's raw SQL statements)
-SQL_STATEMENTS = ("select", "insert", "create", "drop", "refresh")
-#: the other statement words of the parser
-MLSQL_STATEMENTS = tuple(sorted(set(STATEMENT_PARSERS) - set(SQL_STATEMENTS)))
-#: the words inside MLSQL statements
-MLSQL_KEYWORDS = ("as", "where", "options", "and", "overwrite", "append", "errorIfExists", "ignore",
-                  "partitionBy", "named")
 #: the token of a statement word and of a ``!command`` (HTML class ``kr``)
 MLSQL_STATEMENT = Keyword.Reserved
 
-_CELL_MARKER = r"^[ \t]*--[ \t]*%%.*\n?"  # parser._CELL_MARKER: a new cell of a script
-_ANNOTATION = r"[ \t]*--%[A-Za-z_][\w.]*.*\n?"  # parser._ANNOTATION, at the start of a cell
-_PYTHON_ANNOTATION = r"[ \t]*--%python(?![\w.]).*\n?"
-_VARIABLE = r"\$\{[^}\n]*\}"
+# the tokenizer's shapes of lines, each with the rest of its line
+_CELL_MARKER = rf"^{CELL_MARKER}.*\n?"
+_ANNOTATION = rf"{ANNOTATION}.*\n?"  # at the start of a cell
+_PYTHON_ANNOTATION = rf"{PYTHON_ANNOTATION}.*\n?"
 
 
 class MLSQLLexer(RegexLexer):
@@ -72,12 +68,12 @@ class MLSQLLexer(RegexLexer):
             (words(SQL_STATEMENTS, suffix=r"\b"), MLSQL_STATEMENT, "sql"),
             (words(MLSQL_STATEMENTS, suffix=r"\b"), MLSQL_STATEMENT),
             (words(MLSQL_KEYWORDS, suffix=r"\b"), Keyword),
-            (r"![A-Za-z_]\w*", MLSQL_STATEMENT),  # !show, !delta, !if, a macro !name
-            (r"(\w+)(\.)(?=`)", bygroups(Name.Builtin, Punctuation)),  # the format of format.`path`
+            (COMMAND, MLSQL_STATEMENT),  # !show, !delta, !if, a macro !name
+            (FORMAT, Name.Builtin),  # the format of format.`path`
             include("literals"),
-            (r"\d+(?:\.\d+)?\b", Number),
+            (NUMBER, Number),
             (r"\w+", Name),
-            (r"[=<>!+*/%&|^~-]", Operator),
+            (OPERATOR, Operator),
             (r"[;,.()\[\]{}:]", Punctuation),
         ],
         # Spark SQL up to the `;`: strings, quoted names and variables here, the rest by SqlLexer
@@ -86,9 +82,9 @@ class MLSQLLexer(RegexLexer):
             (r";", Punctuation, "#pop"),
             include("comments"),
             include("literals"),
-            (r"#(?:set|foreach|if|elseif|else|end|break|stop)\b", Comment.Preproc),  # Velocity templates
-            (r"\$!?\{?[A-Za-z_][\w.]*\}?", Name.Variable),  # Velocity's $x, $!x, ${x.y}
-            (r":[A-Za-z_]\w*", Name.Variable),  # a branch condition's :v
+            (VELOCITY_DIRECTIVE, Comment.Preproc),
+            (VELOCITY_REFERENCE, Name.Variable),
+            (BRANCH_VARIABLE, Name.Variable),
             (r"[^;'\"`$#:/-]+", using(SqlLexer)),
             (r"[$#:/-]", Operator),
         ],
@@ -98,7 +94,7 @@ class MLSQLLexer(RegexLexer):
             (r"/\*(?:.|\n)*?\*/", Comment.Multiline),
         ],
         "literals": [
-            (_VARIABLE, String.Interpol),
+            (VARIABLE, String.Interpol),
             (r"'''", String.Doc, "triple-quoted"),
             (r'"', String.Double, "double-quoted"),
             (r"'", String.Single, "single-quoted"),
@@ -106,25 +102,25 @@ class MLSQLLexer(RegexLexer):
         ],
         "triple-quoted": [
             (r"'''", String.Doc, "#pop"),
-            (_VARIABLE, String.Interpol),
+            (VARIABLE, String.Interpol),
             (r"[^'$]+|['$]", String.Doc),
         ],
         "double-quoted": [
             (r'"', String.Double, "#pop"),
             (r"\\.", String.Escape),
-            (_VARIABLE, String.Interpol),
+            (VARIABLE, String.Interpol),
             (r'[^"\\$]+|\$', String.Double),
         ],
         "single-quoted": [
             (r"'", String.Single, "#pop"),
             (r"\\.", String.Escape),
-            (_VARIABLE, String.Interpol),
+            (VARIABLE, String.Interpol),
             (r"[^'\\$]+|\$", String.Single),
         ],
         "backquoted": [
             (r"``", String.Escape),
             (r"`", String.Backtick, "#pop"),
-            (_VARIABLE, String.Interpol),
+            (VARIABLE, String.Interpol),
             (r"[^`$]+|\$", String.Backtick),
         ],
     }

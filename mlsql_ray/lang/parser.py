@@ -13,11 +13,13 @@ from typing import Callable
 from ..errors import MLSQLError, MLSQLSyntaxError
 from . import ast, branches
 from .script_sql import translate
-from .tokens import T, Token, Tokenizer
+from .tokens import ANNOTATION, CELL_MARKER, T, Token, Tokenizer
 
-_CELL_MARKER = re.compile(r"^[ \t]*--[ \t]*%%")
-# trailing \r allowed: scripts and notebooks saved with CRLF line ends must still be recognised
-_ANNOTATION = re.compile(r"^[ \t]*--%([A-Za-z_][\w.]*)[ \t\r]*(?:=(.*))?$")
+_CELL_MARKER = re.compile(CELL_MARKER)
+# ``--%name`` or ``--%name=value``; trailing \r allowed: scripts and notebooks saved with CRLF line
+# ends must still be recognised
+_ANNOTATION = re.compile(rf"{ANNOTATION}[ \t\r]*(?:=(.*))?$")
+_SAVE_MODES = tuple(mode.lower() for mode in ast.SAVE_MODES)
 
 
 class _Cursor:
@@ -187,7 +189,7 @@ class Parser:
     def _save(self, c: _Cursor) -> ast.Save:
         c.next()
         mode = "errorifexists"
-        while (tok := c.peek()) is not None and tok.is_word(*ast.SAVE_MODES) and not _is_as(c.peek(1)):
+        while (tok := c.peek()) is not None and tok.is_word(*_SAVE_MODES) and not _is_as(c.peek(1)):
             mode = tok.value.lower()
             c.i += 1
         table = c.name("the name of the table to save")

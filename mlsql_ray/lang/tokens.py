@@ -1,4 +1,5 @@
-"""Text → tokens with positions. No statement knowledge lives here.
+"""Text → tokens with positions, and the shapes of the lines the parser reads (cell markers,
+``--%`` annotations). No statement knowledge lives here.
 
 Every token keeps its 1-based ``line``/``col`` and its ``start``/``end`` offsets in the text, so
 the parser can both point at it in errors and slice raw SQL back out of the source.
@@ -58,6 +59,21 @@ def _unescape(body: str) -> str:
     return "".join(out)
 
 
+#: a new cell of a script (jupytext's percent format: ``-- %%``), at the start of a line
+CELL_MARKER = r"[ \t]*--[ \t]*%%"
+#: what starts a ``--%name`` annotation (a Python cell's settings), at the start of a cell's line
+ANNOTATION_START = r"[ \t]*--%"
+#: a ``--%name`` annotation; group: the name
+ANNOTATION = rf"{ANNOTATION_START}([A-Za-z_][\w.]*)"
+#: a ``${name}`` variable, in a word or a string
+VARIABLE = r"\$\{[^}]*\}"
+
+#: each opening a token needs closed: (the kind of token it starts, the error when nothing closes it)
+_OPENINGS = {"'''": ("block", "unterminated ''' string"), "/*": ("comment", "unterminated /* comment"),
+             "${": ("word", "unterminated ${ variable"), "`": ("backquoted", "unterminated ` quoted name"),
+             "'": ("string", "unterminated string (opening ' has no closing ')"),
+             '"': ("string", 'unterminated string (opening " has no closing ")')}
+
 # One match per token or skipped run, in the order the kinds are tried: blanks and comments
 # (skipped), block strings, strings, quoted names, words (``${var}`` inside), any other character.
 # An opening with no close matches ``unclosed`` (``'''`` before ``string`` would take it for an
@@ -65,18 +81,38 @@ def _unescape(body: str) -> str:
 # it. Possessive ``*+``: a failed close must not backtrack into a shorter token. Python's ``\w`` is
 # ``_`` or ``str.isalnum``, every code point checked. One C-level match a token instead of Python
 # steps per token (a select's parse: 0.27 ms that way, 0.14 ms this way).
-_NEXT = re.compile(r"""
-    (?P<skip>\s++|--[^\n]*+|/\*.*?\*/)
+_NEXT = re.compile(rf"""
+    (?P<blank>\s++)
+  | (?P<comment>--[^\n]*+|/\*.*?\*/)
   | (?P<block>'''.*?''')
   | (?P<unclosed>''')
   | (?P<string>'(?:\\.|[^'\\])*+'|"(?:\\.|[^"\\])*+")
   | (?P<backquoted>`(?:[^`]|``)*+`)
-  | (?P<word>(?:\$\{[^}]*+\}|\w++)++)
-  | (?P<opened>['"`]|/\*|\$\{)
+  | (?P<word>(?:{VARIABLE}|\w++)++)
+  | (?P<opened>{"|".join(map(re.escape, _OPENINGS))})
   | (?P<symbol>.)
 """, re.DOTALL | re.VERBOSE)
 _TOKEN_TYPES = {"word": T.WORD, "string": T.STRING, "block": T.BLOCK_STRING, "backquoted": T.BACKQUOTED,
                 "symbol": T.SYMBOL}
+
+
+def _opening(text: str, start: int) -> str:
+    """The opening at ``start`` of an ``unclosed`` or ``opened`` match (the longest that fits)."""
+    return next(opening for opening in _OPENINGS if text.startswith(opening, start))
+
+
+def pieces(text: str) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of each piece of ``text`` as the tokenizer reads it (kinds: blank, comment,
+    block, string, backquoted, word, symbol), for text cut off where someone is typing: an opening
+    that nothing closes yet is a piece of its kind up to the end of the text."""
+    out = []
+    for match in _NEXT.finditer(text):
+        kind, start = match.lastgroup, match.start()
+        if kind == "unclosed" or kind == "opened":
+            out.append((_OPENINGS[_opening(text, start)][0], start, len(text)))
+            break
+        out.append((kind, start, match.end()))
+    return out
 
 
 class Tokenizer:
@@ -107,8 +143,9 @@ class Tokenizer:
             kind, start, end = match.lastgroup, match.start(), match.end()
             if kind == "unclosed" or kind == "opened":
                 raise self._unclosed(start, line, start - line_start + 1)
-            if kind != "skip":
-                token_type, value = _TOKEN_TYPES[kind], match.group()
+            token_type = _TOKEN_TYPES.get(kind)
+            if token_type is not None:  # not a blank or a comment
+                value = match.group()
                 if kind == "string":
                     value = _unescape(value[1:-1])
                 elif kind == "block":
@@ -124,18 +161,7 @@ class Tokenizer:
 
     def _unclosed(self, start: int, line: int, col: int) -> MLSQLSyntaxError:
         """The error for an opening at ``start`` that nothing closes (more text could close it)."""
-        text = self.text
-        if text.startswith("'''", start):
-            what = "''' string"
-        elif text.startswith("/*", start):
-            what = "/* comment"
-        elif text.startswith("${", start):
-            what = "${ variable"
-        elif text[start] == "`":
-            what = "` quoted name"
-        else:
-            what = f"string (opening {text[start]} has no closing {text[start]})"
-        return self.error(f"unterminated {what}", line, col, MLSQLSyntaxError.UNFINISHED)
+        return self.error(_OPENINGS[_opening(self.text, start)][1], line, col, MLSQLSyntaxError.UNFINISHED)
 
 
 def tokenize(text: str, first_line: int = 1) -> list[Token]:
