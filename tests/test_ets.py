@@ -443,13 +443,57 @@ def test_sample_dataset_makes_mock_data(session):
         run(session, 'run command as SampleDatasetExt.`` where columns="id,price" as m;')
 
 
+# -- PredictionEva (Byzer's SQLPredictionEva) ---------------------------------------------------
+
+SCORED = """select * from values (0.9, 1.0), (0.8, 0.0), (0.7, 1.0), (0.3, 1), (0.2, 0), (0.7, 0.0)
+  as t(prob, label) as scored;"""
+
+
+def test_prediction_eva_prints_byzers_metrics(session):
+    """The counts at threshold 0.5: TP 2 (0.9, 0.7), FP 2 (0.8, 0.7), FN 1 (0.3). Spark's curves
+    have one point per distinct score, highest first (0.7 holds a positive and a negative): ROC
+    (0,0) (0,1/3) (1/3,1/3) (2/3,2/3) (2/3,1) (1,1); PR (0,1) (1/3,1) (1/3,1/2) (2/3,1/2) (1,3/5)
+    (1,1/2): trapezoids 1/3 + 1/3 * (1/2 + 1/2) / 2 + 1/3 * (1/2 + 3/5) / 2."""
+    from sklearn.metrics import roc_auc_score
+
+    run(session, SCORED + "run scored as PredictionEva.`` where labelCol='label' and probCol='prob' as metrics;")
+    table = session.table("metrics")
+    assert table.schema == pa.schema([("metrics", pa.string()), ("value", pa.string())])
+    values = {r["metrics"]: r["value"] for r in table.to_pylist()}
+    assert list(values) == ["threshold", "precision", "recall", "f1", "auc", "prc"]
+    assert values["threshold"] == "0.5" and values["precision"] == "0.5"
+    assert values["recall"] == java_double(2 / 3) and values["f1"] == java_double(4 / 7)
+    auc = roc_auc_score([1, 0, 1, 1, 0, 0], [0.9, 0.8, 0.7, 0.3, 0.2, 0.7])  # the same trapezoids, ties as one point
+    assert float(values["auc"]) == pytest.approx(auc) == pytest.approx(1 / 9 + 1 / 6 + 1 / 3)
+    assert float(values["prc"]) == pytest.approx(1 / 3 + 1 / 6 + (1 / 2 + 3 / 5) / 6)
+
+
+def test_prediction_eva_threshold_label_value_and_mistakes(session):
+    run(session, SCORED + "run scored as PredictionEva.`` where threshold='0.95' as none_positive;\n"
+                 "run scored as PredictionEva.`` where labelValue='0' and threshold='0.75' as zero_positive;")
+    values = {r["metrics"]: r["value"] for r in rows(session, "none_positive")}
+    assert (values["threshold"], values["precision"], values["recall"], values["f1"]) == ("0.95", "NaN", "0.0", "0.0")
+    # 0 is the positive label: predicted positive are 0.9 (a 1) and 0.8 (a 0)
+    values = {r["metrics"]: r["value"] for r in rows(session, "zero_positive")}
+    assert (values["precision"], values["recall"]) == ("0.5", java_double(1 / 3))
+    run(session, "select 'x' as prob, 1 as label as words;")
+    with pytest.raises(MLSQLError, match="probCol 'prob' must be numeric"):
+        run(session, "run words as PredictionEva.`` as m;")
+    with pytest.raises(MLSQLError, match="labelCol names 'y', which scored does not have"):
+        run(session, "run scored as PredictionEva.`` where labelCol='y' as m;")
+    with pytest.raises(MLSQLError, match="threshold must be a number, not 'high'"):
+        run(session, "run scored as PredictionEva.`` where threshold='high' as m;")
+    with pytest.raises(MLSQLError, match="scored has no rows to evaluate"):
+        run(session, "select * from scored where prob > 1 as scored;\nrun scored as PredictionEva.`` as m;")
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 ALL_ETS = ["TableRepartition", "CacheExt", "EmptyTable", "EmptyTableWithSchema", "JsonExpandExt", "SyntaxAnalyzeExt",
            "TreeBuildExt", "DataSummary", "DataTranspose", "DescriptiveMetrics", "PatternDistribution", "RateSampler",
            "SampleDatasetExt", "UniqueIdentifier", "ScalerInPlace", "NormalizeInPlace", "Discretizer",
            "StringIndex", "ConfusionMatrix", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace",
-           "FeatureExtractInPlace"]
+           "FeatureExtractInPlace", "PredictionEva"]
 
 
 def test_show_et_lists_every_et_and_its_params(session):
