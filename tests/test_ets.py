@@ -83,13 +83,38 @@ def test_data_summary_gives_byzers_own_expected_numbers(session):
     assert [",".join(r.values()) for r in table.to_pylist()] == BYZER_SUMMARY
 
 
+# byzer-extension's current SQLDataSummaryV2Test: its first dataset and one of nulls, with totalCount
+CURRENT_METRICS = ALL_METRICS.replace("skewness,", "skewness,totalCount,")
+CURRENT_SUMMARY = """\
+name,1,,,,0.1667,5,string,elena,5,,AA,0,5,0.0,,6,,,1.0,5,1,
+age,2,23.25,35.0,47.5,0.0,4,integer,57.0,,34.67,10.0,,6,0.0,-0.11,6,17.77,7.26,1.0,0,1,
+income,3,,,,0.0,6,string,533000.0,6,,432000.0,6,6,0.0,,6,,,0.6667,4,0,433000.0
+date,4,,,,0.0,8,timestamp,2021-03-08 18:00:00,,,2021-03-08 18:00:00,,6,0.0,,6,,,0.1667,1,0,2021-03-08 18:00:00
+col1,1,,,,0.0,,void,,,,,,0,1.0,,2,,,0.0,0,0,
+col2,2,,,,0.0,,void,,,,,,0,1.0,,2,,,0.0,0,0,""".splitlines()
+
+
+def test_data_summary_gives_byzers_current_rows_with_total_count(session):
+    at = dt.datetime(2021, 3, 8, 18, 0)
+    session.catalog.add_arrow("t1", pa.table({
+        "name": ["elena", "abe", "AA", "cc", "", "bb"], "age": pa.array([57, 50, 10, 40, 30, 21], pa.int32()),
+        "income": ["433000", "433000", "432000", "433000", "434000", "533000"],
+        "date": pa.array([at] * 6, pa.timestamp("us"))}), "test")
+    session.catalog.add_arrow("t3", pa.table({"col1": pa.nulls(2), "col2": pa.nulls(2)}), "test")
+    run(session, f"run t1 as DataSummary.`` where metrics='{CURRENT_METRICS}' as s1;\n"
+                 f"run t3 as DataSummary.`` where metrics='{CURRENT_METRICS}' as s3;")
+    assert session.table("s1").column_names[15:18] == ["skewness", "totalCount", "standardDeviation"]
+    assert [",".join(r.values()) for name in ("s1", "s3") for r in rows(session, name)] == CURRENT_SUMMARY
+
+
 def test_data_summary_defaults_and_the_docs_metric_spelling(session):
     run(session, PEOPLE + "select age, income from table1 as table2;\n"
                  "run table2 as DataSummary.`` as summaryTable;")
     assert session.table("summaryTable").column_names == [
         "columnName", "ordinalPosition", "median", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength",
-        "mean", "min", "minimumLength", "nonNullCount", "nullValueRatio", "standardDeviation", "standardError",
-        "uniqueValueRatio", "primaryKeyCandidate", "mode"]
+        "mean", "min", "minimumLength", "nonNullCount", "nullValueRatio", "totalCount", "standardDeviation",
+        "standardError", "uniqueValueRatio", "primaryKeyCandidate", "mode"]
+    assert {r["totalCount"] for r in rows(session, "summaryTable")} == {"6"}
     # the doc's own call: `as OUT where ...`, spaces after commas, datatype and 75% spelt its way
     run(session, "run table2 as DataSummary.`` as summaryTable\n"
                  "where metrics='mean, datatype, mode, median, 75%' and roundAt='1' and approxSwitch=\"false\";")
