@@ -270,6 +270,29 @@ run table_2 AS JsonExpandExt.`` WHERE inputCol="address" AS table_3;
         run(session, 'run bad as JsonExpandExt.`` where inputCol="col1" as out;')
 
 
+def test_json_expand_gives_a_missing_key_nulls_and_blank_rows_no_keys(session):
+    """A key some rows lack (``extra``) is a column, null where it is missing, and expanding it again
+    leaves those rows null; a row whose text is blank or JSON's null is no record to Spark's schema
+    inference, and json_tuple gives it nulls: not corrupted JSON."""
+    run(session, """
+SELECT 1 AS id, '{"name":"Michael", "extra":{"city":"hangzhou"}}' AS col_1
+UNION ALL SELECT 2 AS id, '{"name":"Andy"}' AS col_1
+UNION ALL SELECT 3 AS id, '' AS col_1
+UNION ALL SELECT 4 AS id, 'null' AS col_1
+UNION ALL SELECT 5 AS id, '  ' AS col_1 AS table_1;
+run table_1 as JsonExpandExt.`` where inputCol="col_1" as table_2;
+run table_2 as JsonExpandExt.`` where inputCol="extra" as table_3;
+""")
+    assert rows(session, "table_2") == [
+        {"id": 1, "extra": '{"city":"hangzhou"}', "name": "Michael"}, {"id": 2, "extra": None, "name": "Andy"},
+        *({"id": i, "extra": None, "name": None} for i in (3, 4, 5))]
+    assert [(r["id"], r["city"]) for r in rows(session, "table_3")] == [(1, "hangzhou"), (2, None), (3, None), (4, None),
+                                                                       (5, None)]
+    run(session, "SELECT 1 AS id, '' AS col_1 AS blank;")
+    with pytest.raises(MLSQLError, match="column col_1 of blank holds no JSON object with a key to expand"):
+        run(session, 'run blank as JsonExpandExt.`` where inputCol="col_1" as out;')
+
+
 def test_syntax_analyze_extracts_the_tables_a_query_reads(session):
     run(session, """
  select "stub" as table1;
