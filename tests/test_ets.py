@@ -240,12 +240,36 @@ def test_data_transpose_pivots_and_back_as_byzers_example(session):
     pivoted = session.table("data1")
     assert pivoted.column_names == ["name", "数学", "英语", "语文"]
     assert pivoted.schema.field("数学").type == pa.int64()
-    assert pivoted.to_pylist() == [{"name": "张三", "数学": 88, "英语": 77, "语文": 92},
-                                   {"name": "王五", "数学": 65, "英语": 90, "语文": 87}]
+    # Spark's order: 王五 hashes to shuffle partition 8, 张三 to 165 (test_data_transpose_rows_in_sparks_order)
+    assert pivoted.to_pylist() == [{"name": "王五", "数学": 65, "英语": 90, "语文": 87},
+                                   {"name": "张三", "数学": 88, "英语": 77, "语文": 92}]
     assert rows(session, "res") == [
-        {"name": "张三", "sbject": "数学", "score": 88}, {"name": "张三", "sbject": "英语", "score": 77},
-        {"name": "张三", "sbject": "语文", "score": 92}, {"name": "王五", "sbject": "数学", "score": 65},
-        {"name": "王五", "sbject": "英语", "score": 90}, {"name": "王五", "sbject": "语文", "score": 87}]
+        {"name": "王五", "sbject": "数学", "score": 65}, {"name": "王五", "sbject": "英语", "score": 90},
+        {"name": "王五", "sbject": "语文", "score": 87}, {"name": "张三", "sbject": "数学", "score": 88},
+        {"name": "张三", "sbject": "英语", "score": 77}, {"name": "张三", "sbject": "语文", "score": 92}]
+
+
+def test_data_transpose_rows_in_sparks_order(session):
+    """Byzer's pivot is Spark's groupBy(name).pivot(subject).sum(score): its rows come out by the
+    shuffle partition of their key, pmod(hash(name), 200) (Spark's default 200 partitions, which
+    Byzer keeps), not sorted and not in input order; an unpivot keeps its input's order, each row's
+    columns in unPivotCols order (Spark's stack)."""
+    names = ["张三", "王五", "李雷", "宫九"]  # Byzer's DataTranspose code example, in its order
+    run(session, "set jsonStr=QQQ\n" + "\n".join(
+        f'{{"subject":"{s}","name":"{n}","score":{10 * i + j}}}' for i, n in enumerate(names)
+        for j, s in enumerate(["数学", "语文", "英语"])) + "\nQQQ;\nload jsonStr.`jsonStr` as data;\n"
+        "run data as DataTranspose.`` where method='pivot' and indexCols='name' and inputCol='subject' "
+        "and aggCol='score' as data1;\n"
+        "run data1 as DataTranspose.`` where method='unpivot' and indexCols='name' and mergedCol='sbject' "
+        "and unPivotCols='语文,数学' and aggCol='score' as res;\n"
+        "select name, pmod(hash(name), 200) as part from data1 as parts;")
+    # the partitions of Spark's Murmur3 hash (seed 42) of the names' UTF-8 bytes
+    assert rows(session, "parts") == [{"name": "王五", "part": 8}, {"name": "李雷", "part": 58},
+                                      {"name": "宫九", "part": 139}, {"name": "张三", "part": 165}]
+    assert [(r["name"], r["数学"]) for r in rows(session, "data1")] == [("王五", 10), ("李雷", 20), ("宫九", 30),
+                                                                      ("张三", 0)]
+    assert [(r["name"], r["sbject"], r["score"]) for r in rows(session, "res")][:4] == [
+        ("王五", "语文", 11), ("王五", "数学", 10), ("李雷", "语文", 21), ("李雷", "数学", 20)]
 
 
 # -- extension/et: JsonExpandExt, SyntaxAnalyzeExt, TreeBuildExt, TableRepartition, CacheExt ----
