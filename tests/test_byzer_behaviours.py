@@ -165,6 +165,35 @@ def test_discretizer_single_column_mistakes(session, options, message):
         session.execute(f"train data as Discretizer.`db.bad` where {options} as out;")
 
 
+def test_discretizer_with_splits_registers_a_function_over_arrays_as_byzers_current_example(session):
+    """Byzer's current SQLDiscretizer (its codeExample): inputCol and Spark's Bucketizer's ``splits``
+    at the top; the registered convert maps arrays, as DiscretizerMeta's Seq[Double] => Seq[Double]."""
+    session.execute("""set jsonStr='''
+{"features":[5.1,3.5,1.4,0.2],"label":0.0}
+{"features":[-4.4,2.9,1.4,0.2],"label":0.0}
+{"features":[0.5,3.2,1.3,0.2],"label":1.0}
+''';
+load jsonStr.`jsonStr` as data;
+select features[0] as a ,features[1] as b from data
+as data1;
+train data1 as Discretizer.`/tmp/model`
+where method="bucketizer"
+and `inputCol`="a"
+and `splits`="-inf,0.0,1.0,inf" as out;
+register Discretizer.`/tmp/model` as convert;
+select convert(array(double(7))) as features as output;""".replace("/tmp/model", "db.splits"))
+    assert rows(session, "output") == [{"features": [2.0]}]
+    assert [r["a"] for r in rows(session, "out")] == [2.0, 0.0, 1.0]
+    session.execute("select convert(array(-1.5D)) as x, convert(array(0.0D)) as y as o;")
+    assert rows(session, "o") == [{"x": [0.0], "y": [1.0]}]
+    with pytest.raises(MLSQLError, match=r"takes 1 values per row \(one per column it learnt: a\), not 2"):
+        session.execute("select convert(array(1.0D, 2.0D)) as x as o2;")
+    session.execute('train data1 as Discretizer.`db.s2` where inputCol="b" and splits="0,3,inf" as out2;')
+    assert [r["b"] for r in rows(session, "out2")] == [1.0, 0.0, 1.0]
+    with pytest.raises(MLSQLError, match=r"splits needs at least 3 strictly increasing edges"):
+        session.execute('train data1 as Discretizer.`db.s3` where inputCol="b" and splits="3,0,inf" as out3;')
+
+
 def test_discretizer_groups_keep_nan_in_a_bucket_of_their_own(session):
     """Byzer's group form applies binarySearchForBuckets with handleInvalid "keep" by default."""
     session.execute(VALUES + 'train data as Discretizer.`db.g` where `fitParam.0.inputCol`="a" '

@@ -83,13 +83,38 @@ def test_data_summary_gives_byzers_own_expected_numbers(session):
     assert [",".join(r.values()) for r in table.to_pylist()] == BYZER_SUMMARY
 
 
+# byzer-extension's current SQLDataSummaryV2Test: its first dataset and one of nulls, with totalCount
+CURRENT_METRICS = ALL_METRICS.replace("skewness,", "skewness,totalCount,")
+CURRENT_SUMMARY = """\
+name,1,,,,0.1667,5,string,elena,5,,AA,0,5,0.0,,6,,,1.0,5,1,
+age,2,23.25,35.0,47.5,0.0,4,integer,57.0,,34.67,10.0,,6,0.0,-0.11,6,17.77,7.26,1.0,0,1,
+income,3,,,,0.0,6,string,533000.0,6,,432000.0,6,6,0.0,,6,,,0.6667,4,0,433000.0
+date,4,,,,0.0,8,timestamp,2021-03-08 18:00:00,,,2021-03-08 18:00:00,,6,0.0,,6,,,0.1667,1,0,2021-03-08 18:00:00
+col1,1,,,,0.0,,void,,,,,,0,1.0,,2,,,0.0,0,0,
+col2,2,,,,0.0,,void,,,,,,0,1.0,,2,,,0.0,0,0,""".splitlines()
+
+
+def test_data_summary_gives_byzers_current_rows_with_total_count(session):
+    at = dt.datetime(2021, 3, 8, 18, 0)
+    session.catalog.add_arrow("t1", pa.table({
+        "name": ["elena", "abe", "AA", "cc", "", "bb"], "age": pa.array([57, 50, 10, 40, 30, 21], pa.int32()),
+        "income": ["433000", "433000", "432000", "433000", "434000", "533000"],
+        "date": pa.array([at] * 6, pa.timestamp("us"))}), "test")
+    session.catalog.add_arrow("t3", pa.table({"col1": pa.nulls(2), "col2": pa.nulls(2)}), "test")
+    run(session, f"run t1 as DataSummary.`` where metrics='{CURRENT_METRICS}' as s1;\n"
+                 f"run t3 as DataSummary.`` where metrics='{CURRENT_METRICS}' as s3;")
+    assert session.table("s1").column_names[15:18] == ["skewness", "totalCount", "standardDeviation"]
+    assert [",".join(r.values()) for name in ("s1", "s3") for r in rows(session, name)] == CURRENT_SUMMARY
+
+
 def test_data_summary_defaults_and_the_docs_metric_spelling(session):
     run(session, PEOPLE + "select age, income from table1 as table2;\n"
                  "run table2 as DataSummary.`` as summaryTable;")
     assert session.table("summaryTable").column_names == [
         "columnName", "ordinalPosition", "median", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength",
-        "mean", "min", "minimumLength", "nonNullCount", "nullValueRatio", "standardDeviation", "standardError",
-        "uniqueValueRatio", "primaryKeyCandidate", "mode"]
+        "mean", "min", "minimumLength", "nonNullCount", "nullValueRatio", "totalCount", "standardDeviation",
+        "standardError", "uniqueValueRatio", "primaryKeyCandidate", "mode"]
+    assert {r["totalCount"] for r in rows(session, "summaryTable")} == {"6"}
     # the doc's own call: `as OUT where ...`, spaces after commas, datatype and 75% spelt its way
     run(session, "run table2 as DataSummary.`` as summaryTable\n"
                  "where metrics='mean, datatype, mode, median, 75%' and roundAt='1' and approxSwitch=\"false\";")
@@ -216,12 +241,36 @@ def test_data_transpose_pivots_and_back_as_byzers_example(session):
     pivoted = session.table("data1")
     assert pivoted.column_names == ["name", "数学", "英语", "语文"]
     assert pivoted.schema.field("数学").type == pa.int64()
-    assert pivoted.to_pylist() == [{"name": "张三", "数学": 88, "英语": 77, "语文": 92},
-                                   {"name": "王五", "数学": 65, "英语": 90, "语文": 87}]
+    # Spark's order: 王五 hashes to shuffle partition 8, 张三 to 165 (test_data_transpose_rows_in_sparks_order)
+    assert pivoted.to_pylist() == [{"name": "王五", "数学": 65, "英语": 90, "语文": 87},
+                                   {"name": "张三", "数学": 88, "英语": 77, "语文": 92}]
     assert rows(session, "res") == [
-        {"name": "张三", "sbject": "数学", "score": 88}, {"name": "张三", "sbject": "英语", "score": 77},
-        {"name": "张三", "sbject": "语文", "score": 92}, {"name": "王五", "sbject": "数学", "score": 65},
-        {"name": "王五", "sbject": "英语", "score": 90}, {"name": "王五", "sbject": "语文", "score": 87}]
+        {"name": "王五", "sbject": "数学", "score": 65}, {"name": "王五", "sbject": "英语", "score": 90},
+        {"name": "王五", "sbject": "语文", "score": 87}, {"name": "张三", "sbject": "数学", "score": 88},
+        {"name": "张三", "sbject": "英语", "score": 77}, {"name": "张三", "sbject": "语文", "score": 92}]
+
+
+def test_data_transpose_rows_in_sparks_order(session):
+    """Byzer's pivot is Spark's groupBy(name).pivot(subject).sum(score): its rows come out by the
+    shuffle partition of their key, pmod(hash(name), 200) (Spark's default 200 partitions, which
+    Byzer keeps), not sorted and not in input order; an unpivot keeps its input's order, each row's
+    columns in unPivotCols order (Spark's stack)."""
+    names = ["张三", "王五", "李雷", "宫九"]  # Byzer's DataTranspose code example, in its order
+    run(session, "set jsonStr=QQQ\n" + "\n".join(
+        f'{{"subject":"{s}","name":"{n}","score":{10 * i + j}}}' for i, n in enumerate(names)
+        for j, s in enumerate(["数学", "语文", "英语"])) + "\nQQQ;\nload jsonStr.`jsonStr` as data;\n"
+        "run data as DataTranspose.`` where method='pivot' and indexCols='name' and inputCol='subject' "
+        "and aggCol='score' as data1;\n"
+        "run data1 as DataTranspose.`` where method='unpivot' and indexCols='name' and mergedCol='sbject' "
+        "and unPivotCols='语文,数学' and aggCol='score' as res;\n"
+        "select name, pmod(hash(name), 200) as part from data1 as parts;")
+    # the partitions of Spark's Murmur3 hash (seed 42) of the names' UTF-8 bytes
+    assert rows(session, "parts") == [{"name": "王五", "part": 8}, {"name": "李雷", "part": 58},
+                                      {"name": "宫九", "part": 139}, {"name": "张三", "part": 165}]
+    assert [(r["name"], r["数学"]) for r in rows(session, "data1")] == [("王五", 10), ("李雷", 20), ("宫九", 30),
+                                                                      ("张三", 0)]
+    assert [(r["name"], r["sbject"], r["score"]) for r in rows(session, "res")][:4] == [
+        ("王五", "语文", 11), ("王五", "数学", 10), ("李雷", "语文", 21), ("李雷", "数学", 20)]
 
 
 # -- extension/et: JsonExpandExt, SyntaxAnalyzeExt, TreeBuildExt, TableRepartition, CacheExt ----
@@ -244,6 +293,29 @@ run table_2 AS JsonExpandExt.`` WHERE inputCol="address" AS table_3;
     run(session, """SELECT '{"key","value"}' AS col1 AS bad;""")
     with pytest.raises(MLSQLError, match="Corrupted JSON in column col1"):
         run(session, 'run bad as JsonExpandExt.`` where inputCol="col1" as out;')
+
+
+def test_json_expand_gives_a_missing_key_nulls_and_blank_rows_no_keys(session):
+    """A key some rows lack (``extra``) is a column, null where it is missing, and expanding it again
+    leaves those rows null; a row whose text is blank or JSON's null is no record to Spark's schema
+    inference, and json_tuple gives it nulls: not corrupted JSON."""
+    run(session, """
+SELECT 1 AS id, '{"name":"Michael", "extra":{"city":"hangzhou"}}' AS col_1
+UNION ALL SELECT 2 AS id, '{"name":"Andy"}' AS col_1
+UNION ALL SELECT 3 AS id, '' AS col_1
+UNION ALL SELECT 4 AS id, 'null' AS col_1
+UNION ALL SELECT 5 AS id, '  ' AS col_1 AS table_1;
+run table_1 as JsonExpandExt.`` where inputCol="col_1" as table_2;
+run table_2 as JsonExpandExt.`` where inputCol="extra" as table_3;
+""")
+    assert rows(session, "table_2") == [
+        {"id": 1, "extra": '{"city":"hangzhou"}', "name": "Michael"}, {"id": 2, "extra": None, "name": "Andy"},
+        *({"id": i, "extra": None, "name": None} for i in (3, 4, 5))]
+    assert [(r["id"], r["city"]) for r in rows(session, "table_3")] == [(1, "hangzhou"), (2, None), (3, None), (4, None),
+                                                                       (5, None)]
+    run(session, "SELECT 1 AS id, '' AS col_1 AS blank;")
+    with pytest.raises(MLSQLError, match="column col_1 of blank holds no JSON object with a key to expand"):
+        run(session, 'run blank as JsonExpandExt.`` where inputCol="col_1" as out;')
 
 
 def test_syntax_analyze_extracts_the_tables_a_query_reads(session):
@@ -444,13 +516,57 @@ def test_sample_dataset_makes_mock_data(session):
         run(session, 'run command as SampleDatasetExt.`` where columns="id,price" as m;')
 
 
+# -- PredictionEva (Byzer's SQLPredictionEva) ---------------------------------------------------
+
+SCORED = """select * from values (0.9, 1.0), (0.8, 0.0), (0.7, 1.0), (0.3, 1), (0.2, 0), (0.7, 0.0)
+  as t(prob, label) as scored;"""
+
+
+def test_prediction_eva_prints_byzers_metrics(session):
+    """The counts at threshold 0.5: TP 2 (0.9, 0.7), FP 2 (0.8, 0.7), FN 1 (0.3). Spark's curves
+    have one point per distinct score, highest first (0.7 holds a positive and a negative): ROC
+    (0,0) (0,1/3) (1/3,1/3) (2/3,2/3) (2/3,1) (1,1); PR (0,1) (1/3,1) (1/3,1/2) (2/3,1/2) (1,3/5)
+    (1,1/2): trapezoids 1/3 + 1/3 * (1/2 + 1/2) / 2 + 1/3 * (1/2 + 3/5) / 2."""
+    from sklearn.metrics import roc_auc_score
+
+    run(session, SCORED + "run scored as PredictionEva.`` where labelCol='label' and probCol='prob' as metrics;")
+    table = session.table("metrics")
+    assert table.schema == pa.schema([("metrics", pa.string()), ("value", pa.string())])
+    values = {r["metrics"]: r["value"] for r in table.to_pylist()}
+    assert list(values) == ["threshold", "precision", "recall", "f1", "auc", "prc"]
+    assert values["threshold"] == "0.5" and values["precision"] == "0.5"
+    assert values["recall"] == java_double(2 / 3) and values["f1"] == java_double(4 / 7)
+    auc = roc_auc_score([1, 0, 1, 1, 0, 0], [0.9, 0.8, 0.7, 0.3, 0.2, 0.7])  # the same trapezoids, ties as one point
+    assert float(values["auc"]) == pytest.approx(auc) == pytest.approx(1 / 9 + 1 / 6 + 1 / 3)
+    assert float(values["prc"]) == pytest.approx(1 / 3 + 1 / 6 + (1 / 2 + 3 / 5) / 6)
+
+
+def test_prediction_eva_threshold_label_value_and_mistakes(session):
+    run(session, SCORED + "run scored as PredictionEva.`` where threshold='0.95' as none_positive;\n"
+                 "run scored as PredictionEva.`` where labelValue='0' and threshold='0.75' as zero_positive;")
+    values = {r["metrics"]: r["value"] for r in rows(session, "none_positive")}
+    assert (values["threshold"], values["precision"], values["recall"], values["f1"]) == ("0.95", "NaN", "0.0", "0.0")
+    # 0 is the positive label: predicted positive are 0.9 (a 1) and 0.8 (a 0)
+    values = {r["metrics"]: r["value"] for r in rows(session, "zero_positive")}
+    assert (values["precision"], values["recall"]) == ("0.5", java_double(1 / 3))
+    run(session, "select 'x' as prob, 1 as label as words;")
+    with pytest.raises(MLSQLError, match="probCol 'prob' must be numeric"):
+        run(session, "run words as PredictionEva.`` as m;")
+    with pytest.raises(MLSQLError, match="labelCol names 'y', which scored does not have"):
+        run(session, "run scored as PredictionEva.`` where labelCol='y' as m;")
+    with pytest.raises(MLSQLError, match="threshold must be a number, not 'high'"):
+        run(session, "run scored as PredictionEva.`` where threshold='high' as m;")
+    with pytest.raises(MLSQLError, match="scored has no rows to evaluate"):
+        run(session, "select * from scored where prob > 1 as scored;\nrun scored as PredictionEva.`` as m;")
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 ALL_ETS = ["TableRepartition", "CacheExt", "EmptyTable", "EmptyTableWithSchema", "JsonExpandExt", "SyntaxAnalyzeExt",
            "TreeBuildExt", "DataSummary", "DataTranspose", "DescriptiveMetrics", "PatternDistribution", "RateSampler",
            "SampleDatasetExt", "UniqueIdentifier", "ScalerInPlace", "NormalizeInPlace", "Discretizer",
            "StringIndex", "ConfusionMatrix", "VecMapInPlace", "TfIdfInPlace", "Word2VecInPlace",
-           "FeatureExtractInPlace"]
+           "FeatureExtractInPlace", "PredictionEva"]
 
 
 def test_show_et_lists_every_et_and_its_params(session):

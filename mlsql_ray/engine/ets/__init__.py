@@ -18,10 +18,10 @@ from ...options import check_known, params_table
 from ..result import PREVIEW_ROWS, Result
 from ...ml.ets import discretizer, feature_extract, indexing, scaling, tfidf, vecmap, word2vec
 from ...ml.ets.base import ET, Call, Partitioned
-from . import confusion, data_summary, distributions, json_expand, sampling, syntax, tables, transpose, tree
+from . import confusion, data_summary, distributions, evaluation, json_expand, sampling, syntax, tables, transpose, tree
 
 _MODULES = (tables, json_expand, syntax, tree, data_summary, transpose, distributions, sampling, scaling,
-            discretizer, indexing, confusion, vecmap, tfidf, word2vec, feature_extract)
+            discretizer, indexing, confusion, evaluation, vecmap, tfidf, word2vec, feature_extract)
 
 ETS: dict[str, ET] = {et.name.lower(): et for module in _MODULES for et in module.ETS}
 

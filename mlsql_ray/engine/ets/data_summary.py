@@ -10,7 +10,8 @@ to ``percentile_approx`` and ``approx_count_distinct``, whose answers the exact 
 the error bounds of). Values are left out as Byzer leaves them out: nulls, NaN, and blank strings.
 Every number is printed as Byzer prints it: BigDecimal HALF_UP rounding to ``roundAt`` places
 (two more for ratios), then Java's ``Double.toString`` (so never ``-0.0``); counts as whole
-numbers; ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``).
+numbers; ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``); ``totalCount`` is T's
+row count (a default metric of Byzer's current SQLDataSummaryV2).
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ from ...ml.ets.base import ET, Call
 from .base import PEOPLE_DATA, input_name, is_numeric, spark_type_name
 
 METRICS = ("%25", "median", "%75", "blankValueRatio", "dataLength", "dataType", "max", "maximumLength", "mean", "min",
-           "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "standardDeviation", "standardError",
-           "uniqueValueRatio", "categoryCount", "primaryKeyCandidate", "mode")
+           "minimumLength", "nonNullCount", "nullValueRatio", "skewness", "totalCount", "standardDeviation",
+           "standardError", "uniqueValueRatio", "categoryCount", "primaryKeyCandidate", "mode")
 DEFAULT_METRICS = ("dataType", "dataLength", "max", "min", "maximumLength", "minimumLength", "mean", "standardDeviation",
                    "standardError", "nullValueRatio", "blankValueRatio", "nonNullCount", "uniqueValueRatio",
-                   "primaryKeyCandidate", "median", "mode")
+                   "primaryKeyCandidate", "median", "mode", "totalCount")
 _ALWAYS = ("columnName", "ordinalPosition")
 _WHOLE = {"ordinalPosition", "dataLength", "maximumLength", "minimumLength", "nonNullCount", "categoryCount",
-          "primaryKeyCandidate"}
+          "primaryKeyCandidate", "totalCount"}
 _AS_IS = {"columnName", "dataType"}
 _SPELLINGS = {m.lower(): m for m in METRICS + _ALWAYS} | {"25%": "%25", "75%": "%75", "50%": "median", "%50": "median"}
 _FIXED_LENGTH = {"byte": 1, "short": 2, "integer": 4, "long": 8, "float": 4, "double": 8, "date": 8, "timestamp": 8,
@@ -147,7 +148,7 @@ def _summarize(session, call: Call) -> pa.Table:
             "dataType": type_name, "max": got[f"c{i}_max"], "min": got[f"c{i}_min"],
             "maximumLength": got.get(f"c{i}_maxlen"), "minimumLength": got.get(f"c{i}_minlen"),
             "mean": got.get(f"c{i}_mean"), "nonNullCount": kept, "nullValueRatio": got[f"c{i}_nulls"] / total,
-            "skewness": got.get(f"c{i}_skew"), "standardDeviation": got.get(f"c{i}_std"),
+            "skewness": got.get(f"c{i}_skew"), "totalCount": total, "standardDeviation": got.get(f"c{i}_std"),
             "standardError": got.get(f"c{i}_stderr"), "uniqueValueRatio": ratio,
             "categoryCount": 0 if is_numeric(field.type) else distinct,
             "primaryKeyCandidate": 1 if ratio >= 1 else 0, "mode": modes[i],

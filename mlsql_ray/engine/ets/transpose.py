@@ -3,6 +3,9 @@ the reference): ``method="pivot"`` turns a column's values into columns, ``"unpi
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -15,9 +18,17 @@ from ...ml.ets.base import ET, Call
 from .base import input_name
 
 
+#: spark.sql.shuffle.partitions as Byzer runs Spark (its byzer.properties leaves Spark's default)
+SHUFFLE_PARTITIONS = 200
+#: the columns the placement adds to T for the pivot's order (never output)
+_PLACE, _SUBPLACE, _SEEN = "__mlsql_place", "__mlsql_subplace", "__mlsql_seen"
+_serial = itertools.count()
+
+
 def _pivot(session, call: Call, table: exp.Table, names: list[str]) -> pa.Table:
     """Spark's ``groupBy(indexCols).pivot(inputCol).sum(aggCol)``: one column per value of
-    inputCol (in value order), holding the sum of aggCol (of Spark's type: ``_sum_as_spark``)."""
+    inputCol (in value order), holding the sum of aggCol (of Spark's type: ``_sum_as_spark``);
+    the rows in the order Spark gives them (``_placed``)."""
     index = call.columns("indexCols", names, "DataTranspose")
     source = call.columns("inputCol", names, "DataTranspose")
     value = call.columns("aggCol", names, "DataTranspose")
@@ -35,8 +46,33 @@ def _pivot(session, call: Call, table: exp.Table, names: list[str]) -> pa.Table:
         columns.append(exp.cast(summed, total).as_(label, quoted=True))
         params += [] if key is None else [key]
     group = [sql_build.column(c) for c in index]
-    query = exp.select(*group, *columns).from_(table).group_by(*group).order_by(*group)
-    return session.con.sql(query.sql("duckdb"), params=params).to_arrow_table()
+    helper = _placed(session, call, index, source[0])
+    try:
+        order = [sql_build.shaped(f"{how}($c)", c=sql_build.column(c))
+                 for how, c in (("min", _PLACE), ("min", _SUBPLACE), ("min", _SEEN))]
+        query = exp.select(*group, *columns).from_(sql_build.table(helper)).group_by(*group).order_by(*order)
+        return session.con.sql(query.sql("duckdb"), params=params).to_arrow_table()
+    finally:
+        session.con.unregister(helper)
+
+
+def _placed(session, call: Call, index: list[str], source: str) -> str:
+    """T, registered under a new name, with what orders the pivot's rows as Spark gives them: Spark
+    pivots in two aggregations, by (index, inputCol) then by index, and returns the second one's
+    shuffle partitions in turn — ``pmod(hash(index), 200)``, Murmur3 as Spark's ``hash`` (its
+    translation here) — and, within one, the keys in the order the first aggregation's partitions
+    (``pmod(hash(index, inputCol), 200)``) hand them over; then by first appearance."""
+    spark = ", ".join(exp.to_identifier(c, quoted=True).sql("spark") for c in index)
+    inner = exp.to_identifier(source, quoted=True).sql("spark")
+    placed = session.query(f"SELECT pmod(hash({spark}), {SHUFFLE_PARTITIONS}) AS {_PLACE}, "
+                           f"pmod(hash({spark}, {inner}), {SHUFFLE_PARTITIONS}) AS {_SUBPLACE} "
+                           f"FROM {exp.to_identifier(call.table, quoted=True).sql('spark')}", 1, 1).to_arrow_table()
+    rows = session.catalog.arrow(call.table)
+    rows = (rows.append_column(_PLACE, placed.column(_PLACE)).append_column(_SUBPLACE, placed.column(_SUBPLACE))
+            .append_column(_SEEN, pa.array(np.arange(rows.num_rows))))
+    helper = f"__mlsql_pivot_{next(_serial)}"
+    session.con.register(helper, rows)
+    return helper
 
 
 def _sum_as_spark(value_type: pa.DataType, name: str) -> exp.DataType:

@@ -1,8 +1,9 @@
 """``Discretizer`` (``ml/feature/discretizer/``): numeric columns to bucket numbers, one
 ``fitParam.N`` group per column, or one column with the options at the top (``inputCol``,
 ``splitArray``/``bucketSplits``, ``numBuckets``: the single-column form of Byzer's first
-SQLDiscretizer). ``method="bucketizer"`` takes the bucket edges (``splitArray="-inf,0.0,1.0,inf"``;
-the single-column form's default, as Byzer's), ``method="quantile"`` learns them (``numBuckets``)
+SQLDiscretizer; ``splits``, Spark's Bucketizer's name: that of Byzer's current one).
+``method="bucketizer"`` takes the bucket edges (``splitArray="-inf,0.0,1.0,inf"``; the
+single-column form's default, as Byzer's), ``method="quantile"`` learns them (``numBuckets``)
 as Spark's QuantileDiscretizer does: the edges are values of the column at ranks
 ceil(i/numBuckets × rows) (exact, which is what Spark's approxQuantile returns on small data),
 duplicates dropped. Buckets are Spark's Bucketizer's: [x, y), the last one closed; the result is
@@ -12,7 +13,9 @@ predict (and refuses it in the registered function, as Byzer's does); a value ou
 is an error.
 
 ``register Discretizer.`TARGET` as f`` then maps ``f(array(v0, v1, ...))`` (one value per group,
-in group order) to their buckets, or, trained in the single-column form, ``f(v)`` to its bucket.
+in group order) to their buckets, or, trained in the single-column form, ``f(v)`` to its bucket;
+trained with ``splits`` (Byzer's current SQLDiscretizer, whose function takes arrays whatever the
+form), ``f(array(v))`` to ``array(its bucket)``.
 """
 
 from __future__ import annotations
@@ -33,8 +36,14 @@ from .base import ET, Call
 NAME = "Discretizer"
 
 
+#: the names of the given edges, first found first: a group's, the single-column form's (Byzer's
+#: first SQLDiscretizer's), and Spark's Bucketizer's (Byzer's current SQLDiscretizer's)
+EDGE_OPTIONS = ("splitArray", "bucketSplits", "splits")
 #: the options of the single-column form, as ``fitParam.N.NAME`` are a group's
-_SINGLE_OPTIONS = ("inputCol", "outputCol", "splitArray", "bucketSplits", "numBuckets", "handleInvalid")
+_SINGLE_OPTIONS = ("inputCol", "outputCol", *EDGE_OPTIONS, "numBuckets", "handleInvalid")
+#: edge options whose single-column form registers a function over arrays, as Byzer's current
+#: SQLDiscretizer does (``convert(array(double(7)))``); the others' function maps one number
+_ARRAY_FUNCTION_EDGES = {"splits"}
 HANDLE_INVALID = ("keep", "error", "skip")
 
 
@@ -49,7 +58,7 @@ def _groups(call: Call) -> tuple[list[dict], bool]:
     if "inputCol" not in single:
         raise MLSQLError(f"{NAME} needs inputCol=\"...\" (one column) or one `fitParam.N.inputCol`=\"...\" per column "
                          "to discretize")
-    if call.option("method", "bucketizer").strip() == "bucketizer" and not ({"splitArray", "bucketSplits"} & set(single)):
+    if call.option("method", "bucketizer").strip() == "bucketizer" and not (set(EDGE_OPTIONS) & set(single)):
         single["splitArray"] = "-inf,0.0,1.0,inf"  # Byzer's default edges for the single-column form
     return [single], True
 
@@ -60,7 +69,7 @@ def _option(index: int | None, name: str) -> str:
 
 
 def _splits_given(group: dict, index: int | None) -> list[float]:
-    name = "splitArray" if "splitArray" in group or "bucketSplits" not in group else "bucketSplits"
+    name = next((n for n in EDGE_OPTIONS if n in group), EDGE_OPTIONS[0])
     text = group.get(name, "")
     try:
         splits = [float(v) for v in text.split(",") if v.strip()]
@@ -122,7 +131,8 @@ def _fit(table: pa.Table, call: Call) -> dict:
     if method not in METHODS:
         raise MLSQLError(f"{NAME}: method {method!r} is not supported (supported: {', '.join(METHODS)})")
     groups, single = _groups(call)
-    state = {"method": method, "single": single, "groups": []}
+    # "single": the registered function maps one number (else an array, one value per group)
+    state = {"method": method, "single": single and not (_ARRAY_FUNCTION_EDGES & set(groups[0])), "groups": []}
     for index, group in enumerate(groups):
         where = None if single else index
         column = group.get("inputCol") or group.get("inputCols")
@@ -161,7 +171,8 @@ def _transform(state: dict, table: pa.Table, table_name: str) -> pa.Table:
 def _apply(state: dict, x: np.ndarray) -> np.ndarray:
     groups = state["groups"]
     if x.shape[1] != len(groups):
-        raise MLSQLError(f"the function takes {len(groups)} values per row (one per fitParam group), not {x.shape[1]}")
+        raise MLSQLError(f"the function takes {len(groups)} values per row (one per column it learnt: "
+                         f"{', '.join(g['inputCol'] for g in groups)}), not {x.shape[1]}")
     return np.column_stack([bucket(g["splits"], x[:, i], g.get("handleInvalid", "error")) for i, g in enumerate(groups)])
 
 
@@ -199,6 +210,8 @@ ETS = (
         Param("outputCol", "", "the single-column form: where the buckets go (default: in place of inputCol)"),
         Param("splitArray", "-inf,0.0,1.0,inf", "the single-column form, bucketizer: the edges (also bucketSplits)"),
         Param("bucketSplits", "-inf,0.0,1.0,inf", "the single-column form, bucketizer: the edges (Byzer's older name)"),
+        Param("splits", "-inf,0.0,1.0,inf", "the single-column form, bucketizer: the edges (Spark's Bucketizer's name, "
+                                            "as Byzer's current Discretizer takes them); f then takes arrays"),
         Param("numBuckets", "2", "the single-column form, quantile: how many buckets to learn"),
         Param("handleInvalid", "keep", "the single-column form: NaN's handling, as fitParam.N.handleInvalid")),
        kind="feature engineer", learner=LEARNER, example="""set jsonStr='''
