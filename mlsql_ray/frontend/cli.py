@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--no-install", action="store_true",
                          help="install nothing: the cluster's Python has mlsql-ray already")
     _verbose_argument(submit)
+    serve = commands.add_parser("serve", help="run the engine as a service speaking Byzer's REST API "
+                                              "(/run/script, /model/predict; needs mlsql-ray[serve])")
+    from ..service.server import add_arguments  # noqa: PLC0415 - only its arguments: uvicorn is imported by serve
+
+    add_arguments(serve)
     return parser
 
 
@@ -173,14 +178,9 @@ def _print_progress(view) -> None:
 
 
 def _format_error(path: Path, cell: int | None, view) -> str:
-    """``FILE:LINE:COL: message`` and the line with a caret: FILE is the included script the
-    error is in, if any; a notebook's error says which cell it is in."""
-    where = view.source or str(path)
+    """The error as ``FILE:LINE:COL: message`` with its caret; a notebook's error says which cell it is in."""
     suffix = f" (in cell {cell})" if path.suffix == ".ipynb" and cell is not None and not view.source else ""
-    if view.line is None:
-        return f"{where}: {view.message}{suffix}"
-    text = f"{where}:{view.line}:{view.column}: {view.message}{suffix}"
-    return "\n".join([text, *("    " + line for line in view.excerpt)])
+    return view.located(str(path), suffix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "submit":
         return submit_job.submit(args)
+    if args.command == "serve":
+        from ..service.server import serve
+
+        return serve(args)
     try:
         return run_file(args)
     except KeyboardInterrupt:  # before the run began (reading the file), or while its outcome was printed
