@@ -169,8 +169,8 @@ class Session:
         is when its run-time errors show (a select computes nothing when it runs, unless its first
         rows were shown): they are reported at that select."""
         try:
-            if limit is not None:
-                return self.catalog.relation(name).limit(limit).to_arrow_table()
+            if limit is not None:  # streamed, not LIMIT: DuckDB's LIMIT renames a second column `a` to `a_1`
+                return _head(self.catalog.batches(name), limit)
             return self.catalog.arrow(name)
         except duckdb.Error as exc:
             error = MLSQLError(duckdb_message(exc, self.catalog.names()))
@@ -374,6 +374,20 @@ class Session:
         if not Path(os.path.realpath(p)).is_relative_to(self.home):  # realpath: after .. and symlinks
             raise MLSQLError(f"{path} is outside this owner's home: paths are relative to it and stay in it")
         return p
+
+
+def _head(reader: pa.RecordBatchReader, limit: int) -> pa.Table:
+    """The first ``limit`` rows of a stream, reading no further."""
+    batches, count = [], 0
+    try:
+        for batch in reader:
+            if count >= limit:
+                break
+            batches.append(batch.slice(0, limit - count))
+            count += batches[-1].num_rows
+    finally:
+        reader.close()
+    return pa.Table.from_batches(batches, reader.schema)
 
 
 def _is_side_statement(statement: ast.Statement) -> bool:

@@ -107,7 +107,7 @@ class Service:
             try:
                 if job.stopped:
                     return 500, f"job {job.group_id} ({job.name}) {job.stopped} before it began"
-                request = driver.Request([job.script], SCRIPT_NAME)
+                request = driver.Request([job.script])  # no file: relative paths start at the owner's home
                 outcome = request.run(lambda: contextlib.nullcontext(session))
                 if not outcome.ok:
                     return 500, self._failure(job, outcome)
@@ -120,7 +120,7 @@ class Service:
                 size = _int(params, "outputSize", DEFAULT_OUTPUT_SIZE)
                 return 200, render.result_json(*_last_rows(session, request.results, size), include_schema)
             except Exception as exc:  # noqa: BLE001 - reading the result: the select's run-time error
-                return 500, self._failure(job, driver.failed(exc, job.script, SCRIPT_NAME))
+                return 500, self._failure(job, driver.failed(exc, job.script))
             finally:
                 with job.guard:
                     job.session = None
@@ -140,7 +140,7 @@ class Service:
         try:
             return 200, render.statements_json(lang.parse(sql))
         except Exception as exc:  # noqa: BLE001 - a syntax error, answered as a failed run is
-            return 500, driver.failed(exc, sql, SCRIPT_NAME).error.located(SCRIPT_NAME)
+            return 500, driver.failed(exc, sql).error.located(SCRIPT_NAME)
 
     def callback(self, job: ServiceJob, params: dict[str, str], status: int, body: str) -> None:
         """An async job's outcome posted to ``callback`` as Byzer posts it, retried ``maxRetries`` times."""
@@ -170,13 +170,13 @@ class Service:
         with self.sessions.lease(owner, per_user, False) as session:
             session.catalog.add_arrow(PREDICT_INPUT, table, "/model/predict")
             try:
-                outcome = driver.Request([text], "predict").run(lambda: contextlib.nullcontext(session))
+                outcome = driver.Request([text]).run(lambda: contextlib.nullcontext(session))
                 if not outcome.ok:
                     return 500, outcome.error.located("predict")
                 try:
                     rows = session.table(PREDICT_OUTPUT)
                 except Exception as exc:  # noqa: BLE001 - the query's run-time error
-                    return 500, driver.failed(exc, text, "predict").error.located("predict")
+                    return 500, driver.failed(exc, text).error.located("predict")
                 return 200, render.rows_json(rows, session.catalog.vectors(PREDICT_OUTPUT))
             finally:
                 for name in (PREDICT_INPUT, PREDICT_OUTPUT):
@@ -291,13 +291,13 @@ def _authorized(token: str | None, request: Request, params: dict[str, str]) -> 
 def build_app(service: Service) -> Starlette:
     limit = service.limits.max_body_bytes
 
-    def endpoint(handler):
-        """A route: parameters read and the token checked first, a refusal as its status and
-        message, never a crash of the server."""
+    def endpoint(handler, public: bool = False):
+        """A route: parameters read and the token checked first (``public``: a probe, which says
+        only that the server lives), a refusal as its status and message, never a crash of the server."""
         async def route(request: Request) -> Response:
             try:
                 params = await _params(request, limit)
-                if not _authorized(service.token, request, params):
+                if not public and not _authorized(service.token, request, params):
                     raise Refused(403, "access_token is not right")
                 response = await handler(request, params)
             except Refused as refused:
@@ -368,16 +368,16 @@ def build_app(service: Service) -> Starlette:
     async def readiness(request: Request, params: dict[str, str]) -> Response:
         if not service.ready.is_set():
             return JSONResponse({"status": "STARTING", "msg": "registering the kept models again"}, status_code=503)
-        return JSONResponse({"status": "UP", "restoreErrors": service.restore_errors})
+        return JSONResponse({"status": "UP", "restoreErrors": len(service.restore_errors)})  # their text is in the log
 
     methods = ["GET", "POST"]
     routes = [Route("/run/script", endpoint(run_script), methods=methods),
               Route("/runningjobs", endpoint(running_jobs), methods=methods),
               Route("/killjob", endpoint(kill_job), methods=methods),
               Route("/model/predict", endpoint(model_predict), methods=methods),
-              Route("/check", endpoint(check), methods=methods),
-              Route("/health/liveness", endpoint(liveness), methods=methods),
-              Route("/health/readiness", endpoint(readiness), methods=methods)]
+              Route("/check", endpoint(check, public=True), methods=methods),
+              Route("/health/liveness", endpoint(liveness, public=True), methods=methods),
+              Route("/health/readiness", endpoint(readiness, public=True), methods=methods)]
     return Starlette(routes=routes)
 
 
