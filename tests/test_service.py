@@ -54,7 +54,7 @@ class Server:
                 pass
             assert time.monotonic() < deadline, self.log.read_text()
             time.sleep(0.2)
-        self.client = httpx.Client(base_url=self.url, timeout=120,
+        self.client = httpx.Client(base_url=self.url, timeout=900,  # a first train starts Ray: minutes on a busy machine
                                    headers={"Authorization": f"Bearer {TOKEN}"} if token else {})
 
     def run(self, sql: str, **params) -> httpx.Response:

@@ -89,12 +89,6 @@ class Sessions:
                 self._held[key] = _Held(self._open(home))
             return self._held[key]
 
-    def owned(self, owner: str, per_user: bool) -> Session | None:
-        """The session requests of ``owner`` run in, if it is open (for a kill)."""
-        with self._lock:
-            held = self._held.get(owner if per_user else SHARED)
-            return held.session if held is not None else None
-
     def close(self) -> None:
         with self._lock:
             held, self._held = list(self._held.values()), {}
