@@ -343,3 +343,21 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
         assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
     finally:
         restarted.stop()
+
+
+def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Path):
+    """``mlsql-ray run --engine-url``: the script runs on the server, its last table printed as a
+    local run prints it, its error at FILE:LINE:COL; the token comes from the environment."""
+    script = tmp_path / "remote.mlsql"
+    script.write_text("select 1 as id, 'x' as s as t;\n")
+    env = {**os.environ, "MLSQL_ENGINE_TOKEN": TOKEN}
+    command = [sys.executable, "-m", "mlsql_ray", "run", str(script), "--engine-url", server.url]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0].split() == ["id", "s"] and "(1 row)" in done.stdout
+    script.write_text("select 1 as id as t;\nselect nosuch from t as u;\n")
+    failed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert failed.returncode == 1 and failed.stderr.startswith(f"{script}:2:1: ")
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                             env={**env, "MLSQL_ENGINE_TOKEN": "wrong-token-0123456789"})
+    assert refused.returncode == 1 and "answered 403" in refused.stderr
