@@ -339,7 +339,8 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
     try:
         again = restarted.client.post("/model/predict", data={**predict, "dataType": "vector",
                                                               "data": "[[5.0, 3.4, 1.5, 0.2]]"})
-        assert again.status_code == 200 and again.json() == [{"p": 0.0}]
+        assert again.status_code == 200, (again.text, restarted.log.read_text()[-3000:])
+        assert again.json() == [{"p": 0.0}]
         assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
     finally:
         restarted.stop()

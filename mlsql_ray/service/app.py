@@ -44,6 +44,7 @@ DEFAULT_OUTPUT_SIZE = 5000
 PREDICT_INPUT = "__predict_input__"
 PREDICT_OUTPUT = "__predict_output__"
 CALLBACK_TIMEOUT_S = 30
+RESTORE_ATTEMPTS = 3  # a model registered again at start: Ray's start may time out on a loaded machine
 
 
 @dataclass
@@ -71,12 +72,15 @@ class Service:
         fails is logged and left out (its model table may have been dropped)."""
         try:
             for entry in self.models.entries():
-                try:
-                    with self.sessions.lease(entry["owner"], entry["perUser"], False) as session:
-                        list(session.run([registered_statement(entry)]))
-                except Exception as exc:  # noqa: BLE001 - one lost model must not keep the others out
-                    self.restore_errors.append(f"{entry['function']} ({entry['owner']}): {exc}")
-                    log.warning("could not register %s again: %s", entry["function"], exc)
+                for attempt in range(1, RESTORE_ATTEMPTS + 1):
+                    try:
+                        with self.sessions.lease(entry["owner"], entry["perUser"], False) as session:
+                            list(session.run([registered_statement(entry)]))
+                        break
+                    except Exception as exc:  # noqa: BLE001 - one lost model must not keep the others out
+                        log.warning("could not register %s again (attempt %s): %s", entry["function"], attempt, exc)
+                        if attempt == RESTORE_ATTEMPTS:
+                            self.restore_errors.append(f"{entry['function']} ({entry['owner']}): {exc}")
         finally:
             self.ready.set()
 
