@@ -11,6 +11,9 @@ A server is started as a process (a fresh warehouse, no token) and called over H
 2. `/model/predict` of one row through the registered RandomForest, `--clients` clients at once,
    each on its own connection, `--requests` each: p50 and p99 latency and the throughput.
    Target: p50 ≤ 5 ms, p99 ≤ 25 ms at 32 clients.
+3. 4 owners × 25 scripts at once, each owner in a session of their own (``sessionPerUser``): every
+   answer right and in its owner's session; the server's RSS after the burst vs before it.
+   Target: within 10 %.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def start_server(root: Path):
     port = free_port()
     log = (root / "server.log").open("w")
     process = subprocess.Popen([sys.executable, "-m", "mlsql_ray", "serve", "--port", str(port), "--warehouse",
-                                str(root / "warehouse"), "--max-jobs", "64"], stdout=log, stderr=subprocess.STDOUT,
+                                str(root / "warehouse"), "--max-jobs", "128"], stdout=log, stderr=subprocess.STDOUT,
                                cwd=root, env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     while True:
@@ -99,6 +102,34 @@ def predict_latencies(url: str, clients: int, requests: int, row: list[float]) -
     return latencies, time.perf_counter() - start
 
 
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def owners_burst(url: str, owners: int, scripts: int) -> tuple[int, int]:
+    """``owners`` × ``scripts`` scripts at once: how many answered right, of how many."""
+    import httpx
+
+    def one(i: int) -> bool:
+        owner = f"owner{i % owners}"
+        sql = (f"select {i} as i, '{owner}' as o as mine_{i};\n"
+               f"select i, o, (select count(*) from mine_{i}) as n from mine_{i} as t;")
+        answer = httpx.post(f"{url}/run/script", data={"sql": sql, "owner": owner, "sessionPerUser": "true"},
+                            timeout=600)
+        return answer.status_code == 200 and answer.json() == [{"i": i, "o": owner, "n": 1}]
+
+    with concurrent.futures.ThreadPoolExecutor(owners * scripts) as pool:
+        right = sum(pool.map(one, range(owners * scripts)))
+    # every table stayed in its owner's session: owner0 sees none of owner1's
+    seen = httpx.post(f"{url}/run/script", data={"sql": "select 1 as x from mine_1 as y;", "owner": "owner0",
+                                                  "sessionPerUser": "true"}, timeout=60)
+    assert seen.status_code == 500, "owner0 saw owner1's table"
+    return right, owners * scripts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trees", type=int, default=40)
@@ -134,6 +165,11 @@ def main() -> None:
                 run(client, "register RandomForest.`db.served` as rf;")
                 row = [float(v) for v in tx[0]]
                 predict_latencies(url, 1, 20, row)  # the predictor's first call loads it
+            before = rss_mib(process.pid)
+            right, total = owners_burst(url, 4, 25)
+            after = rss_mib(process.pid)
+            print(f"3. 4 owners x 25 scripts at once: {right}/{total} right, in their owners' sessions; server RSS "
+                  f"{before:.0f} -> {after:.0f} MiB ({(after - before) / before * 100:+.1f} %, target within 10 %)")
             latencies, wall = predict_latencies(url, args.clients, args.requests, row)
             latencies.sort()
             p50 = latencies[len(latencies) // 2] * 1000

@@ -116,8 +116,7 @@ class Service:
                 if not outcome.ok:
                     return 500, self._failure(job, outcome)
                 if not per_request:
-                    self.models.note(owner, per_user, [s.substituted(session.variables) if not isinstance(s, ast.Set)
-                                                       else s for s in outcome.statements])
+                    self.models.note(owner, per_user, outcome.statements, session.variables)
                 include_schema = _flag(params, "includeSchema")
                 if _flag(params, "silence"):
                     return 200, render.result_json(None, {}, include_schema)

@@ -45,6 +45,7 @@ class ServiceJob:
     #: held while a stop acts on ``session`` and while the job lets it go: a stop never reaches
     #: the request that runs in the session next
     guard: threading.Lock = field(default_factory=threading.Lock)
+    timer: threading.Timer | None = None  # its timeout's, cancelled when it ends
 
     def info(self) -> dict:
         """Byzer's ``MLSQLJobInfo``: what ``/runningjobs`` lists and a callback's ``jobInfo`` is;
@@ -75,14 +76,16 @@ class JobBoard:
             job = ServiceJob(owner, name or str(uuid.uuid4()), script, timeout_ms, group_id)
             self._jobs[group_id] = job
         if timeout_ms > 0:
-            timer = threading.Timer(timeout_ms / 1000, self.stop, (job, f"timed out after {timeout_ms} ms"))
-            timer.daemon = True
-            timer.start()
+            job.timer = threading.Timer(timeout_ms / 1000, self.stop, (job, f"timed out after {timeout_ms} ms"))
+            job.timer.daemon = True
+            job.timer.start()
         return job
 
     def finish(self, job: ServiceJob) -> None:
         with self._lock:
             self._jobs.pop(job.group_id, None)
+        if job.timer is not None:
+            job.timer.cancel()
         job.done.set()
 
     def running(self) -> list[ServiceJob]:

@@ -24,9 +24,10 @@ class RegisteredModels:
             return []
         return json.loads(self.path.read_text())
 
-    def note(self, owner: str, per_user: bool, statements: list[ast.Statement]) -> None:
-        """Remember the ``register``s of a script that ran, forget what it ``unregister``ed."""
-        changes = [s for s in statements if isinstance(s, (ast.Register, ast.Unregister))]
+    def note(self, owner: str, per_user: bool, statements: list[ast.Statement], variables: dict[str, str]) -> None:
+        """Remember the ``register``s of a script that ran, forget what it ``unregister``ed
+        (``${}`` resolved with the session's ``variables``, as they ran)."""
+        changes = [s.substituted(variables) for s in statements if isinstance(s, (ast.Register, ast.Unregister))]
         if self.path is None or not changes:
             return
         with self._lock:
