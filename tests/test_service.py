@@ -187,14 +187,14 @@ def test_session_per_user_keeps_owners_apart(server: Server):
     assert server.run("select * from fleeting as x;", owner="erin", sessionPerRequest="true").status_code == 500
 
 
-def _long_job(server: Server, **params) -> tuple[concurrent.futures.Future, dict]:
+def _long_job(server: Server, script: str = LONG_QUERY, **params) -> tuple[concurrent.futures.Future, dict]:
     pool = concurrent.futures.ThreadPoolExecutor(1)
-    future = pool.submit(server.run, LONG_QUERY, **params)
+    future = pool.submit(server.run, script, **params)
     pool.shutdown(wait=False)
     deadline = time.monotonic() + 30
     while True:
         jobs = server.client.get("/runningjobs").json()
-        mine = [j for j in jobs.values() if j["jobContent"] == LONG_QUERY]
+        mine = [j for j in jobs.values() if j["jobContent"] == script]
         if mine:
             return future, mine[0]
         assert time.monotonic() < deadline and not future.done(), future.result().text if future.done() else jobs
@@ -212,6 +212,22 @@ def test_killjob_stops_a_running_job_within_2_s(server: Server, by: str):
     assert answer.status_code == 500 and "killed" in answer.text
     assert server.client.get("/runningjobs").json() == {}
     assert server.run("select 1 as a as t;", owner="killer").json() == [{"a": 1}]
+
+
+def test_killjob_stops_python_code_and_leaves_no_half_written_table(server: Server):
+    """A Python cell on the driver stops at once; a save killed before its commit leaves no table."""
+    script = "--%python\nimport time\nwhile True:\n    time.sleep(0.02)\n"
+    future, job = _long_job(server, script, owner="killer")
+    time.sleep(0.3)  # well inside the loop
+    started = time.monotonic()
+    server.client.post("/killjob", data={"groupId": job["groupId"]})
+    answer = future.result(10)
+    assert time.monotonic() - started < 2 and answer.status_code == 500 and "killed" in answer.text
+    saving = "select count(*) as n from range(100000000000) as r(x) as big;\nsave overwrite big as parquet.`half`;"
+    future, job = _long_job(server, saving, owner="killer")
+    server.client.post("/killjob", data={"groupId": job["groupId"]})
+    assert future.result(10).status_code == 500
+    assert not (server.root / "homes" / "killer" / "half").exists()
 
 
 def test_a_timeout_stops_the_job(server: Server):
