@@ -48,16 +48,21 @@ class Session:
     warehouse. ``project_root``: where ``include project.`path``` starts (default: the folder of the
     script being run). ``workers``: a warm pool of training and prediction actors the caller owns
     and shares between sessions (kept when this one closes); by default the session has its own.
+    ``home``: a folder that confines local paths (a served owner's home, ``mlsql-ray serve
+    --home-root``): relative paths resolve under it and a path that leaves it (``..``, a symlink,
+    an absolute path elsewhere) is refused; ``None``: no confinement.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
-                 project_root: str | os.PathLike | None = None, workers: WarmPool | None = None):
+                 project_root: str | os.PathLike | None = None, workers: WarmPool | None = None,
+                 home: str | os.PathLike | None = None):
         config = resolve_config(warehouse, ray_address)
         self._warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
         self.project_root = Path(project_root).expanduser().resolve() if project_root is not None else None
+        self.home = Path(home).resolve() if home is not None else None  # see local_path
         self.last_command_table: pa.Table | None = None  # for !lastCommand named T
         self.variables: dict[str, str] = dict(variables or {})
         self.conf: dict[str, str] = {}
@@ -161,11 +166,13 @@ class Session:
                 self.variables[key] = hidden
         self._request_hidden.clear()
 
-    def table(self, name: str) -> pa.Table:
-        """The named table as Arrow. Reading a select's rows is when its run-time errors show
-        (a select computes nothing when it runs, unless its first rows were shown): they are
-        reported at that select."""
+    def table(self, name: str, limit: int | None = None) -> pa.Table:
+        """The named table as Arrow (its first ``limit`` rows, if given). Reading a select's rows
+        is when its run-time errors show (a select computes nothing when it runs, unless its first
+        rows were shown): they are reported at that select."""
         try:
+            if limit is not None:  # streamed, not LIMIT: DuckDB's LIMIT renames a second column `a` to `a_1`
+                return _head(self.catalog.batches(name), limit)
             return self.catalog.arrow(name)
         except duckdb.Error as exc:
             error = MLSQLError(duckdb_message(exc, self.catalog.names()))
@@ -356,9 +363,9 @@ class Session:
         return Path(self._staging.name)
 
     def local_path(self, path: str) -> Path:
-        """A local file path; relative ones are relative to the running script's folder, if any.
-        An object store URI is refused here: only the sources and commands that ask ``location``
-        read object storage."""
+        """A local file path; relative ones are relative to the running script's folder, if any,
+        else to the session's ``home``, outside which nothing is reached. An object store URI is
+        refused here: only the sources and commands that ask ``location`` read object storage."""
         if objectstore.is_uri(path):
             raise MLSQLError(f"{path} is on object storage, which this statement cannot read or write: "
                              "load/save of parquet, csv, json, text and delta, !fs and include can "
@@ -366,7 +373,26 @@ class Session:
         p = Path(path).expanduser()
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
+        if self.home is None:
+            return p
+        p = self.home / p  # an absolute p stays itself
+        if not Path(os.path.realpath(p)).is_relative_to(self.home):  # realpath: after .. and symlinks
+            raise MLSQLError(f"{path} is outside this owner's home: paths are relative to it and stay in it")
         return p
+
+
+def _head(reader: pa.RecordBatchReader, limit: int) -> pa.Table:
+    """The first ``limit`` rows of a stream, reading no further."""
+    batches, count = [], 0
+    try:
+        for batch in reader:
+            if count >= limit:
+                break
+            batches.append(batch.slice(0, limit - count))
+            count += batches[-1].num_rows
+    finally:
+        reader.close()
+    return pa.Table.from_batches(batches, reader.schema)
 
 
 def _is_side_statement(statement: ast.Statement) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -29,6 +30,7 @@ from ..masking import mask
 from . import submit as submit_job
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
+ENGINE_URL_ENV, ENGINE_TOKEN_ENV = "MLSQL_ENGINE_URL", "MLSQL_ENGINE_TOKEN"
 
 
 def notebook_cells(text: str) -> list[str]:
@@ -62,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--project-root", type=Path, metavar="FOLDER",
                      help="where include project.`path` starts (default: the folder of the script)")
+    run.add_argument("--engine-url", default=os.environ.get(ENGINE_URL_ENV) or None, metavar="URL",
+                     help=f"run the script on a running `mlsql-ray serve` (http://HOST:PORT) instead of here; its "
+                          f"token from ${ENGINE_TOKEN_ENV}, Ctrl-C kills the job there (default: ${ENGINE_URL_ENV})")
     _verbose_argument(run)
     submit = commands.add_parser("submit", help="run a script on a Ray cluster as a Ray job (needs mlsql-ray[cluster])")
     _script_arguments(submit)
@@ -82,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--no-install", action="store_true",
                          help="install nothing: the cluster's Python has mlsql-ray already")
     _verbose_argument(submit)
+    serve = commands.add_parser("serve", help="run the engine as a service speaking Byzer's REST API "
+                                              "(/run/script, /model/predict; needs mlsql-ray[serve])")
+    from ..service.server import add_arguments  # noqa: PLC0415 - only its arguments: uvicorn is imported by serve
+
+    add_arguments(serve)
     return parser
 
 
@@ -115,6 +125,8 @@ def run_file(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - not a notebook, or a bug shown as one
         outcome = driver.failed(exc, text, path)
     else:
+        if args.engine_url:
+            return _run_on_engine(args.engine_url.rstrip("/"), path, "\n".join(cells))
         outcome = driver.Request(cells, path).run(lambda: _session(args), show=lambda view: _print_result(view, path),
                                                   progress_sink=_print_progress)
     if outcome.interruption is not None:
@@ -128,6 +140,42 @@ def run_file(args: argparse.Namespace) -> int:
         elif args.verbose:
             print("\n".join(view.traceback) if view.internal else _traceback_text(outcome.exception), file=sys.stderr)
         return INTERNAL_ERROR_EXIT if view.internal else 1
+    return 0
+
+
+def _run_on_engine(url: str, path: Path, script: str) -> int:
+    """The script sent to a running ``mlsql-ray serve`` (``/run/script``); its last table printed
+    as a local run prints it, its error as ``FILE:LINE:COL``; Ctrl-C kills the job there (``/killjob``)."""
+    import uuid
+
+    import httpx
+    import pyarrow as pa
+
+    from .present import TableView
+
+    token = os.environ.get(ENGINE_TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    job = f"mlsql-ray-run-{uuid.uuid4()}"
+    try:
+        answer = httpx.post(f"{url}/run/script", headers=headers, timeout=None,
+                            data={"sql": script, "jobName": job, "includeSchema": "true"})
+    except KeyboardInterrupt:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"{url}/killjob", headers=headers, data={"jobName": job}, timeout=10)
+        print(f"{path}: interrupted (the job on {url} was killed)", file=sys.stderr)
+        return 130
+    except httpx.HTTPError as exc:
+        print(f"{url}: cannot reach the engine: {exc}", file=sys.stderr)
+        return 2
+    if answer.status_code != 200:
+        text = answer.text.removeprefix("script:")  # the server's name for the script: here, its file
+        print(f"{path}:{text}" if text != answer.text else f"{path}: {url} answered {answer.status_code}: {text}",
+              file=sys.stderr)
+        return 1
+    body = answer.json()
+    if body:
+        names = [f["name"] for f in body["schema"]["fields"]]
+        print(TableView(pa.table({name: [row.get(name) for row in body["data"]] for name in names})).text())
     return 0
 
 
@@ -171,14 +219,9 @@ def _print_progress(view) -> None:
 
 
 def _format_error(path: Path, cell: int | None, view) -> str:
-    """``FILE:LINE:COL: message`` and the line with a caret: FILE is the included script the
-    error is in, if any; a notebook's error says which cell it is in."""
-    where = view.source or str(path)
+    """The error as ``FILE:LINE:COL: message`` with its caret; a notebook's error says which cell it is in."""
     suffix = f" (in cell {cell})" if path.suffix == ".ipynb" and cell is not None and not view.source else ""
-    if view.line is None:
-        return f"{where}: {view.message}{suffix}"
-    text = f"{where}:{view.line}:{view.column}: {view.message}{suffix}"
-    return "\n".join([text, *("    " + line for line in view.excerpt)])
+    return view.located(str(path), suffix)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "submit":
         return submit_job.submit(args)
+    if args.command == "serve":
+        from ..service.server import serve
+
+        return serve(args)
     try:
         return run_file(args)
     except KeyboardInterrupt:  # before the run began (reading the file), or while its outcome was printed

@@ -83,6 +83,7 @@ class Request:
         self.lines: list[int] = []  # the running cell's statements' lines
         self.running = 0  # which of them runs now, for "interrupted at line N"
         self.last = None
+        self.results: list[Result] = []  # every result, in order (a service answers with the last one's rows)
 
     def run(self, open_session: Callable[[], ContextManager], *, previews: bool = False, show: Show | None = None,
             progress_sink: ProgressSink | None = None, interruptible: bool = False) -> Outcome:
@@ -121,6 +122,7 @@ class Request:
         self.running = 0
         for result in session.run(statements, source=self.source, previews=previews):
             self.last = result
+            self.results.append(result)
             if show is not None:  # its view may run a query (a load's first rows): still this statement's line
                 show(present_result(result, session.catalog))
             if result.statement.line in self.lines:

@@ -126,6 +126,16 @@ class ErrorView:
         where = self.where_words()
         return f"{where}: {self.headline}" if where else self.headline
 
+    def located(self, path: str, suffix: str = "") -> str:
+        """``FILE:LINE:COL: message`` and the line with a caret (what the CLI prints and the
+        service answers): FILE is the included script the error is in, if any, else ``path``;
+        ``suffix`` follows the message (the CLI's ``(in cell N)``)."""
+        where = self.source or path
+        if self.line is None:
+            return f"{where}: {self.message}{suffix}"
+        return "\n".join([f"{where}:{self.line}:{self.column}: {self.message}{suffix}",
+                          *("    " + line for line in self.excerpt)])
+
     def notebook_lines(self) -> list[str]:
         """What a notebook shows (the kernel's and the magic's error ``traceback``): the summary,
         the message's other lines and the caret, indented; a bug's Python traceback."""

@@ -84,8 +84,11 @@ def _jobs(session, name=None) -> pa.Table:
 
 
 def _resource(session, name=None) -> pa.Table:
+    """Byzer Notebook's shape: ``activeTasks`` (the session's jobs running beside this one) and
+    ``totalCores`` first."""
     page = os.sysconf("SC_PAGE_SIZE")
     return pa.table({
+        "activeTasks": [len(session.jobs.running()) - 1],
         "totalCores": [os.cpu_count()],
         "totalMemory": [page * os.sysconf("SC_PHYS_PAGES")],
         "availableMemory": [page * os.sysconf("SC_AVPHYS_PAGES")],

@@ -1,0 +1,105 @@
+"""``mlsql-ray serve``: one process holding the warm engine, on uvicorn.
+
+It listens on 127.0.0.1 unless told otherwise, and refuses to listen anywhere else without a token
+(``--token-file``): a shared engine runs whatever scripts reach it. Uvicorn's access log is off
+(its lines carry the query string, where Byzer's clients put ``access_token``); the service logs
+each request's method, path and status instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import logging
+import sys
+import threading
+from pathlib import Path
+
+from .jobs import Limits
+
+MIB = 1024 * 1024
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="the address to listen on (default 127.0.0.1; any other needs --token-file)")
+    parser.add_argument("--port", type=int, default=9003, help="the port (default 9003, Byzer's)")
+    parser.add_argument("--warehouse", help="root of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
+    parser.add_argument("--ray-address", help="Ray cluster (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
+    parser.add_argument("--token-file", type=Path, metavar="FILE",
+                        help="a file holding the token requests must give (access_token=… or Authorization: Bearer …)")
+    parser.add_argument("--home-root", type=Path, metavar="DIR",
+                        help="owners' homes: an owner's relative paths resolve under DIR/<owner>, nothing outside it is reached")
+    parser.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
+                        help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
+    parser.add_argument("--max-jobs", type=int, default=Limits.max_jobs,
+                        help=f"jobs running at once; more are refused with 429 (default {Limits.max_jobs})")
+    parser.add_argument("--max-body-mib", type=float, default=Limits.max_body_bytes / MIB,
+                        help=f"largest request body; larger is refused with 413 (default {Limits.max_body_bytes / MIB:g})")
+    parser.add_argument("--verbose", action="store_true", help="log each request, and Ray's and TensorFlow's log lines")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _token(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    token = path.read_text().strip()
+    if len(token) < 16:
+        raise SystemExit(f"{path}: the token must be at least 16 characters")
+    return token
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve until stopped (SIGINT or SIGTERM: uvicorn ends its loop, then the sessions close)."""
+    import uvicorn
+
+    from ..cluster import quiet
+    from ..cluster.warm import WarmPool
+    from ..config import resolve as resolve_config
+    from ..engine import Session
+    from .app import Service, build_app
+
+    try:
+        token = _token(args.token_file)
+    except OSError as exc:
+        print(f"{args.token_file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if token is None and not _loopback(args.host):
+        print(f"refusing to listen on {args.host} without a token: give --token-file, or listen on 127.0.0.1",
+              file=sys.stderr)
+        return 2
+    config = resolve_config(args.warehouse, args.ray_address)
+    workers = WarmPool()  # training and prediction actors every session shares
+
+    def open_session(home: Path | None) -> Session:
+        return Session(warehouse=config.warehouse, ray_address=config.ray_address, allowed_paths=args.allowed_paths,
+                       workers=workers, home=home)
+
+    home_root = args.home_root
+    if home_root is not None:
+        home_root.mkdir(parents=True, exist_ok=True)
+    service = Service(open_session, config.warehouse if isinstance(config.warehouse, Path) else None, home_root, token,
+                      Limits(args.max_jobs, int(args.max_body_mib * MIB)))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    quiet.set_verbose(args.verbose)
+    threading.Thread(target=service.restore, name="mlsql-restore", daemon=True).start()
+    print(f"mlsql-ray serve: listening on http://{args.host}:{args.port} (warehouse {config.warehouse})",
+          file=sys.stderr, flush=True)
+    try:
+        with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr():
+            uvicorn.run(build_app(service), host=args.host, port=args.port, access_log=False,
+                        log_level="info" if args.verbose else "warning", limit_concurrency=1000)
+    finally:
+        service.close()
+        workers.release()
+    return 0
