@@ -146,12 +146,12 @@ def run_file(args: argparse.Namespace) -> int:
 def _run_on_engine(url: str, path: Path, script: str) -> int:
     """The script sent to a running ``mlsql-ray serve`` (``/run/script``); its last table printed
     as a local run prints it, its error as ``FILE:LINE:COL``; Ctrl-C kills the job there (``/killjob``)."""
-    import uuid
+    import uuid  # a run on an engine only: a local run and --help go without these
 
-    import httpx
-    import pyarrow as pa
+    import httpx  # (as above)
+    import pyarrow as pa  # (as above)
 
-    from .present import TableView
+    from .present import TableView  # (as above)
 
     token = os.environ.get(ENGINE_TOKEN_ENV)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "submit":
         return submit_job.submit(args)
     if args.command == "serve":
-        from ..service.server import serve
+        from ..service.server import serve  # the service (Starlette, uvicorn) only for serve
 
         return serve(args)
     try:

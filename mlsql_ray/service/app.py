@@ -147,7 +147,7 @@ class Service:
 
     def callback(self, job: ServiceJob, params: dict[str, str], status: int, body: str) -> None:
         """An async job's outcome posted to ``callback`` as Byzer posts it, retried ``maxRetries`` times."""
-        import httpx
+        import httpx  # only an async job with a callback needs the HTTP client
 
         fields = {"stat": "succeeded", "res": body} if status == 200 else {"stat": "failed", "msg": body}
         fields["jobInfo"] = json.dumps(job.info())

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:  # the CLI's parser reads the service's limits without importing the engine
-    from ..engine import Session
+    from ..engine import Session  # the CLI's parser reads this module; the engine only when a session starts
 
 #: what an owner may be called: a name, never a path (no ``/``, no ``..``), as a home folder's name
 OWNER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}\Z")

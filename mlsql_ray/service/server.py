@@ -60,13 +60,14 @@ def _token(path: Path | None) -> str | None:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve until stopped (SIGINT or SIGTERM: uvicorn ends its loop, then the sessions close)."""
-    import uvicorn
+    # the CLI's parser imports this module for add_arguments: the server, the engine and Ray only when it serves
+    import uvicorn  # (as above)
 
-    from ..cluster import quiet
-    from ..cluster.warm import WarmPool
-    from ..config import resolve as resolve_config
-    from ..engine import Session
-    from .app import Service, build_app
+    from ..cluster import quiet  # (as above)
+    from ..cluster.warm import WarmPool  # (as above)
+    from ..config import resolve as resolve_config  # (as above)
+    from ..engine import Session  # (as above)
+    from .app import Service, build_app  # (as above)
 
     try:
         token = _token(args.token_file)
