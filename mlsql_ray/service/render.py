@@ -15,7 +15,7 @@ import math
 import pyarrow as pa
 
 from ..lang import ast
-from ..lang.spark_types import schema_json
+from ..spark.type_names import schema_json
 
 
 def rows_json(table: pa.Table, vectors: dict[str, str]) -> str:
