@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 import duckdb
 import pyarrow as pa
@@ -37,6 +38,18 @@ KEPT_BYTES = 16 << 20  # ... and about this many bytes is kept once a preview ha
 
 def quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql("duckdb")
+
+
+@dataclass
+class Deferred:
+    """Rows another engine computes (a Daft DataFrame, ``engine/daft/``): its schema known at once,
+    its Arrow table computed only when something that is not that engine reads it (DuckDB, a
+    Python cell, an ET), once: the entry then holds the table. ``frame``: that engine's own lazy
+    object, which its next queries read instead."""
+
+    schema: pa.Schema
+    compute: Callable[[], pa.Table]
+    frame: object = None
 
 
 @dataclass
@@ -95,6 +108,16 @@ class Catalog:
         data servers then follow those parts)."""
         self._define(Entry(name, kind, source, data=table, partitions=tuple(partitions)), register=False)
 
+    def add_deferred(self, name: str, deferred: Deferred, source: str) -> None:
+        """Name rows another engine computes when read (see ``Deferred``)."""
+        self._define(Entry(name, "lazy", source, data=deferred), register=False)
+
+    @staticmethod
+    def _computed(entry: Entry) -> None:
+        """Compute a ``Deferred`` entry's rows now: something outside its engine reads them."""
+        if isinstance(entry.data, Deferred):
+            entry.data, entry.kind = entry.data.compute(), "arrow"
+
     def partitions(self, name: str) -> tuple[int, ...]:
         """Rows per part of a table its source read in parts, or () when it was read whole."""
         entry = self._entries.get(name.lower())
@@ -139,6 +162,7 @@ class Catalog:
                 return entry.bound
             self.ensure(entry.reads)
             return self.con.sql(entry.sql)
+        self._computed(entry)
         return self.con.from_arrow(entry.data)
 
     def keep(self, name: str, table: pa.Table) -> None:
@@ -226,6 +250,7 @@ class Catalog:
         elif isinstance(entry.data, duckdb.DuckDBPyRelation):
             entry.data.to_view(as_name, replace=True)
         else:
+            self._computed(entry)
             self.con.execute(sql_build.drop_view(as_name))  # a view the entry was before
             self.con.register(as_name, entry.data)
         if as_name == entry.name:
@@ -307,6 +332,8 @@ class Catalog:
 
     def arrow(self, name: str) -> pa.Table:
         entry = self._entries.get(name.lower())
+        if entry is not None:
+            self._computed(entry)
         if entry is not None and isinstance(entry.data, pa.Table):
             return entry.data
         return self._rows(name).to_arrow_table()
@@ -319,6 +346,8 @@ class Catalog:
         """Stream the table's rows as it holds them: an in-memory table's own batches (no trip
         through DuckDB's types), anything else from DuckDB (``reader``)."""
         entry = self._entries.get(name.lower())
+        if entry is not None:
+            self._computed(entry)
         if entry is not None and isinstance(entry.data, pa.Table):
             return entry.data.to_reader(max_chunksize=STREAM_BATCH_ROWS)
         return self.reader(name)

@@ -19,6 +19,7 @@ from .. import lang, objectstore
 from ..cluster.link import RayLink
 from ..cluster.warm import WarmPool
 from ..config import resolve as resolve_config
+from ..config import sql_engine_named
 from ..errors import InternalError, MLSQLError
 from ..lang import ast
 from ..objectstore import ObjectPath
@@ -36,6 +37,9 @@ from .prestart import Prestart
 from .result import Result
 from .sql import duckdb_message, interrupted_query, translate
 
+SQL_ENGINE_SETTING = "sql_engine"  # set sql_engine="daft" where type="conf";
+
+
 class Session:
     """One user's tables, variables and settings, over one DuckDB connection.
 
@@ -50,14 +54,17 @@ class Session:
     and shares between sessions (kept when this one closes); by default the session has its own.
     ``home``: a folder that confines local paths (a served owner's home, ``mlsql-ray serve
     --home-root``): relative paths resolve under it and a path that leaves it (``..``, a symlink,
-    an absolute path elsewhere) is refused; ``None``: no confinement.
+    an absolute path elsewhere) is refused; ``None``: no confinement. ``sql_engine``: what runs the
+    selects, ``"duckdb"`` (default, ``$MLSQL_SQL_ENGINE``) or ``"daft"`` over the session's Ray
+    (docs/daft.md); ``set sql_engine="daft" where type="conf";`` switches it.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
                  project_root: str | os.PathLike | None = None, workers: WarmPool | None = None,
-                 home: str | os.PathLike | None = None):
-        config = resolve_config(warehouse, ray_address)
+                 home: str | os.PathLike | None = None, sql_engine: str | None = None):
+        config = resolve_config(warehouse, ray_address, sql_engine=sql_engine)
+        self.sql_engine = config.sql_engine
         self._warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
@@ -328,7 +335,10 @@ class Session:
 
     def set_conf(self, key: str, value: str) -> None:
         """A ``set ... where type="conf"`` setting; the session time zone also applies to DuckDB
-        and to what workers' connections are set up with."""
+        and to what workers' connections are set up with; ``sql_engine`` chooses what runs the
+        selects from then on."""
+        if key == SQL_ENGINE_SETTING:
+            self.sql_engine = sql_engine_named(value)
         if key == timezone.SESSION_TIME_ZONE:
             self.connection_setup = (*SETUP_SQL, *macro_statements(self._macros), timezone.apply(self.con, value))
         self.conf[key] = value

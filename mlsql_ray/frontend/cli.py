@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a .mlsql script or an .ipynb notebook written for the mlsql kernel")
     _script_arguments(run)
     run.add_argument("--ray-address", help="Ray cluster for Python cells: auto or host:port (ray://host:port only with RAY_AUTH_MODE=disabled; else use mlsql-ray submit) (default: $MLSQL_RAY_ADDRESS, else a local Ray started on first need)")
+    run.add_argument("--sql-engine", metavar="duckdb|daft",  # checked by the Session (config.sql_engine_named)
+                     help="what runs the selects: duckdb in this process, or daft over the Ray cluster "
+                          "(docs/daft.md; default: $MLSQL_SQL_ENGINE, else duckdb)")
     run.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                      help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     run.add_argument("--project-root", type=Path, metavar="FOLDER",
@@ -187,7 +190,8 @@ def _session(args: argparse.Namespace):
     quiet.set_verbose(args.verbose)
     with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr(), \
             Session(warehouse=args.warehouse, ray_address=args.ray_address, variables=dict(args.variables),
-                    allowed_paths=args.allowed_paths, project_root=args.project_root) as session:
+                    allowed_paths=args.allowed_paths, project_root=args.project_root,
+                    sql_engine=args.sql_engine) as session:
         yield session
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from ...lang import ast
 from .. import datasources
+from ..daft import frames as daft_frames
 from ..result import Result
 
 
 def run(session, s: ast.Load) -> Result:
     source = datasources.find(s.format)
     source.check_options(s.options)
-    source.load(session, s)
+    if daft_frames.runs(session, s.format):
+        daft_frames.load(session, s)
+    else:
+        source.load(session, s)
     return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)

@@ -11,6 +11,7 @@ from ...errors import MLSQLError
 from ...lang import ast
 from ...spark import vector_marks as ml_vectors
 from .. import partition_ids, vectors
+from ..daft import frames as daft_frames
 from ..catalog import first_rows
 from ..result import PREVIEW_ROWS, PreviewedResult, Result
 from ..sql import duckdb_message
@@ -21,7 +22,10 @@ def run(session, s: ast.Select) -> Result:
     are read when the front end shows them (``run(previews=True)``: now, before the name is
     defined, so a run-time error changes no table) or else when the result's ``table`` is
     first read (``PreviewedResult``); a batch run computes none. A result that turns out
-    small is kept (``catalog.first_rows``), so showing it and reading it later run the query once."""
+    small is kept (``catalog.first_rows``), so showing it and reading it later run the query once.
+    A session whose ``sql_engine`` is daft plans it on Daft instead (``engine.daft``)."""
+    if session.sql_engine == "daft":
+        return daft_frames.select(session, s)
     sql, tables, calls, relation = session.prepare(s.sql, s.line, s.col)
     vector_columns = vectors.of_select(session, s.sql, tables)
     # a view would rename duplicate column names (a, a_1); Spark keeps both: hold those rows

@@ -1,0 +1,226 @@
+"""The session's tables as lazy Daft DataFrames on the session's Ray: ``load``, ``select``, ``save``.
+
+A Daft table is a catalog entry of rows computed when read (``catalog.Deferred``): a later select
+on Daft reads its DataFrame (nothing computed in between), while anything else that reads it (a
+Python cell, an ET, ``train``, a DuckDB select of a session that switched back, ``session.table``)
+computes it once, whole, into an Arrow table in this process: this slice gives those statements no
+per-partition path yet (issue 41, part 4). A table that is not Daft's (an ET's output, a ``jsonStr``
+load, a select of the DuckDB engine) is read into Daft whole when a Daft select reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...errors import MLSQLError, first_line
+from ...lang import ast
+from ...objectstore import ObjectPath
+from ...storage import delta
+from ..catalog import Deferred
+from ..files import located
+from ..result import PREVIEW_ROWS, PreviewedResult, Result
+from .translate import REFUSAL_HINT, refusal, translate
+
+#: the formats a Daft session loads and saves as Daft DataFrames; others load as before and are
+#: read into Daft whole when a select reads them
+FORMATS = ("parquet", "delta")
+
+
+def daft_module(session):
+    """Daft, running on the session's Ray (embedded or ``--ray-address``: started or joined here)."""
+    # Daft's progress bars would interleave with a script's results (an embedded Ray's workers inherit this)
+    os.environ.setdefault("DAFT_PROGRESS_BAR", "0")
+    session.ray_link.ensure()
+    import daft  # heavy: Daft (Rust and its Ray runner), only for sessions whose sql_engine is daft
+
+    daft.set_runner_ray(noop_if_initialized=True)  # the Ray this process is connected to
+    return daft
+
+
+def runs(session, fmt: str) -> bool:
+    """Whether this session's ``load``/``save`` of ``fmt`` runs on Daft."""
+    return session.sql_engine == "daft" and fmt.lower() in FORMATS
+
+
+def is_daft_table(session, name: str) -> bool:
+    entry = session.catalog.entry(name)
+    return entry is not None and isinstance(entry.data, Deferred) and entry.data.frame is not None
+
+
+# -- load ---------------------------------------------------------------------------------------
+
+def load(session, s: ast.Load) -> None:
+    daft = daft_module(session)
+    fmt = s.format.lower()
+    if fmt == "parquet":
+        path = _local(session.location(s.path, s.options), s)
+        files, hive = located(path, "parquet")
+        frame = _planned(lambda: daft.read_parquet(files, hive_partitioning=hive))
+    else:
+        for option in ("timestampAsOf", "idCols", "mergeSchema"):
+            if option in s.options:
+                raise refusal(f"the delta option {option}")
+        path = _local(delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options}), s)
+        if not delta.exists(path):
+            raise MLSQLError(f"delta table {s.path} does not exist (no Delta log at {path})")
+        version = int(s.options["version"]) if s.options.get("version") else None
+        frame = _planned(lambda: daft.read_deltalake(str(path), version=version))
+    define(session, s.table, frame, f"{fmt}.`{s.path}` (Daft)")
+
+
+def _local(path: Path | ObjectPath, s: ast.Statement) -> Path:
+    if isinstance(path, ObjectPath):  # Daft's own S3 configuration is not derived from ours yet
+        raise refusal(f"{path.uri} (object storage)")
+    return path
+
+
+def define(session, name: str, frame, source: str) -> None:
+    """Name a Daft DataFrame in the catalog, computed only when something reads it."""
+    schema = frame.schema().to_pyarrow_schema()
+    session.catalog.add_deferred(name, Deferred(schema, lambda: computed(frame), frame), source)
+
+
+# -- select -------------------------------------------------------------------------------------
+
+def select(session, s: ast.Select) -> Result:
+    """Plan the select on Daft (nothing computed) and name it; its first rows are computed when they
+    are shown (at most ``PREVIEW_ROWS + 1`` rows fetched)."""
+    daft = daft_module(session)
+    translation = translate(s.sql, lambda names: session.catalog.schemas(names))
+    bindings = {name: frame_of(session, daft, name) for name in translation.tables}
+    for name, spark_sql in translation.constants:  # VALUES, range(): Spark's rows and types, by DuckDB
+        bindings[name] = daft.from_arrow(session.query(spark_sql, s.line, s.col).to_arrow_table())
+    frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
+    define(session, s.table, frame, "select (Daft)")
+    if session.shows_previews:
+        return _previewed(s, frame)
+    result = PreviewedResult(s, s.table, lambda late: _fill(late, _previewed(s, frame)))
+    return result
+
+
+def frame_of(session, daft, name: str):
+    """The DataFrame a Daft select reads for a catalog table: its own, or the table read whole."""
+    if is_daft_table(session, name):
+        return session.catalog.entry(name).data.frame
+    return daft.from_arrow(session.catalog.arrow(name))  # fails with the catalog's error for an unknown name
+
+
+def _previewed(s: ast.Select, frame) -> Result:
+    head = computed(frame.limit(PREVIEW_ROWS + 1))
+    more = head.num_rows > PREVIEW_ROWS
+    count = None if more else head.num_rows
+    message = (f"{s.table}: {count} rows" if count is not None
+               else f"{s.table}: more than {PREVIEW_ROWS} rows (not counted: that would read them all)")
+    return Result(s, message, table=head.slice(0, PREVIEW_ROWS), num_rows=count, name=s.table, more=more)
+
+
+def _fill(result: PreviewedResult, shown: Result) -> None:
+    result.message, result.table, result.num_rows, result.more = shown.message, shown.table, shown.num_rows, shown.more
+
+
+# -- save ---------------------------------------------------------------------------------------
+
+_DELTA_MODES = {"overwrite": "overwrite", "append": "append", "errorifexists": "error", "ignore": "ignore"}
+
+
+def save(session, s: ast.Save) -> Result:
+    """Write a Daft table with Daft's writers: each partition's files where it is computed, then
+    one Delta commit (a failed save commits nothing: the table keeps its version)."""
+    daft_module(session)
+    frame = session.catalog.entry(s.table).data.frame
+    if s.format.lower() == "delta":
+        return _save_delta(session, s, frame)
+    return _save_parquet(session, s, frame)
+
+
+def _save_delta(session, s: ast.Save, frame) -> Result:
+    for option in ("idCols", "mergeSchema"):
+        if option in s.options:
+            raise refusal(f"the delta save option {option}")
+    path = _local(delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options}), s)
+    existed = delta.exists(path)
+    if existed and s.mode == "ignore":
+        return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
+    if existed and s.mode == "errorifexists":
+        raise MLSQLError(f"delta.`{s.path}` already exists; use save overwrite or save append")
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        written = computed(frame.write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
+                                                 partition_cols=list(s.partition_by) or None))
+    except ValueError as exc:  # deltalake's word on the rows (a schema the table does not have): nothing committed
+        raise MLSQLError(f"cannot save {s.table} to delta.`{s.path}`: {first_line(exc)}") from exc
+    rows = _rows_written(written)
+    version = delta.delta_table(path).version()
+    return Result(s, f"saved {rows} rows of {s.table} to delta.`{s.path}` (version {version}, mode {s.mode}; Daft)",
+                  name=s.path, num_rows=rows, version=version)
+
+
+def _save_parquet(session, s: ast.Save, frame) -> Result:
+    path = _local(session.location(s.path, s.options), s)
+    if path.exists() and s.mode == "ignore":
+        return Result(s, f"{s.path} exists; nothing written (mode ignore)")
+    if path.exists() and s.mode == "errorifexists":
+        raise MLSQLError(f"{path} already exists; use save overwrite or save append")
+    if path.is_file():
+        raise MLSQLError(f"cannot save to {path} on Daft: it is a single file, not a folder of part files")
+    partition_cols = list(s.partition_by) or None
+    if s.mode == "append":
+        rows = _parquet_rows(computed(frame.write_parquet(str(path), write_mode="append", partition_cols=partition_cols)))
+    else:  # written beside it first: a failed save leaves the old files as they were
+        staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            rows = _parquet_rows(computed(frame.write_parquet(str(staging), write_mode="overwrite",
+                                                              partition_cols=partition_cols)))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if path.exists():
+            shutil.rmtree(path)
+        staging.rename(path)
+    return Result(s, f"saved {rows} rows of {s.table} to parquet.`{s.path}` (mode {s.mode}; Daft)", num_rows=rows)
+
+
+def _rows_written(written: pa.Table) -> int:
+    """The rows a Delta write by Daft reports (its result lists the files it added, with their rows)."""
+    return sum(v or 0 for v in written.column("rows").to_pylist())
+
+
+def _parquet_rows(written: pa.Table) -> int:
+    """The rows of the parquet files a Daft write reports (read from their footers)."""
+    return sum(pq.read_metadata(p).num_rows for p in written.column("path").to_pylist())
+
+
+# -- Daft's errors --------------------------------------------------------------------------------
+
+def _planned(plan):
+    """A Daft plan built by ``plan()``; what Daft cannot plan is refused (its words, our hint)."""
+    try:
+        return plan()
+    except MLSQLError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Daft's planning errors: the query is not Daft's to run
+        if not _is_daft_error(exc):
+            raise
+        raise MLSQLError(f"Daft cannot run this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc
+
+
+def computed(frame) -> pa.Table:
+    """Run a Daft plan to Arrow; an error while it runs is the statement's, in Daft's words."""
+    try:
+        return frame.to_arrow()
+    except Exception as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors
+        if not _is_daft_error(exc):
+            raise
+        raise MLSQLError(f"Daft failed running this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc
+
+
+def _is_daft_error(exc: BaseException) -> bool:
+    """Daft's own exceptions and what its Rust core raises through pyarrow, Python or Ray."""
+    module = type(exc).__module__ or ""
+    return module.startswith(("daft", "pyarrow", "ray", "pyo3_runtime"))
