@@ -15,6 +15,7 @@ import shutil
 import uuid
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -95,7 +96,11 @@ def select(session, s: ast.Select) -> Result:
     translation = translate(s.sql, lambda names: session.catalog.schemas(names))
     bindings = {name: frame_of(session, daft, name) for name in translation.tables}
     for name, spark_sql in translation.constants:  # VALUES, range(): Spark's rows and types, by DuckDB
-        bindings[name] = daft.from_arrow(session.query(spark_sql, s.line, s.col).to_arrow_table())
+        try:
+            rows = session.query(spark_sql, s.line, s.col).to_arrow_table()
+        except (MLSQLError, duckdb.Error) as exc:  # a form the rewrite into a query of its own does not keep
+            raise refusal(f"this inline table ({first_line(exc)})") from exc
+        bindings[name] = daft.from_arrow(rows)
     frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
     define(session, s.table, frame, "select (Daft)")
     if session.shows_previews:
@@ -204,7 +209,7 @@ def _planned(plan):
         return plan()
     except MLSQLError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Daft's planning errors: the query is not Daft's to run
+    except BaseException as exc:  # noqa: BLE001 - Daft's planning errors (a Rust panic is a BaseException)
         if not _is_daft_error(exc):
             raise
         raise MLSQLError(f"Daft cannot run this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc
@@ -214,7 +219,7 @@ def computed(frame) -> pa.Table:
     """Run a Daft plan to Arrow; an error while it runs is the statement's, in Daft's words."""
     try:
         return frame.to_arrow()
-    except Exception as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors
+    except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
         if not _is_daft_error(exc):
             raise
         raise MLSQLError(f"Daft failed running this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc

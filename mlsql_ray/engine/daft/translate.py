@@ -142,6 +142,17 @@ def _check(node: exp.Expression) -> None:
         raise refusal(f"abs() of a {_kind_text(node.this)} value")
     if isinstance(node, (exp.Case, exp.If, exp.Coalesce)):
         _check_branches(node)
+    if isinstance(node, exp.In) and node.args.get("query") is not None and not _filters(node):
+        # NOT IN, or IN as a value: Spark's NULL for a NULL among the subquery's rows is not Daft's
+        raise refusal(f"IN (subquery) outside a WHERE's conjunction ({node.sql('spark')[:60]})")
+
+
+def _filters(node: exp.Expression) -> bool:
+    """Whether ``node`` decides which rows a WHERE keeps on its own (only ANDs between them)."""
+    parent = node.parent
+    while isinstance(parent, (exp.And, exp.Paren)):
+        parent = parent.parent
+    return isinstance(parent, exp.Where)
 
 
 def _check_branches(node: exp.Expression) -> None:
@@ -231,6 +242,11 @@ def _rewrite(node: exp.Expression) -> None:
         node.set("safe", False)  # sqlglot's own NULLIF for it: Daft has no nullif
         if isinstance(node, exp.Div):  # Spark's / is a DOUBLE division
             node.set("this", exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")))
+    elif isinstance(node, exp.If):
+        # a NULL condition is not true (Daft's CASE would answer NULL instead of the ELSE)
+        node.set("this", exp.Coalesce(this=node.this, expressions=[exp.false()]))
+    elif isinstance(node, exp.Avg):  # Spark averages integers as doubles (Daft's int64 sum would wrap)
+        node.set("this", exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")))
     elif isinstance(node, exp.Count) and not isinstance(node.parent, exp.Cast):  # Spark's BIGINT, not Daft's UInt64
         node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("BIGINT")))
     elif isinstance(node, exp.Ordered) and node.args.get("nulls_first") is None:
