@@ -90,8 +90,8 @@ def test_daft_on_ray(run_cli, ray_address, tmp_path):
     script.write_text("""
 load parquet.`facts.parquet` as facts;
 load parquet.`names.parquet` as names;
-select n.name, sum(f.v) as total, count(*) as n from facts f join names n on f.k = n.k
-  group by n.name order by n.name as totals;
+select nm.name, sum(f.v) as total, count(*) as n from facts f join names nm on f.k = nm.k
+  group by nm.name order by nm.name as totals;
 save overwrite totals as delta.`db.totals`;
 load delta.`db.totals` as back;
 select * from back order by name as shown;

@@ -247,8 +247,6 @@ def _rewrite(node: exp.Expression) -> None:
         node.set("this", exp.Coalesce(this=node.this, expressions=[exp.false()]))
     elif isinstance(node, exp.Avg):  # Spark averages integers as doubles (Daft's int64 sum would wrap)
         node.set("this", exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")))
-    elif isinstance(node, exp.Count) and not isinstance(node.parent, exp.Cast):  # Spark's BIGINT, not Daft's UInt64
-        node.replace(exp.Cast(this=node.copy(), to=exp.DataType.build("BIGINT")))
     elif isinstance(node, exp.Ordered) and node.args.get("nulls_first") is None:
         node.set("nulls_first", not node.args.get("desc"))  # Spark: NULLs first ascending, last descending
 
