@@ -109,3 +109,21 @@ select * from back order by name as shown;
     refused = run_cli("run", str(script), "--sql-engine", "daft", ray_address=ray_address, timeout=600)
     assert refused.returncode == 1
     assert "--sql-engine duckdb" in refused.stderr and "job.mlsql:2:" in refused.stderr
+
+
+def test_the_engine_is_chosen_per_session(tmp_path, monkeypatch):
+    """duckdb by default; Session(sql_engine=), $MLSQL_SQL_ENGINE and set ... where type="conf" choose;
+    an unknown name is one clear error."""
+    monkeypatch.delenv("MLSQL_SQL_ENGINE", raising=False)
+    with Session(warehouse=tmp_path) as default:
+        assert default.sql_engine == "duckdb"
+    with pytest.raises(MLSQLError, match="unknown SQL engine 'spark': expected one of duckdb, daft"):
+        Session(warehouse=tmp_path, sql_engine="spark")
+    monkeypatch.setenv("MLSQL_SQL_ENGINE", "Daft")
+    with Session(warehouse=tmp_path) as chosen:
+        assert chosen.sql_engine == "daft"
+        chosen.execute('set sql_engine="duckdb" where type="conf";')
+        assert chosen.sql_engine == "duckdb"
+        with pytest.raises(MLSQLError, match="1:1: unknown SQL engine 'presto'"):
+            chosen.execute('set sql_engine="presto" where type="conf";')
+        assert chosen.sql_engine == "duckdb"
