@@ -307,9 +307,7 @@ class Session:
         tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
         translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
         sql, tables, calls = translation.sql, translation.tables, translation.calls
-        defined = define_macros(self.con, sql, self._macros)
-        if defined:
-            self.connection_setup = (*self.connection_setup, *defined)
+        self.define_macros_of(sql)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
@@ -320,6 +318,13 @@ class Session:
         if translation.bound_types:
             sql, relation = spark_results.spark_result(relation, sql)
         return sql, tables, calls, relation
+
+    def define_macros_of(self, sql: str) -> None:
+        """Define on the session's connection the Spark macros the DuckDB ``sql`` calls (a translated
+        query, or an ET's own query that writes Spark's answers with them)."""
+        defined = define_macros(self.con, sql, self._macros)
+        if defined:
+            self.connection_setup = (*self.connection_setup, *defined)
 
     @property
     def shows_previews(self) -> bool:
