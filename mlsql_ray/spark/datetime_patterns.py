@@ -275,9 +275,11 @@ def _encoded_pieces(pattern: str, function: str) -> str:
 
 
 def _row_format_macro() -> str:
-    """``spark_format_by_pattern(VALUE, pattern, function)``: VALUE formatted with a pattern known only
-    when the query runs, piece by piece; a letter run's SQL is the one ``format_sql`` writes for it
-    (every run strftime lacks, each SQL once)."""
+    """``spark_format_by_pattern(VALUE, pieces)``: VALUE formatted with a pattern known only when the
+    query runs, its pieces (``spark_datetime_pattern_pieces``) in turn; a letter run's SQL is the one
+    ``format_sql`` writes for it (every run strftime lacks, each SQL once). The pieces are an argument,
+    not a call in the body, so that the query itself names the Python function: a worker's fresh
+    connection lacks it (``cells.partitions`` runs there only what such a connection has)."""
     runs_of: dict[str, list[str]] = {}
     for letter in sorted(_LETTERS):
         for count in range(1, 12):
@@ -289,8 +291,8 @@ def _row_format_macro() -> str:
             if kind == "sql":
                 runs_of.setdefault(sql, []).append(_quote("l" + letter * count))
     whens = "\n            ".join(f"WHEN piece IN ({', '.join(runs)}) THEN ({sql})" for sql, runs in runs_of.items())
-    return f"""({_V}, pattern, fn) AS CASE WHEN {_V} IS NULL THEN NULL ELSE array_to_string(list_transform(
-        str_split(spark_datetime_pattern_pieces(pattern, fn), chr({ord(_PIECE_END)})), lambda piece: CASE
+    return f"""({_V}, pieces) AS CASE WHEN {_V} IS NULL THEN NULL ELSE array_to_string(list_transform(
+        str_split(pieces, chr({ord(_PIECE_END)})), lambda piece: CASE
             WHEN piece = '' THEN ''
             WHEN piece[1] = 's' THEN strftime({_V}, piece[2:])
             {whens} END), '') END"""

@@ -162,8 +162,9 @@ def _formatted(value: exp.Expression, pattern: exp.Expression, function: str) ->
     from a column piece by piece when the query runs (``spark_format_by_pattern``)."""
     if isinstance(pattern, exp.Literal) and pattern.is_string:
         return _with(patterns.format_sql(pattern.this, function), {patterns.VALUE: value})
-    return _call("spark_format_by_pattern", value, exp.Cast(this=pattern, to=exp.DataType.build("VARCHAR")),
-                 exp.Literal.string(function))
+    pieces = _call("spark_datetime_pattern_pieces", exp.Cast(this=pattern, to=exp.DataType.build("VARCHAR")),
+                   exp.Literal.string(function))
+    return _call("spark_format_by_pattern", value, pieces)
 
 
 def _parsed(value: exp.Expression, pattern: exp.Expression | None, function: str) -> exp.Expression:
