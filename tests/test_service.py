@@ -164,10 +164,20 @@ def test_paths_stay_in_the_owners_home(server: Server):
     outside = server.root / "outside"
     outside.mkdir()
     (homes / "alice" / "link").symlink_to(outside)
-    for path in ("../bob/stolen", str(outside / "abs"), "link/through", "~/x"):
-        escaped = server.run(f"select 1 as a as t;\nsave overwrite t as parquet.`{path}`;", owner="alice")
-        assert escaped.status_code == 500 and "outside this owner's home" in escaped.text, (path, escaped.text)
-    assert not (homes / "bob" / "stolen").exists() and list(outside.iterdir()) == []
+    (outside / "secret.mlsql").write_text("select 'leaked' as s as leak;\n")
+    escapes = [*(f"save overwrite t as parquet.`{p}`;" for p in ("../bob/stolen", outside / "abs", "link/through", "~/x")),
+               f"save overwrite t as delta.`{outside / 'delta'}` where mode=\"path\";",
+               f"load delta.`../bob/d` where mode=\"path\" as d;",
+               f"include project.`{outside / 'secret.mlsql'}` where allowOutside=\"true\";",
+               f"!fs -ls {outside};"]
+    for escape in escapes:  # a refusal by the error's type (NotAllowed): 403 with the error at its position
+        escaped = server.run(f"select 1 as a as t;\n{escape}", owner="alice")
+        assert escaped.status_code == 403, (escape, escaped.status_code, escaped.text)
+        assert escaped.text.startswith("script:2:1: ") and "outside this owner's home" in escaped.text, escaped.text
+    on_s3 = server.run("load parquet.`s3://bucket/data` as d;", owner="alice")
+    assert on_s3.status_code == 403 and "--allow-object-storage" in on_s3.text, on_s3.text
+    assert not (homes / "bob" / "stolen").exists() and sorted(p.name for p in outside.iterdir()) == ["secret.mlsql"]
+    assert server.run("select 2 as a as t;", owner="alice").json() == [{"a": 2}]  # nothing lost: the session goes on
     prefix = server.run("select 1 as a as t;", owner="alice", defaultPathPrefix="../bob")
     assert prefix.status_code == 403 and "outside the home of alice" in prefix.json()["msg"]
     inner = server.run("select 1 as a as t;\nsave overwrite t as parquet.`t2`;", owner="alice", defaultPathPrefix="data")
