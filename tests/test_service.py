@@ -354,6 +354,20 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
         vectors = server.client.post("/model/predict", data={**predict, "dataType": "vector",
                                                              "data": "[[6.8, 3.0, 5.3, 2.2]]"})
         assert vectors.json() == [{"p": 1.0}]
+        # the fast path: the function called beside the owner's running script, not queued behind it
+        future, job = _long_job(server, owner="ml", sessionPerUser="true")
+        started = time.monotonic()
+        beside = server.client.post("/model/predict", data={**predict, "dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2]]"})
+        assert beside.json() == [{"p": 1.0}] and time.monotonic() - started < 5 and not future.done()
+        server.client.post("/killjob", data={"groupId": job["groupId"]})
+        assert future.result(10).status_code == 500
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:  # gathered into batches, each answer its own row's
+            rows = [[5.1, 3.5, 1.4, 0.2], [6.8, 3.0, 5.3, 2.2]] * 16
+            answers = list(pool.map(lambda row: server.client.post("/model/predict", data={
+                **predict, "dataType": "vector", "data": json.dumps([row])}).json(), rows))
+        assert answers == [[{"p": 0.0}], [{"p": 1.0}]] * 16
+        wrong = server.client.post("/model/predict", data={**predict, "dataType": "vector", "data": "[[1, 2, 3]]"})
+        assert wrong.status_code == 500 and wrong.text.startswith("predict:1:1: ") and "rows of 4 values" in wrong.text
         other = server.client.post("/model/predict", data={**predict, "owner": "someone", "dataType": "vector",
                                                            "data": "[[1, 2, 3, 4]]"})
         assert other.status_code == 500 and "rf_predict" in other.text
@@ -388,3 +402,29 @@ def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Pa
     refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
                              env={**env, "MLSQL_ENGINE_TOKEN": "wrong-token-0123456789"})
     assert refused.returncode == 1 and "answered 403" in refused.stderr
+
+
+def test_concurrent_calls_of_a_function_are_batched_and_a_bad_column_fails_alone():
+    """``fast_predict.Batches``: callers that come while a call runs are gathered into the next
+    one; a batch that fails is called again column by column, so only the bad column's caller fails."""
+    import pyarrow as pa
+
+    from mlsql_ray.service.fast_predict import Batches
+
+    sizes = []
+
+    def doubled(column: pa.Array) -> pa.Array:
+        sizes.append(len(column))
+        time.sleep(0.05)
+        if any(v is None for v in column.to_pylist()):
+            raise ValueError("a null")
+        return pa.array([v * 2 for v in column.to_pylist()])
+
+    batches = Batches(doubled)
+    columns = [pa.array([i]) for i in range(20)] + [pa.array([None], pa.int64())]
+    with concurrent.futures.ThreadPoolExecutor(len(columns)) as pool:
+        futures = [pool.submit(batches, column) for column in columns]
+        results = [f.exception() or f.result().to_pylist() for f in futures]
+    assert results[:20] == [[i * 2] for i in range(20)]
+    assert isinstance(results[20], ValueError)
+    assert len(sizes) < 21 + 20 and max(sizes) > 1  # some calls held several columns
