@@ -428,3 +428,39 @@ def test_concurrent_calls_of_a_function_are_batched_and_a_bad_column_fails_alone
     assert results[:20] == [[i * 2] for i in range(20)]
     assert isinstance(results[20], ValueError)
     assert len(sizes) < 21 + 20 and max(sizes) > 1  # some calls held several columns
+
+
+def test_the_kernel_runs_its_cells_on_the_engine(server: Server, tmp_path: Path):
+    """A real ``mlsql`` kernel process with ``MLSQL_ENGINE_URL``: each cell runs on the server (its
+    table is in the server's session, nothing runs here), shown as a local table; an error names
+    its line and column; an interrupt kills the job on the server."""
+    from kernel_helpers import Kernel, checkout_kernelspec
+
+    with checkout_kernelspec(tmp_path / "jupyter"):
+        kernel = Kernel(cwd=tmp_path, timeout=120, MLSQL_ENGINE_URL=server.url, MLSQL_ENGINE_TOKEN=TOKEN)
+        try:
+            reply, messages = kernel.execute("select 1 as id, 'x' as s as kernel_t;")
+            assert reply["status"] == "ok", reply
+            [shown] = [m["content"]["data"] for m in messages if m["msg_type"] == "display_data"]
+            assert shown["text/plain"].split("\n")[0].split() == ["id", "s"] and "<table" in shown["text/html"]
+            assert server.run("select * from kernel_t as y;").json() == [{"id": 1, "s": "x"}]
+            assert not (tmp_path / "warehouse").exists()  # nothing ran in the kernel
+            reply, _ = kernel.execute("select 1 as a as t;\nselect nosuch from t as u;")
+            assert reply["status"] == "error" and reply["evalue"].startswith("line 2, column 1: "), reply
+            assert "nosuch" in reply["evalue"]
+            msg_id = kernel.kc.execute(LONG_QUERY, stop_on_error=False)  # the next cell is not to be aborted
+            deadline = time.monotonic() + 60
+            while not any(j["jobName"].startswith("mlsql-kernel-") for j in server.client.get("/runningjobs").json().values()):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            kernel.km.interrupt_kernel()
+            interrupted = kernel.reply(msg_id, 30)["content"]
+            assert interrupted["status"] == "error" and interrupted["ename"] == "KeyboardInterrupt", interrupted
+            deadline = time.monotonic() + 5
+            while server.client.get("/runningjobs").json():
+                assert time.monotonic() < deadline, "the job still runs on the server"
+                time.sleep(0.05)
+            reply, _ = kernel.execute("select 2 as b as after;")
+            assert reply["status"] == "ok"
+        finally:
+            kernel.close()
