@@ -2,6 +2,10 @@
 error after. Both carry the position of the offending text (1-based line and column) so every
 front end (CLI, kernel, Python) can point at it the same way.
 
+``NotAllowed`` is an execution error of its own kind: the statement asks for what its session
+may not reach (a path outside an owner's home or the allowed folders), so a service answers it as
+a refusal (403), not as a failed run.
+
 Anything else that escapes a statement is a bug in mlsql-ray: an ``InternalError`` that keeps the
 original exception (and its traceback) as its cause. ``InterruptedAfterCommit`` is Ctrl-C that
 came too late to stop a save.
@@ -71,6 +75,12 @@ class MLSQLSyntaxError(MLSQLError):
     def __str__(self) -> str:
         text = f"{self.line}:{self.column}: {self.message}"
         return f"{text}\n{self.caret}" if self.source_line else text
+
+
+class NotAllowed(MLSQLError):
+    """The statement is refused, not failed: it names a path its session may not reach (outside
+    the owner's home, outside the folders file commands may touch, an include outside the project
+    root, object storage from a confined home). Nothing was read or written."""
 
 
 class InternalError(Exception):

@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Mapping
 
 from .errors import MLSQLError
 from . import config
-from .storage import delta, rows as file_rows, streaming_tar
+from .storage import delta, rows as file_rows, stored as stored_models, streaming_tar
 
 
 
@@ -131,10 +131,9 @@ def load_model(table: str, warehouse: str | os.PathLike | None = None, version: 
 
 
 def stored_rows(warehouse, table: str, options: dict):
-    """(version, rows) of the model in Delta table ``table`` of ``warehouse``: the one reader of a
-    Keras model table, for ``load_model`` and ``register``/``predict ... as tf`` (``options``: its
-    ``version``, ``mode="path"``)."""
-
-    version, data = delta.read(delta.table_path(warehouse, table, options), table,
-                               {k: v for k, v in options.items() if k == "version"})
-    return version, file_rows.model_rows(data, table)
+    """(version, rows) of the Keras model in Delta table ``table`` of ``warehouse``, read by the
+    one reader of stored models (``storage.stored``), for ``load_model`` and ``register``/``predict
+    ... as tf`` (``options``: its ``version``, ``mode="path"``)."""
+    stored = stored_models.read(delta.table_path(warehouse, table, options), table, options)
+    stored_models.refuse_other(stored, stored_models.KERAS)
+    return stored.version, file_rows.model_rows(stored.rows, table)

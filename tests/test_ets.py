@@ -126,6 +126,23 @@ def test_data_summary_defaults_and_the_docs_metric_spelling(session):
     ]
 
 
+def test_data_summary_prints_structs_arrays_and_timestamps_as_spark_casts_them(session):
+    """Byzer's SQLDataSummaryV2 prints ``max(c).cast(StringType)`` (and ``min``) and groups the mode by
+    ``c.cast(StringType)``: Spark's text of a struct is its values (``{2, b}``), of an array ``[3]``, of
+    a timestamp its wall time in the session time zone without an offset (issue 43)."""
+    run(session, 'set spark.sql.session.timeZone = "Asia/Shanghai" where type="conf";\n'
+                 "select * from values (named_struct('x', 1, 'y', 'a'), array(1, 2), timestamp '2021-03-08 10:00:00Z'), "
+                 "(named_struct('x', 2, 'y', 'b'), array(3), timestamp '2021-03-08 11:00:00Z'), "
+                 "(named_struct('x', 2, 'y', 'b'), array(3), timestamp '2021-03-08 11:00:00Z') as v(st, arr, ts) as t;\n"
+                 "run t as DataSummary.`` where metrics='max,min,mode' as s;")
+    assert rows(session, "s") == [
+        {"columnName": "st", "ordinalPosition": "1", "max": "{2, b}", "min": "{1, a}", "mode": "{2, b}"},
+        {"columnName": "arr", "ordinalPosition": "2", "max": "[3]", "min": "[1, 2]", "mode": "[3]"},
+        {"columnName": "ts", "ordinalPosition": "3", "max": "2021-03-08 19:00:00", "min": "2021-03-08 18:00:00",
+         "mode": "2021-03-08 19:00:00"},
+    ]
+
+
 def test_data_summary_refuses_an_unknown_metric_and_an_unknown_option(session):
     run(session, PEOPLE)
     with pytest.raises(MLSQLError, match="unknown metric 'avg'"):

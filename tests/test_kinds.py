@@ -72,3 +72,24 @@ def apply(self, a):
     assert "plus_one" not in session.model_functions.functions
     with pytest.raises(MLSQLError, match="plus_one"):
         session.execute("select plus_one(41) as x as t2;")
+
+
+def test_a_train_looks_its_algorithm_up_once_and_plans_its_groups_once(session, ray_runtime, monkeypatch):
+    """The algorithm a train names is looked up when its groups are planned and carried from there
+    (``GroupPlan.algorithm``) to the start ahead, the datasets, the fits and the model table; the
+    start ahead's import of it, in a thread of its own, is the one other lookup. The groups are
+    planned once, for the start ahead and the train."""
+    from mlsql_ray.ml import registry, runner
+
+    session.execute("""select array(1.0, 2.0) as features, 0.0 as label union all select array(2.0, 1.0), 1.0
+union all select array(3.0, 1.0), 1.0 union all select array(0.0, 2.0), 0.0 as t;""")
+    looked_up, planned = [], []
+    get, plan = registry.get, runner.plan
+    monkeypatch.setattr(registry, "get", lambda name: looked_up.append(name) or get(name))
+    monkeypatch.setattr(runner, "plan", lambda *args: planned.append(args) or plan(*args))
+    monkeypatch.setattr(kinds, "_PLANNED", {})  # not planned by an earlier test
+    trained = session.execute(f"""train t as RandomForest.`{session.warehouse}/rf` where `fitParam.0.maxDepth`="2"
+and `fitParam.1.maxDepth`="3" as result;""")[-1]
+    assert trained.table.column("value").to_pylist().count("success") == 2  # both groups were fitted
+    assert len(looked_up) <= 2 and set(looked_up) == {"RandomForest"}, looked_up
+    assert len(planned) == 1, planned

@@ -164,10 +164,20 @@ def test_paths_stay_in_the_owners_home(server: Server):
     outside = server.root / "outside"
     outside.mkdir()
     (homes / "alice" / "link").symlink_to(outside)
-    for path in ("../bob/stolen", str(outside / "abs"), "link/through", "~/x"):
-        escaped = server.run(f"select 1 as a as t;\nsave overwrite t as parquet.`{path}`;", owner="alice")
-        assert escaped.status_code == 500 and "outside this owner's home" in escaped.text, (path, escaped.text)
-    assert not (homes / "bob" / "stolen").exists() and list(outside.iterdir()) == []
+    (outside / "secret.mlsql").write_text("select 'leaked' as s as leak;\n")
+    escapes = [*(f"save overwrite t as parquet.`{p}`;" for p in ("../bob/stolen", outside / "abs", "link/through", "~/x")),
+               f"save overwrite t as delta.`{outside / 'delta'}` where mode=\"path\";",
+               f"load delta.`../bob/d` where mode=\"path\" as d;",
+               f"include project.`{outside / 'secret.mlsql'}` where allowOutside=\"true\";",
+               f"!fs -ls {outside};"]
+    for escape in escapes:  # a refusal by the error's type (NotAllowed): 403 with the error at its position
+        escaped = server.run(f"select 1 as a as t;\n{escape}", owner="alice")
+        assert escaped.status_code == 403, (escape, escaped.status_code, escaped.text)
+        assert escaped.text.startswith("script:2:1: ") and "outside this owner's home" in escaped.text, escaped.text
+    on_s3 = server.run("load parquet.`s3://bucket/data` as d;", owner="alice")
+    assert on_s3.status_code == 403 and "--allow-object-storage" in on_s3.text, on_s3.text
+    assert not (homes / "bob" / "stolen").exists() and sorted(p.name for p in outside.iterdir()) == ["secret.mlsql"]
+    assert server.run("select 2 as a as t;", owner="alice").json() == [{"a": 2}]  # nothing lost: the session goes on
     prefix = server.run("select 1 as a as t;", owner="alice", defaultPathPrefix="../bob")
     assert prefix.status_code == 403 and "outside the home of alice" in prefix.json()["msg"]
     inner = server.run("select 1 as a as t;\nsave overwrite t as parquet.`t2`;", owner="alice", defaultPathPrefix="data")
@@ -344,6 +354,20 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
         vectors = server.client.post("/model/predict", data={**predict, "dataType": "vector",
                                                              "data": "[[6.8, 3.0, 5.3, 2.2]]"})
         assert vectors.json() == [{"p": 1.0}]
+        # the fast path: the function called beside the owner's running script, not queued behind it
+        future, job = _long_job(server, owner="ml", sessionPerUser="true")
+        started = time.monotonic()
+        beside = server.client.post("/model/predict", data={**predict, "dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2]]"})
+        assert beside.json() == [{"p": 1.0}] and time.monotonic() - started < 5 and not future.done()
+        server.client.post("/killjob", data={"groupId": job["groupId"]})
+        assert future.result(10).status_code == 500
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:  # gathered into batches, each answer its own row's
+            rows = [[5.1, 3.5, 1.4, 0.2], [6.8, 3.0, 5.3, 2.2]] * 16
+            answers = list(pool.map(lambda row: server.client.post("/model/predict", data={
+                **predict, "dataType": "vector", "data": json.dumps([row])}).json(), rows))
+        assert answers == [[{"p": 0.0}], [{"p": 1.0}]] * 16
+        wrong = server.client.post("/model/predict", data={**predict, "dataType": "vector", "data": "[[1, 2, 3]]"})
+        assert wrong.status_code == 500 and wrong.text.startswith("predict:1:1: ") and "rows of 4 values" in wrong.text
         other = server.client.post("/model/predict", data={**predict, "owner": "someone", "dataType": "vector",
                                                            "data": "[[1, 2, 3, 4]]"})
         assert other.status_code == 500 and "rf_predict" in other.text
@@ -378,3 +402,65 @@ def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Pa
     refused = subprocess.run(command, capture_output=True, text=True, timeout=120,
                              env={**env, "MLSQL_ENGINE_TOKEN": "wrong-token-0123456789"})
     assert refused.returncode == 1 and "answered 403" in refused.stderr
+
+
+def test_concurrent_calls_of_a_function_are_batched_and_a_bad_column_fails_alone():
+    """``fast_predict.Batches``: callers that come while a call runs are gathered into the next
+    one; a batch that fails is called again column by column, so only the bad column's caller fails."""
+    import pyarrow as pa
+
+    from mlsql_ray.service.fast_predict import Batches
+
+    sizes = []
+
+    def doubled(column: pa.Array) -> pa.Array:
+        sizes.append(len(column))
+        time.sleep(0.05)
+        if any(v is None for v in column.to_pylist()):
+            raise ValueError("a null")
+        return pa.array([v * 2 for v in column.to_pylist()])
+
+    batches = Batches(doubled)
+    columns = [pa.array([i]) for i in range(20)] + [pa.array([None], pa.int64())]
+    with concurrent.futures.ThreadPoolExecutor(len(columns)) as pool:
+        futures = [pool.submit(batches, column) for column in columns]
+        results = [f.exception() or f.result().to_pylist() for f in futures]
+    assert results[:20] == [[i * 2] for i in range(20)]
+    assert isinstance(results[20], ValueError)
+    assert len(sizes) < 21 + 20 and max(sizes) > 1  # some calls held several columns
+
+
+def test_the_kernel_runs_its_cells_on_the_engine(server: Server, tmp_path: Path):
+    """A real ``mlsql`` kernel process with ``MLSQL_ENGINE_URL``: each cell runs on the server (its
+    table is in the server's session, nothing runs here), shown as a local table; an error names
+    its line and column; an interrupt kills the job on the server."""
+    from kernel_helpers import Kernel, checkout_kernelspec
+
+    with checkout_kernelspec(tmp_path / "jupyter"):
+        kernel = Kernel(cwd=tmp_path, timeout=120, MLSQL_ENGINE_URL=server.url, MLSQL_ENGINE_TOKEN=TOKEN)
+        try:
+            reply, messages = kernel.execute("select 1 as id, 'x' as s as kernel_t;")
+            assert reply["status"] == "ok", reply
+            [shown] = [m["content"]["data"] for m in messages if m["msg_type"] == "display_data"]
+            assert shown["text/plain"].split("\n")[0].split() == ["id", "s"] and "<table" in shown["text/html"]
+            assert server.run("select * from kernel_t as y;").json() == [{"id": 1, "s": "x"}]
+            assert not (tmp_path / "warehouse").exists()  # nothing ran in the kernel
+            reply, _ = kernel.execute("select 1 as a as t;\nselect nosuch from t as u;")
+            assert reply["status"] == "error" and reply["evalue"].startswith("line 2, column 1: "), reply
+            assert "nosuch" in reply["evalue"]
+            msg_id = kernel.kc.execute(LONG_QUERY, stop_on_error=False)  # the next cell is not to be aborted
+            deadline = time.monotonic() + 60
+            while not any(j["jobName"].startswith("mlsql-kernel-") for j in server.client.get("/runningjobs").json().values()):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            kernel.km.interrupt_kernel()
+            interrupted = kernel.reply(msg_id, 30)["content"]
+            assert interrupted["status"] == "error" and interrupted["ename"] == "KeyboardInterrupt", interrupted
+            deadline = time.monotonic() + 5
+            while server.client.get("/runningjobs").json():
+                assert time.monotonic() < deadline, "the job still runs on the server"
+                time.sleep(0.05)
+            reply, _ = kernel.execute("select 2 as b as after;")
+            assert reply["status"] == "ok"
+        finally:
+            kernel.close()

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from mlsql_ray import MLSQLError, Session
+from mlsql_ray.cells.partitions import row_wise_source
 from mlsql_ray.engine.connection import ON_DEMAND_SQL, new_connection
 from mlsql_ray.spark import java_regex
 from mlsql_ray.spark.calls import hygienic
@@ -99,6 +100,19 @@ def test_a_connection_defines_the_macros_a_query_calls_when_it_first_prepares_on
         for statement in session.connection_setup:
             worker.execute(statement)
         assert worker.sql("SELECT spark_soundex('Robert'), current_setting('TimeZone')").fetchall() == [("R163", "UTC")]
+
+
+def test_a_pattern_from_a_column_is_formatted_on_the_sessions_connection(tmp_path):
+    """A worker's fresh connection has the macros but not the Python functions: a query that cuts a
+    column's datetime patterns into pieces names that function itself, so it is not read row-wise
+    on a worker; with a constant pattern it is (its macros are all it needs)."""
+    with Session(warehouse=tmp_path) as session:
+        session.execute("select * from values (0, 'yyyy QQQ') t(a, p) as src;")
+        setup = tuple(session.connection_setup)
+        by_column = session.prepare("select from_unixtime(a, p) as r from src", 1, 1)[0]
+        constant = session.prepare("select from_unixtime(a, 'yyyy QQQ') as r from src", 1, 1)[0]
+        assert row_wise_source(by_column, setup) is None
+        assert row_wise_source(constant, setup) == "src"
 
 
 def test_a_java_only_pattern_names_the_function_and_the_line(tmp_path):

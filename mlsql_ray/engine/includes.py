@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .. import lang, objectstore
-from ..errors import MLSQLError
+from ..errors import MLSQLError, NotAllowed
 from ..options import flag
 from ..storage.paths import within
 from ..lang import ast
@@ -32,10 +32,14 @@ MAX_INCLUDE_DEPTH = 16
 
 
 def project_root(session) -> Path:
-    """Where ``project.`...``` paths start and what includes must stay inside."""
+    """Where ``project.`...``` paths start and what includes must stay inside: the session's
+    ``project_root``, else the first included script's folder, else the owner's home in a
+    service, else the working directory."""
     if session.project_root is not None:
         return session.project_root
-    return session.include_stack[0].parent if session.include_stack else Path.cwd().resolve()
+    if session.include_stack:
+        return session.include_stack[0].parent
+    return session.home or Path.cwd().resolve()
 
 
 def _local(session, path: str) -> Path:
@@ -65,11 +69,11 @@ def run_include(session, s: ast.Include) -> Iterator[Result]:
         path = object_files.fetch(location, "script", session.staging())
         uri = s.path.rstrip("/")
     else:
-        path = resolve(session, s.path)
+        path = session.confined(resolve(session, s.path), s.path)  # an owner's home bounds even allowOutside
     root = project_root(session)
     # whether a path outside exists is not told: only that it is outside
     if not objectstore.is_uri(s.path) and not within(path, [root]) and not flag(s.options, "allowOutside", False):
-        raise MLSQLError(f"cannot include {path}: it is outside {root}, the project root; "
+        raise NotAllowed(f"cannot include {path}: it is outside {root}, the project root; "
                          f"add where allowOutside=\"true\" to include it anyway")
     if not path.exists():
         raise MLSQLError(f"cannot include {path}: no such file or folder")

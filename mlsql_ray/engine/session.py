@@ -20,7 +20,7 @@ from ..cluster.link import RayLink
 from ..cluster.warm import WarmPool
 from ..config import resolve as resolve_config
 from ..config import sql_engine_named
-from ..errors import InternalError, MLSQLError
+from ..errors import InternalError, MLSQLError, NotAllowed
 from ..lang import ast
 from ..objectstore import ObjectPath
 from ..spark import results as spark_results
@@ -54,22 +54,25 @@ class Session:
     and shares between sessions (kept when this one closes); by default the session has its own.
     ``home``: a folder that confines local paths (a served owner's home, ``mlsql-ray serve
     --home-root``): relative paths resolve under it and a path that leaves it (``..``, a symlink,
-    an absolute path elsewhere) is refused; ``None``: no confinement. ``sql_engine``: what runs the
-    selects, ``"duckdb"`` (default, ``$MLSQL_SQL_ENGINE``) or ``"daft"`` over the session's Ray
+    an absolute path elsewhere) is refused, and so are object store URIs unless
+    ``home_object_storage``; ``None``: no confinement (see ``confined``). ``sql_engine``: what runs
+    the selects, ``"duckdb"`` (default, ``$MLSQL_SQL_ENGINE``) or ``"daft"`` over the session's Ray
     (docs/daft.md); ``set sql_engine="daft" where type="conf";`` switches it.
     """
 
     def __init__(self, warehouse: str | os.PathLike | None = None, ray_address: str | None = None,
                  variables: Mapping[str, str] | None = None, allowed_paths: Iterable[str | os.PathLike] = (),
                  project_root: str | os.PathLike | None = None, workers: WarmPool | None = None,
-                 home: str | os.PathLike | None = None, sql_engine: str | None = None):
+                 home: str | os.PathLike | None = None, home_object_storage: bool = False,
+                 sql_engine: str | None = None):
         config = resolve_config(warehouse, ray_address, sql_engine=sql_engine)
         self.sql_engine = config.sql_engine
         self._warehouse = config.warehouse
         self.ray_address = config.ray_address
         self.allowed_paths = [Path(p).expanduser().resolve() for p in allowed_paths]
         self.project_root = Path(project_root).expanduser().resolve() if project_root is not None else None
-        self.home = Path(home).resolve() if home is not None else None  # see local_path
+        self.home = Path(home).resolve() if home is not None else None  # see confined
+        self.home_object_storage = home_object_storage
         self.last_command_table: pa.Table | None = None  # for !lastCommand named T
         self.variables: dict[str, str] = dict(variables or {})
         self.conf: dict[str, str] = {}
@@ -314,9 +317,7 @@ class Session:
         tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
         translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
         sql, tables, calls = translation.sql, translation.tables, translation.calls
-        defined = define_macros(self.con, sql, self._macros)
-        if defined:
-            self.connection_setup = (*self.connection_setup, *defined)
+        self.define_macros_of(sql)
         self.catalog.ensure(tables)
         if partition_ids.called(spark_sql):
             sql, helpers = partition_ids.rewrite(self, sql)
@@ -327,6 +328,13 @@ class Session:
         if translation.bound_types:
             sql, relation = spark_results.spark_result(relation, sql)
         return sql, tables, calls, relation
+
+    def define_macros_of(self, sql: str) -> None:
+        """Define on the session's connection the Spark macros the DuckDB ``sql`` calls (a translated
+        query, or an ET's own query that writes Spark's answers with them)."""
+        defined = define_macros(self.con, sql, self._macros)
+        if defined:
+            self.connection_setup = (*self.connection_setup, *defined)
 
     @property
     def shows_previews(self) -> bool:
@@ -363,7 +371,7 @@ class Session:
         ``options`` (Byzer's ``where `fs.s3a.access.key`="…"``)."""
         if not objectstore.is_uri(path):
             return self.local_path(path)
-        return objectstore.resolve(path, {**self.conf, **(options or {})})
+        return self.confined(objectstore.resolve(path, {**self.conf, **(options or {})}), path)
 
     def staging(self) -> Path:
         """A private local folder of this session, removed at close: files fetched from or bound
@@ -383,12 +391,24 @@ class Session:
         p = Path(path).expanduser()
         if not p.is_absolute() and self._sources:
             p = self._sources[-1].parent / p
+        return self.confined(p, path)
+
+    def confined(self, path: Path | ObjectPath, shown: str) -> Path | ObjectPath:
+        """``path`` as the session's ``home`` lets a statement reach it (``shown``: as the script
+        wrote it). No home: as it is. A local path: under the home (an absolute one stays itself),
+        refused if it leaves it by ``..`` or a symlink. An object store URI: refused unless
+        ``home_object_storage`` (a home cannot confine a bucket: its credentials decide)."""
         if self.home is None:
-            return p
-        p = self.home / p  # an absolute p stays itself
-        if not Path(os.path.realpath(p)).is_relative_to(self.home):  # realpath: after .. and symlinks
-            raise MLSQLError(f"{path} is outside this owner's home: paths are relative to it and stay in it")
-        return p
+            return path
+        if isinstance(path, ObjectPath):
+            if not self.home_object_storage:
+                raise NotAllowed(f"{shown} is on object storage, which an owner confined to a home may not reach "
+                                 "(mlsql-ray serve --home-root without --allow-object-storage)")
+            return path
+        inside = self.home / path  # an absolute path stays itself
+        if not Path(os.path.realpath(inside)).is_relative_to(self.home):  # realpath: after .. and symlinks
+            raise NotAllowed(f"{shown} is outside this owner's home: paths are relative to it and stay in it")
+        return inside
 
 
 def _head(reader: pa.RecordBatchReader, limit: int) -> pa.Table:

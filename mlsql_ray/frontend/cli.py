@@ -28,9 +28,9 @@ from ..cluster import quiet
 from ..errors import MLSQLError
 from ..masking import mask
 from . import submit as submit_job
+from .engine_client import ENGINE_TOKEN_ENV, ENGINE_URL_ENV, Engine, EngineRefused, EngineUnreachable
 
 INTERNAL_ERROR_EXIT = 3  # 1: the script has an error; 2: the file cannot be read; 3: a bug in mlsql-ray
-ENGINE_URL_ENV, ENGINE_TOKEN_ENV = "MLSQL_ENGINE_URL", "MLSQL_ENGINE_TOKEN"
 
 
 def notebook_cells(text: str) -> list[str]:
@@ -147,38 +147,25 @@ def run_file(args: argparse.Namespace) -> int:
 
 
 def _run_on_engine(url: str, path: Path, script: str) -> int:
-    """The script sent to a running ``mlsql-ray serve`` (``/run/script``); its last table printed
-    as a local run prints it, its error as ``FILE:LINE:COL``; Ctrl-C kills the job there (``/killjob``)."""
-    import uuid  # a run on an engine only: a local run and --help go without these
+    """The script sent to a running ``mlsql-ray serve`` (``engine_client``); its last table printed
+    as a local run prints it, its error as ``FILE:LINE:COL``; Ctrl-C kills the job there."""
+    from .present import TableView  # a run on an engine only: a local run and --help go without it
 
-    import httpx  # (as above)
-    import pyarrow as pa  # (as above)
-
-    from .present import TableView  # (as above)
-
-    token = os.environ.get(ENGINE_TOKEN_ENV)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    job = f"mlsql-ray-run-{uuid.uuid4()}"
     try:
-        answer = httpx.post(f"{url}/run/script", headers=headers, timeout=None,
-                            data={"sql": script, "jobName": job, "includeSchema": "true"})
+        table = Engine(url).run(script, "mlsql-ray-run")
     except KeyboardInterrupt:
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"{url}/killjob", headers=headers, data={"jobName": job}, timeout=10)
         print(f"{path}: interrupted (the job on {url} was killed)", file=sys.stderr)
         return 130
-    except httpx.HTTPError as exc:
-        print(f"{url}: cannot reach the engine: {exc}", file=sys.stderr)
+    except EngineUnreachable as exc:
+        print(exc, file=sys.stderr)
         return 2
-    if answer.status_code != 200:
-        text = answer.text.removeprefix("script:")  # the server's name for the script: here, its file
-        print(f"{path}:{text}" if text != answer.text else f"{path}: {url} answered {answer.status_code}: {text}",
+    except EngineRefused as refused:
+        text = refused.text.removeprefix("script:")  # the server's name for the script: here, its file
+        print(f"{path}:{text}" if text != refused.text else f"{path}: {url} answered {refused.status}: {text}",
               file=sys.stderr)
         return 1
-    body = answer.json()
-    if body:
-        names = [f["name"] for f in body["schema"]["fields"]]
-        print(TableView(pa.table({name: [row.get(name) for row in body["data"]] for name in names})).text())
+    if table is not None:
+        print(TableView(table).text())
     return 0
 
 

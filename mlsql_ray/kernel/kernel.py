@@ -26,6 +26,10 @@ answered its first ``kernel_info_request``; then the session's Ray is started (o
 background too, so that the first cell that needs it finds it up or joins the start in progress
 (``RayLink.ensure_ahead``). ``$MLSQL_KERNEL_RAY_AT_START=0`` leaves Ray to the first cell that needs
 it. TensorFlow is imported only when a cell needs it.
+
+With ``$MLSQL_ENGINE_URL`` (token: ``$MLSQL_ENGINE_TOKEN``) each cell runs on that ``mlsql-ray
+serve`` instead (``frontend.engine_client``): its last table shown as a local table, its error at
+its line and column, an interrupt killing the job there; no session, Ray or engine here.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from ipykernel.kernelbase import Kernel
 
 from .. import __version__
 from ..cluster.link import imported_ray
+from ..frontend.engine_client import ENGINE_URL_ENV, Engine, EngineRefused, EngineUnreachable
 from ..lang import ast
 from . import assist
 
@@ -94,6 +99,8 @@ class MLSQLKernel(Kernel):
         self._warmed = False
         self._interrupted = False
         self._cell_uses_ray = False  # set by each cell once it has parsed
+        url = os.environ.get(ENGINE_URL_ENV)
+        self._engine = Engine(url) if url else None  # cells run there, not here (engine_client)
 
     # -- the session -----------------------------------------------------------------------------
 
@@ -108,7 +115,7 @@ class MLSQLKernel(Kernel):
     def _warm_up(self) -> None:
         """Import the engine (DuckDB, pyarrow, sqlglot, deltalake), then start the session's Ray,
         while the user types the first cell."""
-        if self._warmed:
+        if self._warmed or self._engine is not None:  # on an engine, nothing here runs a cell
             return
         self._warmed = True
 
@@ -159,6 +166,8 @@ class MLSQLKernel(Kernel):
             self._await_worker_output()
 
     def _execute(self, code: str, silent: bool, parent) -> dict:
+        if self._engine is not None:
+            return self._execute_on_engine(code, silent, parent)
         from ..frontend.driver import Request  # the kernel starts without the engine (DuckDB, pyarrow)
 
         outcome = Request([code]).run(lambda: contextlib.nullcontext(self.mlsql_session()), previews=not silent,
@@ -174,6 +183,30 @@ class MLSQLKernel(Kernel):
             view = outcome.error
             return self._error(parent, view.name, view.message if view.internal else view.summary(),
                                view.notebook_lines())
+        return self._ok()
+
+    def _execute_on_engine(self, code: str, silent: bool, parent) -> dict:
+        """The cell run by ``$MLSQL_ENGINE_URL``'s server: its last table shown as a local cell's
+        table, its error as ``line L, column C: message`` with the server's caret; an interrupt
+        kills the job there."""
+        from ..frontend.present import ResultView, TableView  # (as above)
+
+        try:
+            table = self._engine.run(code, "mlsql-kernel")
+        except KeyboardInterrupt:
+            self._interrupted = True
+            evalue = f"interrupted (the job on {self._engine.url} was killed)"
+            return self._error(parent, "KeyboardInterrupt", evalue, [f"KeyboardInterrupt: {evalue}"])
+        except EngineUnreachable as exc:
+            return self._error(parent, "EngineUnreachable", str(exc), [str(exc)])
+        except EngineRefused as refused:
+            first, *rest = refused.text.removeprefix("script:").split("\n")
+            line, column, message = (first.split(":", 2) + ["", ""])[:3] if first[:1].isdigit() else ("", "", first)
+            evalue = f"line {line}, column {column}:{message}" if column else f"{self._engine.url} answered {refused.status}: {first}"
+            return self._error(parent, "MLSQLError", evalue, [f"MLSQLError: {evalue}", *("    " + r for r in rest)])
+        self._interrupted = False
+        if table is not None and not silent:
+            self._show(ResultView(table=TableView(table)), parent)
         return self._ok()
 
     def _await_worker_output(self) -> None:

@@ -170,7 +170,7 @@ class Algorithms(ModelKind):
             plans = self.plans(s.format, dict(s.options))
         except Exception:  # noqa: BLE001 - bad options: the statement reports them when it runs
             return None
-        if any(registry.get(p.alg).in_process for p in plans):
+        if any(p.algorithm.in_process for p in plans):
             return Ahead()  # e.g. KerasClassifier: its fit starts its own actors
         if len(plans) < 2:
             return None  # one group is fitted in this process

@@ -12,7 +12,7 @@ from ..arrays import matrix
 from ..cluster.warm import WarmActor
 from ..errors import MLSQLError
 from . import metrics as evaluation, registry, serialize
-from .algorithm import CLASSIFIER, TOPICS
+from .algorithm import CLASSIFIER, TOPICS, Algorithm
 from .functions import SQLFunction
 from .store import StoredGroup, byzer_alg_index, groups_of
 
@@ -24,9 +24,10 @@ def _lists(values: np.ndarray) -> pa.Array:
 class FittedModel:
     """The estimator of one group, loaded without pickle (see serialize)."""
 
-    def __init__(self, group: StoredGroup, what: str):
+    def __init__(self, group: StoredGroup, what: str, algorithm: Algorithm | None = None):
+        """``algorithm``: the group's, when the caller has it (else looked up by the name it was stored under)."""
         self.group = group
-        self.algorithm = registry.get(group.alg)
+        self.algorithm = algorithm or registry.get(group.alg)
         self.metadata = group.metadata
         self.estimator = serialize.loads(group.data, self.algorithm.library,
                                          lambda: self.algorithm.build({}, 0), what)
@@ -54,17 +55,16 @@ class FittedModel:
         return {"prediction": pa.array(np.asarray(self.estimator.predict(x), dtype=np.float64))}
 
 
-def select(groups: list[StoredGroup], alg_name: str, options: dict, what: str) -> StoredGroup:
-    """The group ``register``/``predict`` use: ``algIndex="N"`` (or Byzer's AutoML form
-    ``"ALG.N"``, the N-th group of algorithm ALG), the best by
+def select(groups: list[StoredGroup], alg: Algorithm | None, options: dict, what: str) -> StoredGroup:
+    """The group ``register``/``predict`` of ``alg`` (None: of ``AutoML``) use: ``algIndex="N"``
+    (or Byzer's AutoML form ``"ALG.N"``, the N-th group of algorithm ALG), the best by
     ``autoSelectByMetric``, for AutoML the best by ``sortedBy`` (default accuracy, for regressors
     rmse), else the first that succeeded."""
-    automl = alg_name.lower() == registry.AUTOML.lower()
+    automl = alg is None
     if not automl:
-        registry.get(alg_name)
-        other = {g.alg for g in groups} - {registry.get(alg_name).name}
+        other = {g.alg for g in groups} - {alg.name}
         if other:
-            raise MLSQLError(f"{what} holds {', '.join(sorted(other))} models, not {alg_name}")
+            raise MLSQLError(f"{what} holds {', '.join(sorted(other))} models, not {alg.name}")
     fine = [g for g in groups if g.status == "success"]
     if not fine:
         raise MLSQLError(f"{what} holds no successfully trained model")
@@ -105,10 +105,17 @@ class Predictor(WarmActor):
         from threadpoolctl import threadpool_limits  # scikit-learn's dependency, needed where fits run
 
         threadpool_limits(threads)
+        self.threads = threads
         self.model = None
 
     def load(self, rows: list[dict], unsafe: bool = False) -> int:
+        """Load the group; its estimator's own ``n_jobs`` (kept from training) made the actor's
+        threads: joblib's threads for a forest's trees cost 11 ms a call on 2 cores, five
+        times a 1024-row batch's prediction in one thread (``bench_service.py``)."""
         self.model = FittedModel(groups_of(pa.Table.from_pylist(rows), "the registered model")[0], "the registered model")
+        params = self.model.estimator.get_params(deep=False) if hasattr(self.model.estimator, "get_params") else {}
+        if "n_jobs" in params:
+            self.model.estimator.set_params(n_jobs=self.threads)
         return self.input_width()
 
     def forget(self) -> None:

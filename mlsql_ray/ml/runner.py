@@ -51,17 +51,25 @@ AUTOML_OPTIONS = ("algos", "sortedBy")
 
 @dataclass(frozen=True)
 class GroupPlan:
+    """One group of a train: the algorithm itself (looked up once, when the statement is planned,
+    and carried to every room and host that fits it), its parameters and columns."""
+
     index: int
-    alg: str  # Byzer's algorithm name
+    algorithm: Algorithm
     params: dict  # the estimator's parameters, Spark-named strings
     columns: dict  # the columns it reads, by option: featuresCol, labelCol (ALS: userCol, itemCol, ratingCol)
     given: dict = field(default_factory=dict)  # as the user wrote them (for trainParams)
 
     @property
+    def alg(self) -> str:
+        """Byzer's name of the algorithm."""
+        return self.algorithm.name
+
+    @property
     def inputs(self) -> tuple:
         """What its data is read by, and whether as arrays here or as partitions on workers
         (``Algorithm.reads_partitions``): groups with the same inputs share one dataset."""
-        return (registry.get(self.alg).reads_partitions, *self.columns.items())
+        return (self.algorithm.reads_partitions, *self.columns.items())
 
 
 @dataclass
@@ -159,7 +167,7 @@ def plan(alg_name: str, options: dict) -> list[GroupPlan]:
         given = {**shared, **per_group.get(index, {})}
         params = alg.known_params({k: v for k, v in given.items() if k not in GROUP_OPTIONS})
         alg.library_kwargs(params, 1)  # raises on a bad value
-        plans.append(GroupPlan(index, alg.name, params, alg.columns(given, features, label), per_group.get(index, {})))
+        plans.append(GroupPlan(index, alg, params, alg.columns(given, features, label), per_group.get(index, {})))
     return plans
 
 
@@ -171,7 +179,7 @@ def _automl_plan(options: dict, shared: dict, features: str, label: str) -> list
     for index, alg in enumerate(algorithms):
         params = {k: shared[k] for k in known if k in alg.param_names()}
         alg.library_kwargs(params, 1)
-        plans.append(GroupPlan(index, alg.name, params, alg.columns({}, features, label), params))
+        plans.append(GroupPlan(index, alg, params, alg.columns({}, features, label), params))
     return plans
 
 
@@ -256,7 +264,7 @@ def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | N
     for p in plans:
         if p.inputs in out:
             continue
-        alg = registry.get(p.alg)
+        alg = p.algorithm
         on_hosts = not here and not alg.in_process
         train = (described(alg, p.columns, table) if alg.reads_partitions or on_hosts
                  else dataset(alg, p.columns, table.arrow(), name))
@@ -272,7 +280,7 @@ def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | N
         out[p.inputs] = (train, check)
     for p in plans:
         labels = out[p.inputs][0].labels()
-        if registry.get(p.alg).kind == CLASSIFIER and len(labels) < 2:
+        if p.algorithm.kind == CLASSIFIER and len(labels) < 2:
             raise MLSQLError(f"label column {p.columns['labelCol']!r} of {name} has one class ({labels[0].item()!r}): "
                              f"{p.alg} needs at least two")
     return out
@@ -293,7 +301,7 @@ def fit_group(group: GroupPlan, train: Dataset | Described | HostRows, check: Da
     _after_loads_ahead(group.alg)
     from threadpoolctl import threadpool_limits  # scikit-learn's dependency, needed where fits run
 
-    alg = registry.get(group.alg)
+    alg = group.algorithm
     if isinstance(train, HostRows):
         train = train.dataset(alg, group.columns)
     if isinstance(check, HostRows):
@@ -348,13 +356,12 @@ def evaluate(kind: str, estimator, metadata: dict, check: Dataset) -> dict[str, 
     raise ValueError(f"unknown algorithm kind {kind!r}")
 
 
-def extra_tables(alg_name: str, options: dict, groups: list[StoredGroup], what: str) -> dict[str, pa.Table] | None:
-    """The tables the algorithm writes beside its model (``Algorithm.tables``), from its best
-    group as Byzer picks it: the best on the groups' metric (lowest rmse for ALS), else the first
-    that succeeded. None: the algorithm writes none."""
-    if alg_name.lower() == registry.AUTOML.lower() or registry.get(alg_name).tables is None:
+def extra_tables(alg: Algorithm | None, options: dict, groups: list[StoredGroup], what: str) -> dict[str, pa.Table] | None:
+    """The tables the train's algorithm (None: AutoML's several) writes beside its model
+    (``Algorithm.tables``), from its best group as Byzer picks it: the best on the groups' metric
+    (lowest rmse for ALS), else the first that succeeded. None: the algorithm writes none."""
+    if alg is None or alg.tables is None:
         return None
-    alg = registry.get(alg_name)
     fine = [g for g in groups if g.status == "success"]
     metric = next((name for g in fine for name in g.metrics), None)
     best = (evaluation.best(fine, metric) if metric else None) or fine[0]
@@ -373,18 +380,17 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     ``tables`` ahead), or on GroupHosts sized to the cluster (``in_process`` overrides the choice;
     bench/bench_sql_train.py measures both)."""
     if fitted_here(plans, in_process, ray_link):
-        if any(registry.get(p.alg).in_process for p in plans):
+        if any(p.algorithm.in_process for p in plans):
             ray_link.ensure()  # their fit starts Ray actors
         done = []
         with warm.released_on_interrupt(warm.current()):
             for p in plans:
                 _report_start(p, len(plans))
-                alg = registry.get(p.alg)
-                train, check = (shipped(alg, d) for d in data[p.inputs])
+                train, check = (shipped(p.algorithm, d) for d in data[p.inputs])
                 done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
         _start_hosts_ahead(plans, ray_link, tables, data)
         return done
-    local = [p for p in plans if registry.get(p.alg).in_process]
+    local = [p for p in plans if p.algorithm.in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
         remote = run_groups([p for p in plans if p not in local], data, ray_link) if len(local) < len(plans) else []
         done = {g.index: g for g in remote + run_groups(local, data, ray_link, in_process=True)}
@@ -394,7 +400,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
     refs = {}
     for p in plans:
         if p.inputs not in refs:
-            refs[p.inputs] = tuple(ray.put(shipped(registry.get(p.alg), d)) for d in data[p.inputs])
+            refs[p.inputs] = tuple(ray.put(shipped(p.algorithm, d)) for d in data[p.inputs])
     with warm.released_on_interrupt(warm.current()), _Hosts(ray, count, threads) as hosts:
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
@@ -417,7 +423,7 @@ def _start_hosts_ahead(plans: list[GroupPlan], ray_link, tables: list[TrainTable
     """After groups were fitted here that GroupHosts could fit: start those hosts in the background
     (as many as free CPUs allow, their libraries imported, ``_read_ahead``'s tables read) for the
     session's next ``train``."""
-    hosted = [p for p in plans if not registry.get(p.alg).in_process]
+    hosted = [p for p in plans if not p.algorithm.in_process]
     up = _ray_and_pool()
     if len(hosted) < 2 or up is None:
         return

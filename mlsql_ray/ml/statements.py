@@ -53,12 +53,13 @@ def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Tabl
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
-    extra = runner.extra_tables(s.format, options, groups, s.path)
+    automl = s.format.lower() == registry.AUTOML.lower()
+    extra = runner.extra_tables(None if automl else plans[0].algorithm, options, groups, s.path)
     path = store.model_target(session, s.path, options)
     version = store.write(path, s.path, groups, flag(options, "keepVersion", False))
     if extra is not None:
         _write_data(path / "data", extra)
-    result = runner.result_table(groups, s.path, version, automl=s.format.lower() == registry.AUTOML.lower())
+    result = runner.result_table(groups, s.path, version, automl=automl)
     return result, version, len(groups), sum(g.status == "fail" for g in groups)
 
 
@@ -114,13 +115,15 @@ def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:
 
 
 def _chosen(session, fmt: str, target: str, options: dict):
-    if registry.is_known(fmt) and fmt.lower() != registry.AUTOML.lower():
-        alg = registry.get(fmt)
-        if alg.no_inference:
-            raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
-                             f"{alg.no_inference.replace('TARGET', target)}")
+    """(the model table's version, the group FMT's ``predict``/``register`` use, its algorithm):
+    the algorithm looked up once, AutoML's as its chosen group names it."""
+    alg = None if fmt.lower() == registry.AUTOML.lower() else registry.get(fmt)
+    if alg is not None and alg.no_inference:
+        raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
+                         f"{alg.no_inference.replace('TARGET', target)}")
     version, groups = store.read(store.model_target(session, target, options), target, options)
-    return version, ml_predictor.select(groups, fmt, options, target)
+    group = ml_predictor.select(groups, alg, options, target)
+    return version, group, alg or registry.get(group.alg)
 
 
 def predict(session, s: ast.Train) -> tuple[pa.Table, str]:
@@ -128,8 +131,8 @@ def predict(session, s: ast.Train) -> tuple[pa.Table, str]:
     which model: its TARGET, version and algIndex)."""
     options = dict(s.options)
     table = session.catalog.arrow(s.table)
-    version, group = _chosen(session, s.format, s.path, options)
-    model = ml_predictor.FittedModel(group, s.path)
+    version, group, alg = _chosen(session, s.format, s.path, options)
+    model = ml_predictor.FittedModel(group, s.path, alg)
     x = runner.features_of(table, options.get("featuresCol", group.metadata["featuresCol"]), s.table)
     scored = table
     for name, column in model.predict(x).items():
@@ -172,10 +175,10 @@ MODEL_ON_ACTORS = {"": _on_actors()}
 
 def model_functions(session, s: ast.Register) -> list:
     """The functions serving the chosen group of an ML model table, ``s.function`` first."""
-    version, group = _chosen(session, s.format, s.path, dict(s.options))
+    version, group, alg = _chosen(session, s.format, s.path, dict(s.options))
     made = []
     try:
-        for suffix, make in FUNCTIONS.get(registry.get(group.alg).kind, MODEL_ON_ACTORS).items():
+        for suffix, make in FUNCTIONS.get(alg.kind, MODEL_ON_ACTORS).items():
             made.append(make(session, s.function + suffix, s, version, group))
     except BaseException:
         for function in made:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MLSQLError
-from ..storage import delta, rows as file_rows
+from ..storage import delta, rows as file_rows, stored as stored_models
 
 MODEL_SCHEMA = pa.schema([("algIndex", pa.int64()), ("alg", pa.string()), ("status", pa.string()),
                           ("metadata", pa.string())] + list(file_rows.FILE_SCHEMA))
@@ -72,7 +72,8 @@ def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) 
     """Save the groups as the table's new version; without ``keep_version`` the files of older
     versions are removed once the new one is committed (Byzer's default keeps one model)."""
     summary = {TRAIN_SUMMARY: json.dumps([{"algIndex": g.index, "alg": g.alg, "status": g.status,
-                                           "metrics": g.metrics} for g in groups])}
+                                           "metrics": g.metrics} for g in groups]),
+               **stored_models.recorded(stored_models.ALGORITHM)}
     table = to_table(groups)
     written = delta.write(path, name, table.to_reader(), "overwrite", (), {}, commit_metadata=summary)
     if not keep_version:
@@ -81,9 +82,11 @@ def write(path: Path, name: str, groups: list[StoredGroup], keep_version: bool) 
 
 
 def read(path: Path, name: str, options: dict | None = None) -> tuple[int, list[StoredGroup]]:
-    """(version, groups) of a model table; a table that is not one is the user's mistake."""
-    version, data = delta.read(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
-    return version, groups_of(data, name)
+    """(version, groups) of a model table (``storage.stored``, the one reader of stored models); a
+    table that is not one is the user's mistake."""
+    stored = stored_models.read(path, name, options)
+    stored_models.refuse_other(stored, stored_models.ALGORITHM)
+    return stored.version, groups_of(stored.rows, name)
 
 
 def kept_versions(path: Path, name: str) -> list[int]:

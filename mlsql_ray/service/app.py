@@ -6,7 +6,8 @@ costs: the body's size (413), the token (403: before anything is parsed or run),
 (400), the room for one more job (429); then the script runs on a worker thread, in the session the
 owner's parameters choose (``owners``), as one job (``jobs``), through the front-end driver every
 shell runs requests with, and answers Byzer's JSON (``render``) or, failing, HTTP 500 with the
-error as ``FILE:LINE:COL: message`` and its caret.
+error as ``FILE:LINE:COL: message`` and its caret (403 with that text when the error is one that
+refuses: ``REFUSING_ERRORS``, by type).
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from starlette.routing import Route
 
 from .. import lang
 from ..engine import Session
+from ..errors import NotAllowed
 from ..frontend import driver
 from ..lang import ast
 from . import render
+from .fast_predict import FastPath
 from .jobs import JobBoard, Limits, ServiceJob
 from .models import RegisteredModels, statement as registered_statement
 from .owners import Refused, Sessions, checked_owner
@@ -61,6 +64,7 @@ class Service:
         self.sessions = Sessions(self.open_session, self.home_root)
         self.board = JobBoard(self.limits.max_jobs)
         self.models = RegisteredModels(self.warehouse)
+        self.fast = FastPath()
         self.threads = anyio.CapacityLimiter(self.limits.max_jobs)
         self.ready = threading.Event()
         self.restore_errors: list[str] = []
@@ -114,7 +118,7 @@ class Service:
                 request = driver.Request([job.script])  # no file: relative paths start at the owner's home
                 outcome = request.run(lambda: contextlib.nullcontext(session))
                 if not outcome.ok:
-                    return 500, self._failure(job, outcome)
+                    return _failed_status(outcome.exception), self._failure(job, outcome)
                 if not per_request:
                     self.models.note(owner, per_user, outcome.statements, session.variables)
                 include_schema = _flag(params, "includeSchema")
@@ -123,7 +127,7 @@ class Service:
                 size = _int(params, "outputSize", DEFAULT_OUTPUT_SIZE)
                 return 200, render.result_json(*_last_rows(session, request.results, size), include_schema)
             except Exception as exc:  # noqa: BLE001 - reading the result: the select's run-time error
-                return 500, self._failure(job, driver.failed(exc, job.script))
+                return _failed_status(exc), self._failure(job, driver.failed(exc, job.script))
             finally:
                 with job.guard:
                     job.session = None
@@ -165,17 +169,22 @@ class Service:
 
     def predict(self, params: dict[str, str]) -> tuple[int, str]:
         """Byzer's API service: ``data`` as a table (``dataType`` row: its objects; vector or
-        string: a column ``feature``), through ``sql`` or ``pipeline`` over registered functions."""
+        string: a column ``feature``), through ``sql`` or ``pipeline`` over registered functions:
+        by the fast path (``fast_predict``) when it can, else as a script in the owner's session."""
         table = _predict_input(params.get("dataType", "vector"), params.get("data", "[]"))
         select = params.get("sql") or _pipeline_select(params.get("pipeline", ""))
         text = f"{select} from {PREDICT_INPUT} as {PREDICT_OUTPUT};"
         owner, per_user = params.get("owner", "admin"), _flag(params, "sessionPerUser")
+        warm = self.sessions.warm(owner, per_user)
+        fast = self.fast.answer(warm, select, table, f"{select} from {PREDICT_INPUT}") if warm is not None else None
+        if fast is not None:
+            return 200, render.rows_json(*fast)
         with self.sessions.lease(owner, per_user, False) as session:
             session.catalog.add_arrow(PREDICT_INPUT, table, "/model/predict")
             try:
                 outcome = driver.Request([text]).run(lambda: contextlib.nullcontext(session))
                 if not outcome.ok:
-                    return 500, outcome.error.located("predict")
+                    return _failed_status(outcome.exception), outcome.error.located("predict")
                 try:
                     rows = session.table(PREDICT_OUTPUT)
                 except Exception as exc:  # noqa: BLE001 - the query's run-time error
@@ -184,6 +193,15 @@ class Service:
             finally:
                 for name in (PREDICT_INPUT, PREDICT_OUTPUT):
                     session.catalog.remove(name)
+
+
+#: the errors that refuse a request rather than fail it, by type, and the status each answers
+#: (a failed run answers 500, as in Byzer)
+REFUSING_ERRORS: dict[type[BaseException], int] = {NotAllowed: 403}
+
+
+def _failed_status(exc: BaseException | None) -> int:
+    return next((status for kind, status in REFUSING_ERRORS.items() if isinstance(exc, kind)), 500)
 
 
 def _last_rows(session: Session, results: list, size: int) -> tuple[pa.Table | None, dict[str, str]]:

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a file holding the token requests must give (access_token=… or Authorization: Bearer …)")
     parser.add_argument("--home-root", type=Path, metavar="DIR",
                         help="owners' homes: an owner's relative paths resolve under DIR/<owner>, nothing outside it is reached")
+    parser.add_argument("--allow-object-storage", action="store_true",
+                        help="let owners confined by --home-root reach object store URIs (s3://…): their credentials decide")
     parser.add_argument("--allow-path", dest="allowed_paths", action="append", default=[], metavar="FOLDER",
                         help="a folder !fs and !saveFile may touch, besides the working directory and the warehouse (repeatable)")
     parser.add_argument("--max-jobs", type=int, default=Limits.max_jobs,
@@ -83,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
 
     def open_session(home: Path | None) -> Session:
         return Session(warehouse=config.warehouse, ray_address=config.ray_address, allowed_paths=args.allowed_paths,
-                       workers=workers, home=home)
+                       workers=workers, home=home, home_object_storage=args.allow_object_storage)
 
     home_root = args.home_root
     if home_root is not None:

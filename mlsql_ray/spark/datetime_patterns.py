@@ -212,31 +212,94 @@ def _format_piece(c: str, n: int, function: str, pattern: str) -> tuple[str, str
     raise _error(function, pattern, f"Unknown pattern letter: {c}")  # pragma: no cover - tokenize checks
 
 
-@lru_cache(maxsize=256)
-def format_sql(pattern: str, function: str = "date_format") -> str:
-    """DuckDB SQL for Spark's formatting of VALUE (a TIMESTAMPTZ) with ``pattern``."""
+def _format_runs(pattern: str, function: str) -> list[tuple[str, str]]:
+    """The pattern as ("strftime", codes) pieces, neighbours joined, and ("sql", letter run) pieces
+    (``QQQ``) for the letters strftime lacks; an optional section prints whole (a timestamp has
+    every field)."""
     pieces: list[tuple[str, str]] = []
     for token, count in tokenize(pattern, function, parsing=False):
         if token.kind == "letter":
-            pieces.append(_format_piece(token.text, count, function, pattern))
+            kind, code = _format_piece(token.text, count, function, pattern)
+            piece = (kind, code if kind == "strftime" else token.text * count)
         elif token.kind == "text":
-            pieces.append(("strftime", token.text.replace("%", "%%")))
-        # an optional section prints whole: a timestamp has every field
-    parts: list[str] = []
-    for kind, group in itertools.groupby(pieces, key=lambda p: p[0]):
-        texts = [text for _, text in group]
-        if kind == "strftime":
-            parts.append(f"strftime({_V}, {_quote(''.join(texts))})")
+            piece = ("strftime", token.text.replace("%", "%%"))
         else:
-            parts.extend(f"({text})" for text in texts)
+            continue
+        if piece[0] == "strftime" and pieces and pieces[-1][0] == "strftime":
+            pieces[-1] = ("strftime", pieces[-1][1] + piece[1])
+        else:
+            pieces.append(piece)
+    return pieces
+
+
+@lru_cache(maxsize=256)
+def format_sql(pattern: str, function: str = "date_format") -> str:
+    """DuckDB SQL for Spark's formatting of VALUE (a TIMESTAMPTZ) with ``pattern``."""
+    parts = [f"strftime({_V}, {_quote(text)})" if kind == "strftime" else f"({_run_sql(text)})"
+             for kind, text in _format_runs(pattern, function)]
     if not parts:
         return "CASE WHEN {0} IS NULL THEN NULL ELSE '' END".format(_V)
     return " || ".join(parts)
 
 
+def _run_sql(run: str) -> str:
+    """The SQL of a letter run that strftime cannot write (checked already)."""
+    return _format_piece(run[0], len(run), "date_format", run)[1]
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
+
+
+# -- formatting with a pattern from a column --------------------------------------------------------
+
+_PIECE_END = "\x01"  # chr(1), between the pieces of a pattern as ``spark_datetime_pattern_pieces`` writes them
+
+
+def pattern_pieces(patterns, functions):
+    """DuckDB's ``spark_datetime_pattern_pieces(pattern, function)`` over Arrow batches: each row's
+    pattern checked and cut into pieces, ``%codes`` for strftime (``s`` before them) and letter runs
+    (``l`` before them, ``lQQQ``) that ``ROW_FORMAT`` writes; an invalid pattern is Spark's error
+    (Spark 3.1 and later fail, not NULL), a NULL one NULL (DuckDB does not call for it)."""
+    import pyarrow as pa  # only a connection calls this: parsing a script never needs Arrow
+
+    return pa.array([_encoded_pieces(pattern, function) for pattern, function
+                     in zip(patterns.to_pylist(), functions.to_pylist())], pa.string())
+
+
+@lru_cache(maxsize=256)
+def _encoded_pieces(pattern: str, function: str) -> str:
+    runs = _format_runs(pattern, function)  # none for '' (strftime refuses an empty format)
+    return _PIECE_END.join(("s" if kind == "strftime" else "l") + text for kind, text in runs)
+
+
+def _row_format_macro() -> str:
+    """``spark_format_by_pattern(VALUE, pieces)``: VALUE formatted with a pattern known only when the
+    query runs, its pieces (``spark_datetime_pattern_pieces``) in turn; a letter run's SQL is the one
+    ``format_sql`` writes for it (every run strftime lacks, each SQL once). The pieces are an argument,
+    not a call in the body, so that the query itself names the Python function: a worker's fresh
+    connection lacks it (``cells.partitions`` runs there only what such a connection has)."""
+    runs_of: dict[str, list[str]] = {}
+    for letter in sorted(_LETTERS):
+        for count in range(1, 12):
+            try:
+                _check_letter(letter, count, letter * count, "date_format", parsing=False)
+                kind, sql = _format_piece(letter, count, "date_format", letter * count)
+            except MLSQLError:  # not a valid run, or one refused here ('z'): the pieces' check says so
+                continue
+            if kind == "sql":
+                runs_of.setdefault(sql, []).append(_quote("l" + letter * count))
+    whens = "\n            ".join(f"WHEN piece IN ({', '.join(runs)}) THEN ({sql})" for sql, runs in runs_of.items())
+    return f"""({_V}, pieces) AS CASE WHEN {_V} IS NULL THEN NULL ELSE array_to_string(list_transform(
+        str_split(pieces, chr({ord(_PIECE_END)})), lambda piece: CASE
+            WHEN piece = '' THEN ''
+            WHEN piece[1] = 's' THEN strftime({_V}, piece[2:])
+            {whens} END), '') END"""
+
+
+ROW_FORMAT = _row_format_macro()
+"""The definition of the ``spark_format_by_pattern`` macro (``_row_format_macro``)."""
 
 # -- parsing ----------------------------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ from sqlglot import exp
 from ..errors import MLSQLError
 from . import datetime_patterns as patterns
 from . import casts as spark_casts
-from .family import Family
+from .calls import hygienic
+from .family import Family, PythonFunction
 from .sql_types import BIGINT, interval_fields, kind, spark_type
 
 MACROS: dict[str, str] = {
@@ -92,6 +93,7 @@ MACROS: dict[str, str] = {
                                                 AS TIMESTAMPTZ)""",
     "spark_to_utc_timestamp": """(x, z) AS CAST(timezone('UTC', timezone(spark_zone(z), CAST(spark_timestamp(x) AS TIMESTAMP)))
                                               AS TIMESTAMPTZ)""",
+    **hygienic({"spark_format_by_pattern": patterns.ROW_FORMAT}),
 }
 
 FORMAT = "yyyy-MM-dd HH:mm:ss"
@@ -156,8 +158,13 @@ def _arity(args: list, low: int, high: int) -> None:
 # -- patterns ---------------------------------------------------------------------------------------
 
 def _formatted(value: exp.Expression, pattern: exp.Expression, function: str) -> exp.Expression:
-    text = _constant_text(pattern, function)
-    return _with(patterns.format_sql(text, function), {patterns.VALUE: _call("spark_timestamp", value)})
+    """``value`` (a TIMESTAMPTZ) as Spark's formatter writes it: a constant pattern translated now, one
+    from a column piece by piece when the query runs (``spark_format_by_pattern``)."""
+    if isinstance(pattern, exp.Literal) and pattern.is_string:
+        return _with(patterns.format_sql(pattern.this, function), {patterns.VALUE: value})
+    pieces = _call("spark_datetime_pattern_pieces", exp.Cast(this=pattern, to=exp.DataType.build("VARCHAR")),
+                   exp.Literal.string(function))
+    return _call("spark_format_by_pattern", value, pieces)
 
 
 def _parsed(value: exp.Expression, pattern: exp.Expression | None, function: str) -> exp.Expression:
@@ -180,7 +187,7 @@ def _parsed(value: exp.Expression, pattern: exp.Expression | None, function: str
 
 def _date_format(args):
     _arity(args, 2, 2)
-    return _formatted(args[0], args[1], "date_format")
+    return _formatted(_call("spark_timestamp", args[0]), args[1], "date_format")
 
 
 def _from_unixtime(args):
@@ -188,7 +195,7 @@ def _from_unixtime(args):
     pattern = args[1] if len(args) == 2 else exp.Literal.string(FORMAT)
     # the seconds as Spark's implicit cast reads them: 'abc' is NULL, 1.9 is 1 (DuckDB fails, rounds)
     seconds = _sql("to_timestamp({0})", spark_casts.spark_cast(args[0], BIGINT))
-    return _with(patterns.format_sql(_constant_text(pattern, "from_unixtime"), "from_unixtime"), {patterns.VALUE: seconds})
+    return _formatted(seconds, pattern, "from_unixtime")
 
 
 def _to_timestamp(args):
@@ -619,4 +626,6 @@ def datetime_semantics(tree: exp.Expression) -> None:
 
 TRANSFORMS: tuple[Callable[[exp.Expression], None], ...] = (datetime_semantics,)
 
-FAMILY = Family("datetimes", transforms=TRANSFORMS, macros=MACROS)
+FAMILY = Family("datetimes", transforms=TRANSFORMS, macros=MACROS, python_functions=(
+    PythonFunction("spark_datetime_pattern_pieces", 2, "datetime_patterns:pattern_pieces"),
+))

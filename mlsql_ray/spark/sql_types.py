@@ -520,11 +520,13 @@ def _plain_table(source: exp.Expression, typing: _Typing) -> bool:
 
 @lru_cache(maxsize=256)
 def _parsed_schemas(schemas: Schemas) -> dict[str, dict[str, exp.DataType]]:
-    return {table.lower(): {column.lower(): _duckdb_type(t) for column, t in columns} for table, columns in schemas}
+    return {table.lower(): {column.lower(): duckdb_type(t) for column, t in columns} for table, columns in schemas}
 
 
 @lru_cache(maxsize=4096)
-def _duckdb_type(text: str) -> exp.DataType:
+def duckdb_type(text: str) -> exp.DataType:
+    """A DuckDB type's text (``STRUCT(a INTEGER)``) as the type tree the rewrites read (unknown
+    when sqlglot cannot read it)."""
     try:
         return exp.DataType.build(text, dialect="duckdb")
     except Exception:  # noqa: BLE001 - a DuckDB type sqlglot cannot read (e.g. a union or an enum) is unknown

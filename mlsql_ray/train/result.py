@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ..models import model_from_bytes, rows_from_model_file
 from ..storage.rows import FILE_SCHEMA
+from ..storage.stored import KERAS, recorded
 
 TRAIN_METADATA_KEY = "mlsql.train"
 
@@ -39,9 +40,9 @@ class TrainResult:
         return rows_from_model_file(self.model_file)
 
     def model_table(self):
-        """The model rows as an Arrow table that also carries ``summary()`` as schema metadata;
-        saving it to Delta stores the training metrics with that table version."""
-        schema = FILE_SCHEMA.with_metadata({TRAIN_METADATA_KEY: json.dumps(self.summary())})
+        """The model rows as an Arrow table that also carries ``summary()`` and its kind of model
+        (``storage.stored``) as schema metadata; saving it to Delta stores both with that table version."""
+        schema = FILE_SCHEMA.with_metadata({TRAIN_METADATA_KEY: json.dumps(self.summary()), **recorded(KERAS)})
         return pa.Table.from_pylist(self.model_rows(), schema=schema)
 
     def summary(self) -> dict[str, str]:

@@ -21,7 +21,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ...errors import MLSQLError
+from ...errors import MLSQLError, NotAllowed
 from ...storage.paths import within
 from ..result import Result
 from . import named_arguments
@@ -42,7 +42,7 @@ def allowed_path(session, text: str) -> Path:
     path = Path(os.path.abspath(session.local_path(text)))
     roots = allowed_roots(session)
     if not within(path, roots):
-        raise MLSQLError(f"{text} is outside the folders file commands may touch ({', '.join(map(str, roots))}); "
+        raise NotAllowed(f"{text} is outside the folders file commands may touch ({', '.join(map(str, roots))}); "
                          f"allow its folder with --allow-path or Session(allowed_paths=[...])")
     return path
 

@@ -10,14 +10,21 @@ from ...options import Param
 from .base import DataSource
 
 
-def _load(session, s) -> None:
+def _path(session, s):
+    """Where the statement's table is: by name, in the warehouse; by path (``mode="path"``),
+    where the session may reach (``Session.confined``: inside an owner's home)."""
     path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
+    return session.confined(path, s.path) if s.options.get("mode") == "path" else path
+
+
+def _load(session, s) -> None:
+    path = _path(session, s)
     dataset = delta.arrow_dataset(delta.open_table(path, s.path, s.options), path)
     session.catalog.add_arrow(s.table, dataset, f"delta.`{s.path}`", kind="lazy")
 
 
 def _save(session, s) -> Result:
-    path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
+    path = _path(session, s)
     reader = session.catalog.reader(s.table)
     try:
         written = delta.write(path, s.path, reader, s.mode, s.partition_by, s.options,

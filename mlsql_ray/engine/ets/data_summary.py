@@ -10,7 +10,8 @@ to ``percentile_approx`` and ``approx_count_distinct``, whose answers the exact 
 the error bounds of). Values are left out as Byzer leaves them out: nulls, NaN, and blank strings.
 Every number is printed as Byzer prints it: BigDecimal HALF_UP rounding to ``roundAt`` places
 (two more for ratios), then Java's ``Double.toString`` (so never ``-0.0``); counts as whole
-numbers; ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``); ``totalCount`` is T's
+numbers; ``max``, ``min`` and the mode as Spark's cast to string writes the value (Byzer's
+``.cast(StringType)``: a struct ``{1, a}``, a timestamp without offset); ``dataType`` is Spark's ``typeName`` (``long``, ``integer``, ``void``); ``totalCount`` is T's
 row count (a default metric of Byzer's current SQLDataSummaryV2).
 """
 
@@ -23,6 +24,8 @@ from ...errors import MLSQLError
 from ...spark import sql_build
 from ...options import Param
 from ...spark import java_numbers as spark_format
+from ...spark.casts import spark_cast
+from ...spark.sql_types import STRING, duckdb_type
 from ...ml.ets.base import ET, Call
 from .base import PEOPLE_DATA, input_name, is_numeric, spark_type_name
 
@@ -67,7 +70,7 @@ def _kept(arrow_type: pa.DataType) -> str:
     return "$q IS NOT NULL"
 
 
-def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[exp.Alias]:
+def _aggregates(i: int, name: str, arrow_type: pa.DataType, column_type: exp.DataType) -> list[exp.Alias]:
     """The aggregates of one column (``$q`` in their shapes), named ``c{i}_...``."""
     kept = f"(CASE WHEN {_kept(arrow_type)} THEN $q END)"
     number = f"CAST({kept} AS DOUBLE)"
@@ -77,8 +80,8 @@ def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[exp.Alias]:
         ("kept", f"count({kept})"),
         ("nulls", f"count(*) FILTER (WHERE {missing})"),
         ("blanks", "count(*) FILTER (WHERE trim($q) = '')" if is_string else "0"),
-        ("max", f"CAST(max({kept}) AS VARCHAR)"),
-        ("min", f"CAST(min({kept}) AS VARCHAR)"),
+        ("max", f"max({kept})"),
+        ("min", f"min({kept})"),
         ("distinct", f"count(DISTINCT {kept})"),
     ]
     if is_string:
@@ -95,22 +98,31 @@ def _aggregates(i: int, name: str, arrow_type: pa.DataType) -> list[exp.Alias]:
             ("quartiles", f"quantile_cont({number}, [0.25, 0.5, 0.75])"),
         ]
     q = sql_build.column(name)
-    return [sql_build.shaped(shape, q=q).as_(f"c{i}_{what}") for what, shape in out]
+    return [(_as_text(sql_build.shaped(shape, q=q), column_type) if what in ("max", "min") else sql_build.shaped(shape, q=q))
+            .as_(f"c{i}_{what}") for what, shape in out]
 
 
-def _modes(session, table: exp.Table, schema: pa.Schema) -> list[str | None]:
+def _as_text(value: exp.Expression, column_type: exp.DataType) -> exp.Expression:
+    """A value of the column's type as Byzer prints it: Spark's ``cast(... as string)`` (a struct
+    ``{1, a}``, a timestamp without offset in the session time zone), before the metric's rounding."""
+    return spark_cast(value, STRING, column_type)
+
+
+def _modes(session, table: exp.Table, schema: pa.Schema, column_types: list[exp.DataType]) -> list[str | None]:
     """Each column's most frequent value as text (nulls and NaN left out, values compared as
     text as Byzer groups them); None when the two most frequent tie."""
     parts = []
-    for i, field in enumerate(schema):
+    for i, (field, column_type) in enumerate(zip(schema, column_types)):
         where = "$q IS NOT NULL AND NOT isnan($q)" if pa.types.is_floating(field.type) else "$q IS NOT NULL"
         parts.append(sql_build.shaped(
-            f"SELECT $i AS i, CAST($q AS VARCHAR) AS v, count(*) AS n FROM $table WHERE {where} "
-            "GROUP BY v ORDER BY n DESC, v LIMIT 2",
-            i=exp.Literal.number(i), q=sql_build.column(field.name), table=table).subquery())
+            f"SELECT $i AS i, $v AS v, count(*) AS n FROM $table WHERE {where} GROUP BY v ORDER BY n DESC, v LIMIT 2",
+            i=exp.Literal.number(i), v=_as_text(sql_build.column(field.name), column_type),
+            q=sql_build.column(field.name), table=table).subquery())
     query = exp.union(*parts, distinct=False) if len(parts) > 1 else parts[0]
     top: dict[int, list[tuple[str, int]]] = {}
-    for i, value, count in session.con.sql(query.sql("duckdb")).fetchall():
+    sql = query.sql("duckdb")
+    session.define_macros_of(sql)
+    for i, value, count in session.con.sql(sql).fetchall():
         top.setdefault(i, []).append((value, count))
     top = {i: sorted(values, key=lambda vc: -vc[1]) for i, values in top.items()}
     return [None if i not in top or (len(top[i]) == 2 and top[i][0][1] == top[i][1][1]) else top[i][0][0]
@@ -125,14 +137,18 @@ def _summarize(session, call: Call) -> pa.Table:
     columns = list(_ALWAYS) + metrics
     if len(schema) == 0:
         return pa.table({c: pa.array([], pa.string()) for c in columns})
+    # the DuckDB types, as the translator reads them: Spark's cast to string is written for them
+    column_types = [duckdb_type(t) for _, t in session.catalog.schemas([call.table])[0][1]]
     select = [sql_build.shaped("count(*)").as_("total")] + [
-        a for i, f in enumerate(schema) for a in _aggregates(i, f.name, f.type)]
-    stats = session.con.sql(exp.select(*select).from_(table).sql("duckdb")).fetchall()[0]
+        a for i, (f, t) in enumerate(zip(schema, column_types)) for a in _aggregates(i, f.name, f.type, t)]
+    sql = exp.select(*select).from_(table).sql("duckdb")
+    session.define_macros_of(sql)
+    stats = session.con.sql(sql).fetchall()[0]
     got = dict(zip((a.alias for a in select), stats))
     total = got["total"]
     if total == 0:
         return pa.table({c: pa.array([], pa.string()) for c in columns})
-    modes = _modes(session, table, schema) if "mode" in metrics else [None] * len(schema)
+    modes = _modes(session, table, schema, column_types) if "mode" in metrics else [None] * len(schema)
     rows = []
     for i, field in enumerate(schema):
         type_name = spark_type_name(field.type)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import MLSQLError
-from ...storage import delta
+from ...storage import delta, stored as stored_models
 from ..functions import SQLFunction
 from ..store import model_target
 from .base import Call, input_table
@@ -44,24 +44,26 @@ def save(session, target: str, et: str, state: dict, transformed: pa.Table) -> N
                                        "overwrite", (), {}).version
                       for key, table in tables.items()}  # written first: the model row commits them
     data = pa.table({"et": [et], "state": [json.dumps(plain)]}, schema=_STATE_SCHEMA)
-    delta.write(path / "model", f"{target}/model", data.to_reader(), "overwrite", (), {})
+    delta.write(path / stored_models.ET_TABLE, f"{target}/{stored_models.ET_TABLE}", data.to_reader(), "overwrite", (), {},
+                commit_metadata=stored_models.recorded(stored_models.FEATURE_ET))
     (path / "data").mkdir(parents=True, exist_ok=True)
     pq.write_table(transformed, path / "data" / "part-0.parquet")
 
 
 def load(session, target: str, et: str) -> tuple[int, dict]:
-    """(version, state) saved by ``train T as ET.`TARGET```; another ET's state is an error."""
+    """(version, state) saved by ``train T as ET.`TARGET```, read by the one reader of stored models
+    (``storage.stored``); no feature ET's state there, or another ET's, is an error."""
     path = target_path(session, target)
-    if not delta.exists(path / "model"):
+    stored = stored_models.read(path, target) if stored_models.locate(path) else None
+    if stored is None or stored.kind != stored_models.FEATURE_ET:
         raise MLSQLError(f"{target} holds no {et} state (train a table as {et}.`{target}` first)")
-    version, data = delta.read(path / "model", f"{target}/model")
-    [row] = data.to_pylist()
+    [row] = stored.rows.to_pylist()
     if row["et"].lower() != et.lower():
         raise MLSQLError(f"{target} was trained by {row['et']}, not {et}")
     state = json.loads(row["state"])
     for key, saved in state.pop(_TABLES, {}).items():
         state[key] = delta.read(path / f"model_{key}", f"{target}/model_{key}", {"version": str(saved)})[1]
-    return version, state
+    return stored.version, state
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,173 @@
+"""``/model/predict``'s fast path: the registered functions called directly on the request's rows.
+
+Byzer's API service answers a select of registered functions over the posted rows
+(``select rf(vec_dense(feature)) as p``, or a ``pipeline``). Run as a script, each request would
+wait for its owner's session (one request at a time) and go through parsing, translation, the
+catalog and a DuckDB query: about 25 ms apiece, so 32 clients queued for a second. Here a select
+whose every column is a chain of registered functions (and ``vec_dense``, a cast) over one input
+column is planned once per text (``plan``), and each request calls the warm session's function
+objects on Arrow columns, beside the session's running request, its lock not taken. Concurrent
+requests to one function are gathered into one call (``Batches``): the model's actors see one
+batch of rows, not one round trip per row.
+
+Anything else goes the script's way (``None`` from ``predict``): another select, a function not
+registered (yet), nulls in the input (DuckDB's null handling decides those), and any error, so
+that an error reads exactly as the script's path words it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from ..engine import Session, vectors
+from ..ml.functions import SQLFunction
+
+#: the built-in functions a chain may hold besides registered ones: each as DuckDB computes it
+COLUMN_FUNCTIONS = {"vec_dense": lambda column: column.cast(pa.list_(pa.float64()))}  # CAST(a AS DOUBLE[])
+
+
+@dataclass(frozen=True)
+class Projection:
+    """One column of the answer: ``functions`` (innermost first) applied to the input's ``column``."""
+
+    name: str
+    column: str
+    functions: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def plan(select: str) -> tuple[Projection, ...] | None:
+    """The projections of ``select`` (a select without ``from``) if each is a chain of one-argument
+    calls over a column, aliased; else None."""
+    try:
+        tree = sqlglot.parse_one(select, read="spark")
+    except sqlglot.errors.ParseError:
+        return None
+    if not isinstance(tree, exp.Select) or any(value for key, value in tree.args.items() if key != "expressions"):
+        return None
+    projections = []
+    for projection in tree.expressions:
+        if not isinstance(projection, exp.Alias):
+            return None
+        node, functions = projection.this, []
+        while isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+            functions.append(node.name.lower())
+            node = node.expressions[0]
+        if not functions or not isinstance(node, exp.Column) or node.table:
+            return None
+        projections.append(Projection(projection.alias, node.name, tuple(reversed(functions))))
+    return tuple(projections) or None
+
+
+class _Call:
+    """One caller's column, waiting for its answer or for its turn to make the call."""
+
+    def __init__(self, column: pa.Array):
+        self.column = column
+        self.answer: pa.Array | None = None
+        self.error: BaseException | None = None
+        self.leads = False
+        self.woken = threading.Event()
+
+    def done(self, answer: pa.Array | None = None, error: BaseException | None = None) -> None:
+        self.answer, self.error = answer, error
+        self.woken.set()
+
+
+class Batches:
+    """Calls of one function from concurrent requests, gathered: the caller that finds no call
+    running makes one with every column waiting (its own among them), hands each caller its slice,
+    then wakes the first caller that came meanwhile to make the next call. A failed batch is called
+    again one column at a time, so that only the column at fault fails."""
+
+    def __init__(self, function):
+        self.function = function
+        self._lock = threading.Lock()
+        self._waiting: list[_Call] = []
+        self._calling = False
+
+    def __call__(self, column: pa.Array) -> pa.Array:
+        me = _Call(column)
+        with self._lock:
+            self._waiting.append(me)
+            me.leads = not self._calling
+            self._calling = True
+        if not me.leads:
+            me.woken.wait()
+        if me.leads:  # no call running (or the last one handed over): make it
+            with self._lock:
+                batch, self._waiting = self._waiting, []
+            self._call(batch)
+            with self._lock:
+                if self._waiting:
+                    self._waiting[0].leads = True
+                    self._waiting[0].woken.set()
+                else:
+                    self._calling = False
+        if me.error is not None:
+            raise me.error
+        return me.answer
+
+    def _call(self, batch: list[_Call]) -> None:
+        try:
+            answer = self.function(pa.concat_arrays([call.column for call in batch]))
+        except Exception:  # noqa: BLE001 - one column's fault: each alone, below
+            answer = None
+        start = 0
+        for call in batch:
+            if answer is not None:
+                call.done(answer.slice(start, len(call.column)))
+                start += len(call.column)
+                continue
+            try:
+                call.done(self.function(call.column))
+            except Exception as exc:  # noqa: BLE001 - handed to its caller
+                call.done(error=exc)
+
+
+class FastPath:
+    """The fast path of one server: a ``Batches`` for each registered function it has called."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._batches: dict[int, Batches] = {}  # by the function object's id (a dataclass: not hashable)
+
+    def answer(self, session: Session, select: str, table: pa.Table, named: str) -> tuple[pa.Table, dict[str, str]] | None:
+        """The rows and vector columns ``select`` answers over ``table`` in ``session``, or None:
+        the script's way must answer (see the module's doc). ``named``: the select with its ``from``,
+        as the script's way runs it (which of its columns are vectors)."""
+        projections = plan(select)
+        if projections is None or session.model_functions is None:
+            return None
+        registered = dict(session.model_functions.functions)  # a register running beside may change it
+        given = {name.lower(): name for name in table.column_names}
+        if any(p.column.lower() not in given or not all(f in COLUMN_FUNCTIONS or f in registered for f in p.functions)
+               for p in projections):
+            return None
+        columns = []
+        try:
+            for projection in projections:
+                column = table.column(given[projection.column.lower()]).combine_chunks()
+                for name in projection.functions:
+                    if column.null_count:  # DuckDB answers null without calling the function: its way
+                        return None
+                    call = COLUMN_FUNCTIONS.get(name) or self._batched(registered[name])
+                    column = call(column)
+                columns.append(column)
+            marks = vectors.of_select(session, named, ())
+        except Exception:  # noqa: BLE001 - the script's way says what went wrong, as it always does
+            return None
+        return pa.Table.from_arrays(columns, names=[p.name for p in projections]), marks
+
+    def _batched(self, function: SQLFunction) -> Batches:
+        with self._lock:
+            batches = self._batches.get(id(function))
+            if batches is None or batches.function is not function:
+                batches = self._batches[id(function)] = Batches(function)
+            return batches
