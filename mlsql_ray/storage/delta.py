@@ -161,6 +161,14 @@ def commits(path: Path, name: str) -> list[dict]:
     return open_table(path, name).history()
 
 
+def commit(path: Path, name: str, version: int) -> dict:
+    """The commit that wrote ``version`` (as ``commits`` describes it; {} when its log is gone),
+    reading the log only down to it: a model read at its latest version reads one commit."""
+    table = open_table(path, name)
+    newer = table.version() - version + 1
+    return next((c for c in table.history(limit=max(newer, 1)) if c.get("version") == version), {})
+
+
 def version_files(path: Path, version: int) -> list[str]:
     """The data files (relative to ``path``) that ``version`` of the table reads."""
     return delta_table(path, version=version).get_add_actions(flatten=True).column("path").to_pylist()

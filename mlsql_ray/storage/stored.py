@@ -69,7 +69,7 @@ def read(target: Path, name: str, options: dict | None = None) -> StoredModel:
     for, else the latest; no table there is the user's error, as Delta says it."""
     path = locate(target) or target
     version, rows = delta.read(path, name, {k: v for k, v in (options or {}).items() if k == "version"})
-    commit = next((c for c in delta.commits(path, name) if c.get("version") == version), {})
+    commit = delta.commit(path, name, version)
     kind = commit.get(KIND_KEY) or next((k for k, columns in LAYOUTS if set(columns) <= set(rows.column_names)), None)
     return StoredModel(kind, name, path, version, rows)
 
