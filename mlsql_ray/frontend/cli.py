@@ -160,8 +160,8 @@ def _run_on_engine(url: str, path: Path, script: str) -> int:
         print(exc, file=sys.stderr)
         return 2
     except EngineRefused as refused:
-        text = refused.text.removeprefix("script:")  # the server's name for the script: here, its file
-        print(f"{path}:{text}" if text != refused.text else f"{path}: {url} answered {refused.status}: {text}",
+        where = refused.in_script
+        print(f"{path}:{where}" if where is not None else f"{path}: {url} answered {refused.status}: {refused.text}",
               file=sys.stderr)
         return 1
     if table is not None:

@@ -12,16 +12,24 @@ from dataclasses import dataclass, field
 
 ENGINE_URL_ENV, ENGINE_TOKEN_ENV = "MLSQL_ENGINE_URL", "MLSQL_ENGINE_TOKEN"
 KILL_TIMEOUT_S = 10
+#: what the server calls a script sent to it, as the FILE of its errors (``script:LINE:COL: …``)
+SCRIPT_NAME = "script"
 
 
 class EngineRefused(Exception):
-    """The engine answered with an error: ``status`` and its ``text`` (``script:LINE:COL: …`` for
-    the script's own error, as the server names it)."""
+    """The engine answered with an error: ``status`` and its ``text``."""
 
     def __init__(self, status: int, text: str):
         super().__init__(text)
         self.status = status
         self.text = text
+
+    @property
+    def in_script(self) -> str | None:
+        """The script's own error as ``LINE:COL: message`` (then its source line and caret), for a
+        shell to put its own FILE before; None when the engine refused for another reason."""
+        where = self.text.removeprefix(f"{SCRIPT_NAME}:")
+        return where if where != self.text and where[:1].isdigit() else None
 
 
 class EngineUnreachable(Exception):

@@ -200,9 +200,13 @@ class MLSQLKernel(Kernel):
         except EngineUnreachable as exc:
             return self._error(parent, "EngineUnreachable", str(exc), [str(exc)])
         except EngineRefused as refused:
-            first, *rest = refused.text.removeprefix("script:").split("\n")
-            line, column, message = (first.split(":", 2) + ["", ""])[:3] if first[:1].isdigit() else ("", "", first)
-            evalue = f"line {line}, column {column}:{message}" if column else f"{self._engine.url} answered {refused.status}: {first}"
+            where = refused.in_script
+            first, *rest = (where if where is not None else refused.text).split("\n")
+            if where is not None:
+                line, column, message = (first.split(":", 2) + ["", ""])[:3]
+                evalue = f"line {line}, column {column}:{message}"
+            else:
+                evalue = f"{self._engine.url} answered {refused.status}: {first}"
             return self._error(parent, "MLSQLError", evalue, [f"MLSQLError: {evalue}", *("    " + r for r in rest)])
         self._interrupted = False
         if table is not None and not silent:

@@ -33,6 +33,7 @@ from .. import lang
 from ..engine import Session
 from ..errors import NotAllowed
 from ..frontend import driver
+from ..frontend.engine_client import SCRIPT_NAME  # the FILE of a sent script's errors, as the clients read it
 from ..lang import ast
 from . import render
 from .fast_predict import FastPath
@@ -42,7 +43,6 @@ from .owners import Refused, Sessions, checked_owner
 
 log = logging.getLogger("mlsql_ray.service")
 
-SCRIPT_NAME = "script"  # what an error's FILE is for a script sent in a request
 DEFAULT_OUTPUT_SIZE = 5000
 PREDICT_INPUT = "__predict_input__"
 PREDICT_OUTPUT = "__predict_output__"
