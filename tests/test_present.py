@@ -3,6 +3,8 @@ under a runtime error), because both render ``mlsql_ray.frontend.present``'s vie
 
 from __future__ import annotations
 
+import re
+
 from mlsql_ray.errors import MLSQLError
 from mlsql_ray.frontend.present import ProgressPresenter, present_error, present_result
 
@@ -32,6 +34,17 @@ def test_a_load_and_a_select_present_the_same_rows(session, tmp_path):
     assert loaded.table.heading == load.message and selected.table.heading is None
     assert loaded.table.table.to_pylist() == selected.table.table.to_pylist()
     assert "<table" in loaded.table.bundle()["text/html"] and "ann" in loaded.table.bundle()["text/plain"]
+
+
+def test_timestamps_and_intervals_are_shown_as_spark_shows_them(session):
+    """No offset after a timestamp, no trailing zeros in its fraction; an interval as Spark's
+    calendar interval writes itself, not Arrow's ``MonthDayNano(...)``."""
+    [result] = session.execute("set spark.sql.session.timeZone = 'America/Los_Angeles';\n"
+                               "select timestamp '1996-09-09 10:11:12.4' as t, interval 13.123456789 seconds as i, "
+                               "interval '1-2' year to month as m, interval 3 days 4 hours as d as shown;")[-1:]
+    text = present_result(result, session.catalog).table.text()
+    assert re.split(r"\s{2,}", text.split("\n")[3]) == ["1996-09-09 10:11:12.4", "13.123456 seconds", "1 years 2 months",
+                                               "3 days 4 hours"], text
 
 
 def test_a_runtime_error_points_into_the_cell():

@@ -8,7 +8,9 @@ but nobody counted them (a lazy ``load``).
 
 from __future__ import annotations
 
+import datetime as dt
 import html
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -16,11 +18,16 @@ MAX_CELL = 40
 
 
 def cell_text(value, limit: int = MAX_CELL) -> str:
-    """One value, short: long strings and lists are cut with an ellipsis."""
+    """One value, short: long strings and lists are cut with an ellipsis; timestamps and intervals
+    as Spark shows them (``timestamp_text``, ``interval_text``)."""
     if value is None:
         text = "null"
     elif isinstance(value, (bytes, bytearray)):
         text = f"<{len(value)} bytes>"
+    elif isinstance(value, dt.datetime):
+        text = timestamp_text(value)
+    elif isinstance(value, pa.MonthDayNano):
+        text = interval_text(value.months, value.days, value.nanoseconds)
     elif isinstance(value, list):
         items = ", ".join(cell_text(v, 8) for v in value[:6])
         text = f"[{items}{', …' if len(value) > 6 else ''}] ({len(value)})" if len(value) > 6 else f"[{items}]"
@@ -30,6 +37,30 @@ def cell_text(value, limit: int = MAX_CELL) -> str:
         text = str(value)
     text = text.replace("\n", "\\n")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def timestamp_text(value: dt.datetime) -> str:
+    """``yyyy-MM-dd HH:mm:ss`` and the fraction without its trailing zeros, in the column's time zone
+    (the session's), without an offset: as Spark shows a timestamp."""
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    return f"{text}.{value.microsecond:06d}".rstrip("0") if value.microsecond else text
+
+
+def interval_text(months: int, days: int, nanoseconds: int) -> str:
+    """An interval as Spark's ``CalendarInterval`` writes itself (``1 years 2 months 3 days 4 hours
+    0.5 seconds``; Arrow's ``MonthDayNano`` repr otherwise): DuckDB keeps one interval type, so
+    which of Spark's interval types it was is not known here."""
+    parts = [f"{n} {unit}" for n, unit in ((int(months / 12), "years"), (months - int(months / 12) * 12, "months"),
+                                           (days, "days")) if n]
+    micros = int(nanoseconds / 1000)  # Spark keeps microseconds
+    if micros:
+        sign, micros = ("-" if micros < 0 else ""), abs(micros)
+        hours, rest = divmod(micros, 3_600_000_000)
+        minutes, rest = divmod(rest, 60_000_000)
+        parts += [f"{sign}{n} {unit}" for n, unit in ((hours, "hours"), (minutes, "minutes")) if n]
+        if rest:
+            parts.append(f"{sign}{format((Decimal(rest) / 1_000_000).normalize(), 'f')} seconds")
+    return " ".join(parts) or "0 seconds"
 
 
 def render_text(table: pa.Table, num_rows: int | None = None, max_rows: int = 20, *, more: bool = False) -> str:
