@@ -167,3 +167,13 @@ def test_no_two_families_define_a_macro_of_the_same_name():
             seen[name] = family.__name__
     own = set(spark_functions.MACROS) - set().union(*(f.MACROS for f in families))
     assert not own & seen.keys()
+
+
+def test_a_column_outside_every_grouping_set_keeps_its_name_and_sorts(session):
+    """``GROUP BY a, b GROUPING SETS ((a))``: ``b`` is NULL in every row (Spark), still named ``b``,
+    and ``ORDER BY b`` sorts by it (it was DuckDB's text of the rewrite, and a syntax error)."""
+    [result] = session.execute("select a, b, count(*) as n from values (1, 2), (1, 3), (2, 4) as t(a, b) "
+                               "group by a, b grouping sets ((a)) order by b, a as grouped;")
+    table = result.table
+    assert table.column_names == ["a", "b", "n"]
+    assert table.to_pylist() == [{"a": 1, "b": None, "n": 2}, {"a": 2, "b": None, "n": 1}]

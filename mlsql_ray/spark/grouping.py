@@ -109,11 +109,12 @@ def _null_outside_the_sets(group: exp.Group, declared: list[exp.Expression]) -> 
     for part in [*select.expressions, select.args.get("having"), select.args.get("order")]:
         if part is None:
             continue
-        for node in [n for n in part.walk() if n.sql() in outside and not isinstance(n, exp.Alias)]:
+        for node in [n for n in part.walk() if n.sql() in outside and not isinstance(n, (exp.Alias, exp.Ordered))]:
             if node.parent is not None and not any(isinstance(a, exp.Filter) for a in _ancestors(node, part)):
                 never = exp.Filter(this=_call("first", node.copy()), expression=exp.Where(this=exp.false()))
-                if node is part:
-                    select.set("expressions", [never if e is node else e for e in select.expressions])
+                if node is part:  # a selected column keeps its name, as in Spark
+                    named = exp.alias_(never, node.output_name, quoted=True) if node.output_name else never
+                    select.set("expressions", [named if e is node else e for e in select.expressions])
                 else:
                     node.replace(never)
 
