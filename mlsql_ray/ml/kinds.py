@@ -21,10 +21,11 @@ import pyarrow.compute as pc
 
 from ..errors import MLSQLError
 from ..lang import ast
-from ..options import warnings_given
+from ..options import check_known, warnings_given
 from ..models import stored_rows
 from . import registry, runner, sources, statements
 from .ets import fitted
+from .ets.base import Call, Partitioned
 from .functions import FunctionRegistry, SQLFunction
 from .serving import ModelFunction
 
@@ -35,6 +36,22 @@ class Ahead:
     groups the hosts they run on, ``(groups, algorithms)``."""
 
     group_hosts: tuple[int, tuple[str, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """``train``'s (and ``run``'s) output: the table it made (None: nothing to show), what to report,
+    the name the catalog keeps the table under (None: not kept) with its note on where the table came
+    from, the model table's version, the table's partitions' sizes, and whether the result shows all
+    of it (an algorithm's one row per group) rather than a preview."""
+
+    table: pa.Table | None
+    report: str
+    output: str | None = None
+    source: str = ""
+    version: int | None = None
+    partitions: tuple[int, ...] = ()
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,9 @@ class Kind:
     ``Kinds.find(fmt, question)`` passes it by."""
 
     def matches(self, fmt: str) -> bool:
+        raise NotImplementedError
+
+    def train(self, session, s: ast.Train) -> Trained:
         raise NotImplementedError
 
     def register(self, session, s: ast.Register) -> str:
@@ -124,9 +144,13 @@ class Algorithms(ModelKind):
     def matches(self, fmt: str) -> bool:
         return registry.is_known(fmt)
 
-    def train(self, session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
-        """(Byzer's result table, the model table's version, groups fitted, groups failed)."""
-        return statements.train(session, s, self.plans(s.format, dict(s.options)))
+    def train(self, session, s: ast.Train) -> Trained:
+        """Byzer's result table, one row per group, kept as OUT (else ``output``)."""
+        result, version, trained, failed = statements.train(session, s, self.plans(s.format, dict(s.options)))
+        return Trained(result, f"trained {trained} {s.format} model(s) into {s.path} version {version}"
+                               + (f" ({failed} failed)" if failed else ""),
+                       output=s.output or "output", source=f"train {s.format}.`{s.path}`", version=version,
+                       whole=True)
 
     @staticmethod
     def plans(fmt: str, options: dict) -> list[runner.GroupPlan]:
@@ -202,8 +226,9 @@ class ETRegistry(Protocol):
 
 
 class FeatureETs(ModelKind):
-    """ETs: ``train`` (their ``run``, in the ETs' registry) saves a feature ET's fitted state
-    (``ml.ets.fitted``); ``predict`` and ``register`` apply it, and refuse an ET that learns nothing."""
+    """ETs, those over tables and those that learn: ``train`` (and ``run``) runs one, a feature ET
+    saving its fitted state (``ml.ets.fitted``); ``predict`` and ``register`` apply that state, and
+    refuse an ET that learns nothing."""
 
     def __init__(self, ets: ETRegistry):
         self.ets = ets
@@ -213,6 +238,20 @@ class FeatureETs(ModelKind):
 
     def names(self) -> list[str]:
         return [e.name for e in self.ets.ETS.values()]
+
+    def train(self, session, s: ast.Train) -> Trained:
+        """``train|run T as NAME.`PATH` where ... [as OUT]``: the ET's output, kept as OUT when given.
+        An option the ET does not know is a warning naming the known ones (a typo such as
+        ``rountAt`` would otherwise go unnoticed; Byzer ignores it, so the ET goes on), as for
+        algorithms and data sources (``options.check_known``)."""
+        et = self.ets.find(s.format)
+        check_known(s.options, [p.name for p in et.params], et.name)
+        table = et.run(session, Call(s.table, dict(s.options), s.path, session.local_path))
+        if table is None:
+            return Trained(None, f"{et.name} done")
+        table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())
+        return Trained(table, f"{s.output or et.name}: {table.num_rows} rows", output=s.output,
+                       source=f"{s.verb} {et.name}", partitions=parts)
 
     def learner(self, name: str, verb: str) -> fitted.Learner:
         et = self.ets.find(name)
