@@ -112,3 +112,25 @@ where inputCols="a" and scaleMethod="min-max" as scaled;""")[-1]
     assert trained == ["ScalerInPlace"]
     assert sorted(result.table.column("a").to_pylist()) == [0.0, 1.0] and result.name == "scaled"
     assert "ets" not in vars(statement), "the train statement reaches the ETs only through their kind"
+
+
+def test_a_kind_lists_the_questions_it_answers_and_the_list_must_be_true():
+    """Which kind answers which question is written on the kind (``ANSWERS``), checked against its
+    methods when the class is made: a question listed but not answered, or answered but not listed,
+    is refused."""
+    assert kinds.KERAS.ANSWERS == {"predict", "register", "ahead"}
+    assert SCRIPT_UDF.ANSWERS == {"register"} and "train" in FEATURE_ETS.ANSWERS
+
+    with pytest.raises(TypeError, match="lists \\['train'\\]; it answers \\(defines\\) \\[\\]"):
+        class Listed(kinds.Kind):
+            ANSWERS = frozenset({"train"})
+
+            def matches(self, fmt: str) -> bool:
+                return True
+    with pytest.raises(TypeError, match="lists \\[\\]; it answers \\(defines\\) \\['predict'\\]"):
+        class Unlisted(kinds.Kind):
+            def matches(self, fmt: str) -> bool:
+                return True
+
+            def predict(self, session, s):
+                return None
