@@ -314,8 +314,9 @@ class Session:
         its tables made visible to DuckDB, and the query as DuckDB bound it (once: its columns and
         types are known, nothing is computed)."""
         spark_sql = vectors.printed(self, spark_sql, line, col)
-        tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
-        translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
+        translation = translate(spark_sql, line, col)  # cached: the parser checked this SQL without schemas
+        if translation.wants_schemas:  # else the schemas would change nothing (``Translation.wants_schemas``)
+            translation = translate(spark_sql, line, col, self.catalog.schemas(translation.tables))
         sql, tables, calls = translation.sql, translation.tables, translation.calls
         self.define_macros_of(sql)
         self.catalog.ensure(tables)

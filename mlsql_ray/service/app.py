@@ -35,6 +35,7 @@ from ..errors import NotAllowed
 from ..frontend import driver
 from ..frontend.engine_client import SCRIPT_NAME  # the FILE of a sent script's errors, as the clients read it
 from ..lang import ast
+from ..spark import vectors as spark_vectors
 from . import render
 from .fast_predict import FastPath
 from .jobs import JobBoard, Limits, ServiceJob
@@ -231,7 +232,7 @@ def _predict_input(data_type: str, data: str) -> pa.Table:
                 raise Refused(400, "dataType=row takes a JSON array of objects")
             return pa.Table.from_pylist(values)
         if data_type == "vector":
-            return pa.table({"feature": pa.array(values, pa.list_(pa.float64()))})
+            return pa.table({"feature": pa.array(values, spark_vectors.ARROW_TYPE)})
         if data_type == "string":
             return pa.table({"feature": pa.array([v if isinstance(v, str) else json.dumps(v) for v in values])})
     except (pa.ArrowException, TypeError, ValueError) as exc:
