@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import MLSQLError, first_line
-from ...lang import ast
+from ...lang import ast, script_sql
 from ...objectstore import ObjectPath
 from ...storage import delta
 from ..catalog import Deferred
@@ -34,13 +34,17 @@ FORMATS = ("parquet", "delta")
 
 
 def daft_module(session):
-    """Daft, running on the session's Ray (embedded or ``--ray-address``: started or joined here)."""
+    """Daft, running on the session's Ray (embedded or ``--ray-address``: started or joined here),
+    or in this process when ``$DAFT_RUNNER`` is ``native`` (Daft's own switch; no Ray is started)."""
     # Daft's progress bars would interleave with a script's results (an embedded Ray's workers inherit this)
     os.environ.setdefault("DAFT_PROGRESS_BAR", "0")
-    session.ray_link.ensure()
+    in_process = os.environ.get("DAFT_RUNNER", "").strip().lower() == "native"
+    if not in_process:
+        session.ray_link.ensure()
     import daft  # heavy: Daft (Rust and its Ray runner), only for sessions whose sql_engine is daft
 
-    daft.set_runner_ray(noop_if_initialized=True)  # the Ray this process is connected to
+    if not in_process:
+        daft.set_runner_ray(noop_if_initialized=True)  # the Ray this process is connected to
     return daft
 
 
@@ -93,7 +97,8 @@ def select(session, s: ast.Select) -> Result:
     """Plan the select on Daft (nothing computed) and name it; its first rows are computed when they
     are shown (at most ``PREVIEW_ROWS + 1`` rows fetched)."""
     daft = daft_module(session)
-    translation = translate(s.sql, lambda names: session.catalog.schemas(names))
+    # its Velocity directives run first, as for DuckDB (the parser has rendered this text once: cached)
+    translation = translate(script_sql.rendered(s.sql), lambda names: session.catalog.schemas(names))
     bindings = {name: frame_of(session, daft, name) for name in translation.tables}
     for name, spark_sql in translation.constants:  # VALUES, range(): Spark's rows and types, by DuckDB
         try:
