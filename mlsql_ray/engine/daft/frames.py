@@ -174,7 +174,7 @@ def _save_delta(session, s: ast.Save, frame) -> Result:
     path.mkdir(parents=True, exist_ok=True)
     try:
         written = computed(_signed(frame).write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
-                                                 partition_cols=list(s.partition_by) or None, **_io(path)))
+                                                          partition_cols=list(s.partition_by) or None, **_io(path)))
     except ValueError as exc:  # deltalake's word on the rows (a schema the table does not have): nothing committed
         raise MLSQLError(f"cannot save {s.table} to delta.`{s.path}`: {first_line(exc)}") from exc
     rows = _rows_written(written)
