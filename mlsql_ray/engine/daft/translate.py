@@ -82,10 +82,12 @@ def translate(spark_sql: str, schemas_of: Callable[[tuple[str, ...]], Schemas]) 
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     tables = tuple(sorted({t.name for t in tree.find_all(exp.Table)
                            if t.name and t.name.lower() not in ctes and not t.name.startswith(CONSTANT_PREFIX)}))
-    with sql_types.typing_of(tree, schemas_of(tables), spark_sql):
+    schemas = schemas_of(tables)
+    with sql_types.typing_of(tree, schemas, spark_sql):
         for node in list(tree.walk()):
             _check(node)
         _name_columns(tree)
+        _spell_columns(tree, schemas)
         for node in list(tree.walk()):
             _rewrite(node)
     try:
@@ -227,6 +229,21 @@ def _name_columns(tree: exp.Expression) -> None:
             if not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
                 select.expressions[i] = exp.alias_(item, item.sql("spark"), quoted=True, copy=False)
                 select.expressions[i].parent = select
+
+
+def _spell_columns(tree: exp.Expression, schemas: Schemas) -> None:
+    """A column written in another case than its table's (or alias's) spelling gets that spelling:
+    Spark resolves names case-insensitively, Daft does not. A name spelled two ways stays as written."""
+    spellings: dict[str, set[str]] = {}
+    for _, columns in schemas:
+        for name, _ in columns:
+            spellings.setdefault(name.lower(), set()).add(name)
+    for alias in tree.find_all(exp.Alias):
+        spellings.setdefault(alias.alias.lower(), set()).add(alias.alias)
+    for column in tree.find_all(exp.Column):
+        known = spellings.get(column.name.lower(), set())
+        if len(known) == 1 and column.name not in known:
+            column.set("this", exp.to_identifier(next(iter(known)), quoted=column.this.quoted))
 
 
 def _rewrite(node: exp.Expression) -> None:
