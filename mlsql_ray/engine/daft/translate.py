@@ -386,12 +386,15 @@ def _described(node: exp.Expression) -> str:
 
 def _name_columns(tree: exp.Expression) -> None:
     """An unnamed expression of a select list gets Spark's text of it as its name (Daft would name
-    it after its first column or ``literal``, and two of them would clash)."""
+    it after its first column or ``literal``, and two of them would clash); a qualified column its
+    own name (Daft's would be ``t.x``)."""
     for select in tree.find_all(exp.Select):
         for i, item in enumerate(select.expressions):
-            if not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+            if isinstance(item, exp.Column) and item.table and not isinstance(item.this, exp.Star):
+                select.expressions[i] = exp.alias_(item, item.name, quoted=True, copy=False)
+            elif not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
                 select.expressions[i] = exp.alias_(item, item.sql("spark"), quoted=True, copy=False)
-                select.expressions[i].parent = select
+            select.expressions[i].parent = select
 
 
 def _rewrite(node: exp.Expression) -> None:
