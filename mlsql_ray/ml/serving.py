@@ -9,7 +9,7 @@ no per-row Python call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import pyarrow as pa
@@ -151,6 +151,10 @@ class ModelFunction(SQLFunction):
             seen = pc.min_max(lengths).as_py()
             got = seen["min"] if seen["min"] == seen["max"] else f"{seen['min']} to {seen['max']}"
             raise ValueError(f"{self.name}({self.argument}): the model takes rows of {self.width} values, got rows of {got}")
+
+    def for_workers(self) -> "ModelFunction":
+        """The same actors, without the session's warm pool (which stays in the session's process)."""
+        return replace(self, pool=None, shape=None)
 
     @property
     def arrow_type(self) -> pa.DataType:

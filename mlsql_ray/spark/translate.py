@@ -85,8 +85,13 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}")
+    return translate_tree(trees[0], schemas, spark_sql)
+
+
+def translate_tree(tree: exp.Expression, schemas: Schemas | None, spark_sql: str) -> Translation:
+    """``translate`` of a tree parsed from (or cut out of the tree of) ``spark_sql``, whose text its
+    literals' positions point into; the tree is rewritten in place."""
     try:
-        tree = trees[0]
         with sql_types.typing_of(tree, schemas, spark_sql) as typing:
             for transform in families.TRANSFORMS:
                 transform(tree)

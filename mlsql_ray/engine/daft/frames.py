@@ -26,6 +26,7 @@ from ...storage import delta
 from .. import files, object_files
 from ..catalog import Deferred
 from ..result import PREVIEW_ROWS, PreviewedResult, Result
+from .rows import functions_session
 from .translate import REFUSAL_HINT, refusal, translate
 
 #: the formats a Daft session loads and saves as Daft DataFrames; others load as before and are
@@ -118,7 +119,8 @@ def select(session, s: ast.Select) -> Result:
         except (MLSQLError, duckdb.Error) as exc:  # a form the rewrite into a query of its own does not keep
             raise refusal(f"this inline table ({first_line(exc)})") from exc
         bindings[name] = daft.from_arrow(rows)
-    frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
+    with functions_session(session, daft, translation.rows):  # what DuckDB computes per batch
+        frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
     define(session, s.table, frame, "select (Daft)")
     if session.shows_previews:
         return _previewed(s, frame)
