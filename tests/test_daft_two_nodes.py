@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from test_cluster import stop_group
+from test_two_nodes import START_CLUSTER
 
 ROWS, FILES = 400_000, 8
 
@@ -55,32 +56,7 @@ out, warehouse, script = sys.argv[1:4]
 ANSWERS = json.loads(sys.argv[4])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_args(index: int) -> dict:
-    ports = ("metrics_export_port", "metrics_agent_port", "dashboard_agent_listen_port", "runtime_env_agent_port")
-    return {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": os.path.join(os.environ["RAY_TMPDIR"], f"n{index}"),
-            **{name: free_port() for name in ports}}
-
-
-def start_cluster() -> Cluster:
-    for attempt in range(5):  # Ray's 30 s start-up wait (fixed) can run out on a loaded machine
-        cluster = Cluster()
-        try:
-            cluster.add_node(include_dashboard=False, **node_args(0))
-            cluster.add_node(**node_args(1))
-            cluster.wait_for_nodes()
-            return cluster
-        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
-            cluster.shutdown()
-            if "timed out during startup" not in str(exc) or attempt == 4:
-                raise
-
-
+''' + START_CLUSTER + r'''
 os.makedirs(os.path.join(os.environ["RAY_TMPDIR"], "ray"), exist_ok=True)
 with ray_internals.single_machine_mode(), ray_internals.minimal_dashboard_agent():
     cluster = start_cluster()
