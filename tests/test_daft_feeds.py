@@ -25,6 +25,14 @@ CELL_FEED = textwrap.dedent('''
     load parquet.`{data}/facts` as facts;
     load parquet.`{data}/names.parquet` as names;
     select f.k, nm.name, f.v * 2 as v2 from facts f join names nm on f.k = nm.k where f.v > 3 as joined;
+    select k from facts where v < 0 as nothing;
+    """
+    EMPTY = """--%python
+    --%input=nothing
+    --%output=counted
+    from pyjava.api.mlsql import RayContext
+    rc = RayContext.connect(globals(), None)
+    rc.build_result([{"servers": len(rc.data_servers()), "rows": sum(s.read().num_rows for s in rc.data_servers())}])
     """
     CELL = """--%python
     --%input=joined
@@ -44,6 +52,7 @@ CELL_FEED = textwrap.dedent('''
         with Session(warehouse=f"{{warehouse}}/{{engine}}", sql_engine=engine, ray_address=address) as session:
             session.execute(SCRIPT)
             session.execute(CELL)
+            session.execute(EMPTY)
             seen = session.table("seen").to_pylist()
             entry = session.catalog.entry("joined")
             blocks = entry.data.blocks() if isinstance(entry.data, Deferred) else []
@@ -52,6 +61,7 @@ CELL_FEED = textwrap.dedent('''
                 "fed_refs": sorted({{ref for r in seen for ref in r["refs"]}}),
                 "computed_here": not isinstance(entry.data, Deferred),
                 "daft_blocks": sorted(ref.hex() for ref, _ in blocks),
+                "empty": session.table("counted").to_pylist(),
             }}
     print(json.dumps(out))
 ''').replace("{{", "{").replace("}}", "}")
@@ -74,7 +84,8 @@ def _run(program: str, *args, timeout: float = 600) -> dict:
 
 def test_a_cell_reads_a_daft_selects_partitions_where_daft_put_them(ray_address, tmp_path):
     """The cell's workers see DuckDB's rows; what they read are the object refs of Daft's own
-    partitions (made Arrow on its workers), and the driver never computed the table."""
+    partitions (made Arrow on its workers), and the driver never computed the table. A select without rows
+    is one empty partition, as on DuckDB."""
     _facts(tmp_path / "data")
     out = _run(CELL_FEED, tmp_path / "wh", ray_address, tmp_path / "data")
     duck, on_daft = out["duckdb"], out["daft"]
@@ -82,6 +93,7 @@ def test_a_cell_reads_a_daft_selects_partitions_where_daft_put_them(ray_address,
     assert not on_daft["computed_here"]
     assert len(on_daft["daft_blocks"]) > 1 and set(on_daft["fed_refs"]) <= set(on_daft["daft_blocks"])
     assert len(on_daft["fed_refs"]) > 1
+    assert on_daft["empty"] == duck["empty"] == [{"servers": 1, "rows": 0}]  # no row: one empty partition
 
 
 TRAIN_FEED = textwrap.dedent('''

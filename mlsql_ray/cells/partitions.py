@@ -283,8 +283,7 @@ def _stored_batches(session, name: str) -> list[tuple[Any, int]]:
 
     blocks = session.catalog.blocks(name)
     if blocks is not None:
-        kept = [(ref, rows) for ref, rows in blocks if rows]
-        return kept or blocks[:1] or [(ray.put(session.catalog.schema(name).empty_table()), 0)]
+        return [(ref, rows) for ref, rows in blocks if rows] or blocks[:1]
     reader = session.catalog.batches(name)
     batches: list[tuple[Any, int]] = []
     try:

@@ -46,8 +46,8 @@ class Deferred:
     its Arrow table computed only when something that is not that engine reads it (DuckDB, an ET,
     ``session.table``), once: the entry then holds the table. ``frame``: that engine's own lazy
     object, which its next queries read instead. ``partitions``: the rows as that engine's
-    partitions in Ray's object store, [(object ref of an Arrow table, rows)], computed on its
-    workers: what a Python cell's or a ``train``'s Ray workers read, this process holding none.
+    partitions in Ray's object store, [(object ref of an Arrow table, rows)] (at least one), computed
+    on its workers: what a Python cell's or a ``train``'s Ray workers read, this process holding none.
     ``first(n)``: the first ``n`` rows, that engine computing no more (a preview)."""
 
     schema: pa.Schema

@@ -92,11 +92,14 @@ def define(session, name: str, frame, source: str) -> None:
 
 def ray_blocks(frame) -> list[tuple[object, int]]:
     """The frame computed on Daft's Ray workers, each partition made an Arrow table there:
-    [(object ref, rows)] in the frame's order; only the row counts come to this process."""
+    [(object ref, rows)] in the frame's order, at least one (an empty table for no partition); only
+    the row counts come to this process."""
     import ray  # heavy: Ray (up: daft_module joined it)
 
     parts = _running(lambda: list(frame.iter_partitions()))  # Daft's partitions (MicroPartitions), as refs
-    if parts and not isinstance(parts[0], ray.ObjectRef):  # Daft's in-process runner: partitions here
+    if not parts:
+        return [(ray.put(frame.schema().to_pyarrow_schema().empty_table()), 0)]
+    if not isinstance(parts[0], ray.ObjectRef):  # Daft's in-process runner: partitions here
         parts = [ray.put(part) for part in parts]
     arrow = ray.remote(_arrow_block).options(num_returns=2, max_retries=0)
     pairs = [arrow.remote(part) for part in parts]
