@@ -19,7 +19,7 @@ from .. import lang, objectstore
 from ..cluster.link import RayLink
 from ..cluster.warm import WarmPool
 from ..config import resolve as resolve_config
-from ..config import sql_engine_named
+from ..config import SQL_ENGINE_SETTING, sql_engine_named
 from ..errors import InternalError, MLSQLError, NotAllowed
 from ..lang import ast
 from ..objectstore import ObjectPath
@@ -37,7 +37,6 @@ from .prestart import Prestart
 from .result import Result
 from .sql import duckdb_message, interrupted_query, translate
 
-SQL_ENGINE_SETTING = "sql_engine"  # set sql_engine="daft" where type="conf";
 
 
 class Session:

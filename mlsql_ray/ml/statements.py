@@ -27,8 +27,12 @@ from ..lang import ast
 from ..options import flag
 from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
+from ..cells.partitions import stored_query
 from ..cells.runner import file_partition, partition
 from .serving import ModelFunction
+
+
+ROWS = "_train_rows"  # what a train's table is called in the SQL that describes it
 
 
 def _quoted(name: str) -> str:
@@ -65,9 +69,10 @@ def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Tabl
 
 class CatalogTable:
     """The table a train statement reads (``runner.TrainTable``): whole from the catalog, or
-    described by DuckDB (row count, distinct labels, the first row a column check rejects) and
+    described by SQL (row count, distinct labels, the first row a column check rejects) and
     split into data servers as a cell's input is (``cells.runner.partition``), without its rows
-    coming into this process."""
+    coming into this process. A Daft select is described where its partitions are
+    (``cells.partitions.stored_query``), the others by the session's DuckDB."""
 
     def __init__(self, session, name: str):
         self.session, self.name = session, name
@@ -79,15 +84,18 @@ class CatalogTable:
         return self._whole
 
     def head(self) -> pa.Table:
-        return self.session.catalog.relation(self.name).limit(1).to_arrow_table()
+        return self._query(f"SELECT * FROM {ROWS} LIMIT 1")
 
     def summary(self, label: str | None) -> tuple[int, np.ndarray | None]:
-        relation = self.session.catalog.relation(self.name)
-        [(rows,)] = relation.aggregate("count(*)").fetchall()
+        blocks = self.session.catalog.blocks(self.name)
+        if blocks is not None:
+            rows = sum(n for _, n in blocks)
+        else:
+            [(rows,)] = self.session.catalog.relation(self.name).aggregate("count(*)").fetchall()
         if label is None:
             return rows, None
-        distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({_quoted(label)} AS DOUBLE) AS v "
-                                                 "FROM _train_rows ORDER BY v").to_arrow_table()
+        distinct = self._query(f"SELECT DISTINCT CAST({_quoted(label)} AS DOUBLE) AS v FROM {ROWS} ORDER BY v",
+                               combine=f"SELECT DISTINCT v FROM {ROWS} ORDER BY v")
         return rows, distinct.column("v").to_numpy()
 
     def first_invalid(self, column: str, ids: bool = False) -> pa.Table:
@@ -96,7 +104,16 @@ class CatalogTable:
         if ids:
             number = f"TRY_CAST({value} AS DOUBLE)"
             invalid += f" OR {number} <> floor({number}) OR abs({number}) > 2147483647"
-        return self.session.catalog.relation(self.name).filter(invalid).limit(1).to_arrow_table()
+        return self._query(f"SELECT * FROM {ROWS} WHERE {invalid} LIMIT 1")
+
+    def _query(self, sql: str, combine: str | None = None) -> pa.Table:
+        """``sql`` (DuckDB) over the table named ``ROWS``: by the session's DuckDB, or over each of a
+        Daft select's partitions where it is, then ``combine`` (default ``sql``: a filter with a
+        LIMIT) over their answers here."""
+        blocks = self.session.catalog.blocks(self.name)
+        if blocks is not None:
+            return stored_query(blocks, ROWS, sql, combine or sql)
+        return self.session.catalog.relation(self.name).query(ROWS, sql).to_arrow_table()
 
     def servers(self, count: int) -> list:
         self.session.ray_link.ensure()

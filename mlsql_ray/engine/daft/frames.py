@@ -1,10 +1,11 @@
 """The session's tables as lazy Daft DataFrames on the session's Ray: ``load``, ``select``, ``save``.
 
 A Daft table is a catalog entry of rows computed when read (``catalog.Deferred``): a later select
-on Daft reads its DataFrame (nothing computed in between), while anything else that reads it (a
-Python cell, an ET, ``train``, a DuckDB select of a session that switched back, ``session.table``)
-computes it once, whole, into an Arrow table in this process: this slice gives those statements no
-per-partition path yet (issue 41, part 4). A table that is not Daft's (an ET's output, a ``jsonStr``
+on Daft reads its DataFrame (nothing computed in between); a Python cell's input and a ``train``'s
+workers read its partitions where Daft's workers computed them (``ray_blocks``: Arrow tables in
+Ray's object store, this process holding only their refs); anything else that reads it (an ET, a
+DuckDB select of a session that switched back, ``session.table``) computes it once, whole, into an
+Arrow table in this process. A table that is not Daft's (an ET's output, a ``jsonStr``
 load, a select of the DuckDB engine) is read into Daft whole when a Daft select reads it.
 """
 
@@ -101,7 +102,32 @@ def _io(path: Path | ObjectPath) -> dict:
 def define(session, name: str, frame, source: str) -> None:
     """Name a Daft DataFrame in the catalog, computed only when something reads it."""
     schema = frame.schema().to_pyarrow_schema()
-    session.catalog.add_deferred(name, Deferred(schema, lambda: computed(frame), frame), source)
+    deferred = Deferred(schema, lambda: computed(frame), frame, partitions=lambda: ray_blocks(frame),
+                        first=lambda rows: computed(frame.limit(rows)))
+    session.catalog.add_deferred(name, deferred, source)
+
+
+def ray_blocks(frame) -> list[tuple[object, int]]:
+    """The frame computed on Daft's Ray workers, each partition made an Arrow table there:
+    [(object ref, rows)] in the frame's order, at least one (an empty table for no partition); only
+    the row counts come to this process."""
+    import ray  # heavy: Ray (up: daft_module joined it)
+
+    parts = _running(lambda: list(frame.iter_partitions()))  # Daft's partitions (MicroPartitions), as refs
+    if not parts:
+        return [(ray.put(frame.schema().to_pyarrow_schema().empty_table()), 0)]
+    if not isinstance(parts[0], ray.ObjectRef):  # Daft's in-process runner: partitions here
+        parts = [ray.put(part) for part in parts]
+    arrow = ray.remote(_arrow_block).options(num_returns=2, max_retries=0)
+    pairs = [arrow.remote(part) for part in parts]
+    rows = _running(lambda: ray.get([n for _, n in pairs]))
+    return [(table, n) for (table, _), n in zip(pairs, rows)]
+
+
+def _arrow_block(part) -> tuple[pa.Table, int]:
+    """(a Daft partition as Arrow, its rows), in the Ray worker that holds it."""
+    table = part.to_arrow()
+    return table, table.num_rows
 
 
 # -- select -------------------------------------------------------------------------------------
@@ -251,8 +277,13 @@ def _planned(plan):
 
 def computed(frame) -> pa.Table:
     """Run a Daft plan to Arrow; an error while it runs is the statement's, in Daft's words."""
+    return _running(frame.to_arrow)
+
+
+def _running(run):
+    """``run()``, which runs a Daft plan; an error while it runs is the statement's, in Daft's words."""
     try:
-        return frame.to_arrow()
+        return run()
     except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
         if not _is_daft_error(exc):
             raise
