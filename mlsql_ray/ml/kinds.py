@@ -13,12 +13,15 @@ one ``Kinds`` with them (``engine/kinds.py``)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import objectstore
 from ..errors import MLSQLError
 from ..lang import ast
 from ..options import warnings_given
@@ -26,7 +29,8 @@ from ..models import stored_rows
 from . import registry, runner, sources, statements
 from .ets import fitted
 from .functions import FunctionRegistry, SQLFunction
-from .serving import ModelFunction
+from .deployments import Loader
+from .serving import Calls, ModelFunction, Predictor
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,11 @@ class Kind:
 
     def ahead(self, s: ast.Statement) -> Ahead | None:
         """What ``s`` needs started ahead (None: nothing)."""
+        raise NotImplementedError
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        """How a Ray Serve replica loads the model ``s`` registered, at ``version``, by itself
+        (``register ... where serve="true"``, ``ml.deployments``)."""
         raise NotImplementedError
 
 
@@ -148,6 +157,9 @@ class Algorithms(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return statements.model_functions(session, s)
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        return statements.replica_loader(session, s, version)
 
     def params(self, name: str) -> pa.Table:
         return sources.model_params(name)
@@ -265,6 +277,13 @@ class Keras(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return [self.started(session, s.function, s.format, s.path, dict(s.options))]
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        options = {**dict(s.options), "version": str(version)}
+        table = s.path
+        if options.get("mode") == "path" and not objectstore.is_uri(table):
+            table = str(Path(table).expanduser().absolute())  # the replica's working folder is Ray's
+        return Loader(Predictor, Calls.of(options, Predictor), functools.partial(stored_rows, session.warehouse, table, options))
 
     def predict(self, session, s: ast.Train) -> Predicted:
         """T plus a prediction column, from the list column ``inputCol`` (else T's first)."""
