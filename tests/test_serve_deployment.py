@@ -25,7 +25,7 @@ TRAIN = '''set jsonStr=\'\'\'
 \'\'\';
 load jsonStr.`jsonStr` as data;
 select vec_dense(features) as features, label from data as data1;
-train data1 as RandomForest.`{model}` where `fitParam.0.maxDepth`="3" and `fitParam.0.seed`="1";
+train data1 as RandomForest.`MODEL` where `fitParam.0.maxDepth`="3" and `fitParam.0.seed`="1";
 '''
 
 
@@ -75,14 +75,14 @@ def served(ray_runtime, module_pool, tmp_path):
 
     model = tmp_path / "models" / "rf"
     with Session(warehouse=tmp_path / "warehouse", workers=module_pool) as session:
-        session.execute(TRAIN.format(model=model) + f"register RandomForest.`{model}` as rf;")
+        session.execute(TRAIN.replace("MODEL", str(model)) + f"register RandomForest.`{model}` as rf;")
         [result] = session.execute(f'register RandomForest.`{model}` as rf_served where serve="true" '
                                    f'and servePort="{free_port()}" and serveReplicas="2";')
         url = re.search(r"served at (http://\S+)", result.message)[1]
         try:
             yield session, url, result.message
         finally:
-            session.execute("unregister rf_served;")
+            session.execute("unregister RandomForest.`rf_served`;")
 
 
 @pytest.mark.slow
@@ -142,7 +142,7 @@ def test_unregister_deletes_the_deployment_and_bad_serve_options_are_refused(ray
 
     model = tmp_path / "rf"
     with Session(warehouse=tmp_path / "warehouse", workers=module_pool) as session:
-        session.execute(TRAIN.format(model=model))
+        session.execute(TRAIN.replace("MODEL", str(model)))
         refusals = [('serveReplicas="3" and serveCpus="1"', r"3 replicas of serveCpus=1 need 3 CPUs; the cluster has 2"),
                     ('serveReplicas="1" and serveMaxReplicas="2"', r"not both"),
                     ('serveMinReplicas="1"', r"serveMinReplicas needs serveMaxReplicas"),
@@ -158,7 +158,7 @@ def test_unregister_deletes_the_deployment_and_bad_serve_options_are_refused(ray
         assert "(1 to 2 replicas of 0.5 CPUs)" in result.message
         url = re.search(r"served at (http://\S+)", result.message)[1]
         assert httpx.post(url, data={"dataType": "vector", "data": json.dumps(ROWS)}, timeout=60).status_code == 200
-        [gone] = session.execute("unregister rf_scaled;")
+        [gone] = session.execute("unregister RandomForest.`rf_scaled`;")
         assert gone.message == "unregistered rf_scaled (and the Ray Serve deployment of rf_scaled)"
         assert httpx.post(url, data={"dataType": "vector", "data": json.dumps(ROWS)}, timeout=60).status_code == 404
         [shown] = session.execute("!show served;")

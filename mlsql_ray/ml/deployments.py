@@ -190,7 +190,12 @@ def listing() -> pa.Table:
     rows = []
     for app_name, app in sorted(applications.items()):
         name = app_name[len(APP_PREFIX):]
-        states = {str(state): count for d in app.deployments.values() for state, count in d.replica_states.items()}
-        rows.append((name, route(name), str(app.status), ", ".join(f"{k} {v}" for k, v in sorted(states.items()))))
+        states = {_word(state): count for d in app.deployments.values() for state, count in d.replica_states.items()}
+        rows.append((name, route(name), _word(app.status), ", ".join(f"{k} {v}" for k, v in sorted(states.items()))))
     return pa.table({key: pa.array([r[i] for r in rows], pa.string())
                      for i, key in enumerate(("function", "route", "status", "replicas"))})
+
+
+def _word(state) -> str:
+    """A Ray Serve status (a string enum) as its word, ``RUNNING``."""
+    return str(getattr(state, "value", state))
