@@ -14,13 +14,16 @@ one ``Kinds`` with them (``engine/kinds.py``)."""
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import objectstore
 from ..errors import MLSQLError
 from ..lang import ast
 from ..options import check_known, warnings_given
@@ -29,7 +32,8 @@ from . import registry, runner, sources, statements
 from .ets import fitted
 from .ets.base import Call, Partitioned
 from .functions import FunctionRegistry, SQLFunction
-from .serving import ModelFunction
+from .deployments import Loader
+from .serving import Calls, ModelFunction, Predictor
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ QUESTIONS = {
     "example": "example(name) -> (name, example script, doc): ``load modelExample.`NAME```",
     "describe": "describe(name) -> pa.Table: ``!show \"et/NAME\"``: name, algType, doc",
     "ahead": "ahead(s: ast.Statement) -> Ahead | None: what ``s`` needs started ahead (None: nothing)",
+    "loader": "loader(session, s: ast.Register, version) -> Loader: how a Ray Serve replica loads the model ``s`` "
+              "registered, by itself (``register ... where serve=\"true\"``, ``ml.deployments``)",
 }
 """The questions a kind of model may answer, each by a method of the question's name."""
 
@@ -144,7 +150,7 @@ class Algorithms(ModelKind):
     """The built-in algorithms (``ml.registry``, AutoML among them): trained into model tables
     (``ml.store``), scored here, served on Ray actors (``ml.statements``)."""
 
-    ANSWERS = frozenset({"train", "predict", "register", "params", "example", "describe", "ahead"})
+    ANSWERS = frozenset({"train", "predict", "register", "params", "example", "describe", "ahead", "loader"})
 
     def matches(self, fmt: str) -> bool:
         return registry.is_known(fmt)
@@ -177,6 +183,9 @@ class Algorithms(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return statements.model_functions(session, s)
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        return statements.replica_loader(session, s, version)
 
     def params(self, name: str) -> pa.Table:
         return sources.model_params(name)
@@ -296,7 +305,7 @@ class FeatureETs(ModelKind):
 class Keras(ModelKind):
     """Keras models saved as rows (``mlsql_ray.models``), served on Ray actors (``ml.serving``)."""
 
-    ANSWERS = frozenset({"predict", "register", "ahead"})
+    ANSWERS = frozenset({"predict", "register", "ahead", "loader"})
     FORMATS = ("tf", "keras")
 
     def matches(self, fmt: str) -> bool:
@@ -312,6 +321,13 @@ class Keras(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return [self.started(session, s.function, s.format, s.path, dict(s.options))]
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        options = {**dict(s.options), "version": str(version)}
+        table = s.path
+        if options.get("mode") == "path" and not objectstore.is_uri(table):
+            table = str(Path(table).expanduser().absolute())  # the replica's working folder is Ray's
+        return Loader(Predictor, Calls.of(options, Predictor), functools.partial(stored_rows, session.warehouse, table, options))
 
     def predict(self, session, s: ast.Train) -> Predicted:
         """T plus a prediction column, from the list column ``inputCol`` (else T's first)."""

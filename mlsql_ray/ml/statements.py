@@ -13,6 +13,7 @@ tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -29,7 +30,8 @@ from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
 from ..cells.partitions import stored_query
 from ..cells.runner import file_partition, partition
-from .serving import ModelFunction
+from .deployments import Loader
+from .serving import Calls, ModelFunction
 
 
 ROWS = "_train_rows"  # what a train's table is called in the SQL that describes it
@@ -134,13 +136,38 @@ def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:
 def _chosen(session, fmt: str, target: str, options: dict):
     """(the model table's version, the group FMT's ``predict``/``register`` use, its algorithm):
     the algorithm looked up once, AutoML's as its chosen group names it."""
+    return _chosen_at(store.model_target(session, target, options), fmt, target, options)
+
+
+def _chosen_at(path: Path, fmt: str, target: str, options: dict):
+    """``_chosen`` of the model table at ``path`` (TARGET resolved)."""
     alg = None if fmt.lower() == registry.AUTOML.lower() else registry.get(fmt)
     if alg is not None and alg.no_inference:
         raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
                          f"{alg.no_inference.replace('TARGET', target)}")
-    version, groups = store.read(store.model_target(session, target, options), target, options)
+    version, groups = store.read(path, target, options)
     group = ml_predictor.select(groups, alg, options, target)
     return version, group, alg or registry.get(group.alg)
+
+
+def chosen_rows(path: Path, fmt: str, target: str, options: dict) -> tuple[int, pa.Table]:
+    """(version, rows) of the group ``register`` serves, as a Ray Serve replica reads it."""
+    version, group, _ = _chosen_at(path, fmt, target, options)
+    return version, store.to_table([group])
+
+
+def replica_loader(session, s: ast.Register, version: int) -> Loader:
+    """How a Ray Serve replica loads the model ``s`` registered at ``version`` by itself (a
+    model on actors; LDA's functions, answered in this process, are not served so)."""
+    options = {**dict(s.options), "version": str(version)}
+    path = store.model_target(session, s.path, options)
+    path = path.absolute() if isinstance(path, Path) else path  # the replica's working folder is Ray's
+    _, _, alg = _chosen_at(path, s.format, s.path, options)
+    if alg.kind in FUNCTIONS:
+        raise MLSQLError(f"{alg.name}'s functions are answered in this process, not by a model on actors: "
+                         f"serve=\"true\" cannot deploy them")
+    return Loader(ml_predictor.Predictor, Calls.of(options, ml_predictor.Predictor),
+                  functools.partial(chosen_rows, path, s.format, s.path, options))
 
 
 def predict(session, s: ast.Train) -> tuple[pa.Table, str]:
