@@ -118,7 +118,7 @@ def test_a_kind_lists_the_questions_it_answers_and_the_list_must_be_true():
     """Which kind answers which question is written on the kind (``ANSWERS``), checked against its
     methods when the class is made: a question listed but not answered, or answered but not listed,
     is refused."""
-    assert kinds.KERAS.ANSWERS == {"predict", "register", "ahead"}
+    assert kinds.KERAS.ANSWERS == {"predict", "register", "ahead", "loader"}
     assert SCRIPT_UDF.ANSWERS == {"register"} and "train" in FEATURE_ETS.ANSWERS
 
     with pytest.raises(TypeError, match="lists \\['train'\\]; it answers \\(defines\\) \\[\\]"):

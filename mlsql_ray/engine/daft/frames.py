@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 
@@ -234,17 +235,18 @@ def _save_parquet(session, s: ast.Save, frame) -> Result:
         # ones (as a save of the DuckDB engine there does, engine/object_files.py)
         written = computed(frame.write_parquet(str(path), write_mode="append" if s.mode == "append" else "overwrite",
                                                partition_cols=partition_cols, **_io(path)))
+        rows = _parquet_rows(written, path)
     else:  # written beside it first: a failed save leaves the old files as they were
         staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
             written = computed(frame.write_parquet(str(staging), write_mode="overwrite", partition_cols=partition_cols))
+            rows = _parquet_rows(written, staging)  # the files Daft reports are named under the staging folder
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         if path.exists():
             shutil.rmtree(path)
         staging.rename(path)
-    rows = _parquet_rows(written, path)
     return Result(s, f"saved {rows} rows of {s.table} to parquet.`{s.path}` (mode {s.mode}; Daft)", num_rows=rows)
 
 
@@ -291,6 +293,15 @@ def _running(run):
 
 
 def _is_daft_error(exc: BaseException) -> bool:
-    """Daft's own exceptions and what its Rust core raises through pyarrow, Python or Ray."""
+    """Daft's own exceptions and what its Rust core raises through pyarrow, Python or Ray: by the
+    exception's module, or, for a builtin one (the Ray runner's planner raises a bare RuntimeError),
+    by where it was raised: in Daft's package."""
     module = type(exc).__module__ or ""
-    return module.startswith(("daft", "pyarrow", "ray", "pyo3_runtime"))
+    if module.startswith(("daft", "pyarrow", "ray", "pyo3_runtime")):
+        return True
+    daft = sys.modules.get("daft")  # a plan ran, so Daft is imported
+    innermost = exc.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    return daft is not None and innermost is not None and \
+        Path(innermost.tb_frame.f_code.co_filename).is_relative_to(Path(daft.__file__).parent)
