@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, Session
-from mlsql_ray.engine.daft.translate import REFUSAL_HINT
+from mlsql_ray.engine.daft import rows
+from mlsql_ray.engine.daft.translate import BATCH, REFUSAL_HINT
 
 ROWS = pa.table({"k": pa.array([1, 2, 3, 4], pa.int32()), "name": ["ada", "bob", None, "cy"],
                  "x": [1.5, 2.25, None, -4.0], "f1": [5.1, 4.4, 6.7, 5.9], "f2": [3.5, 2.9, 3.1, 3.0]})
@@ -119,3 +121,21 @@ save overwrite out as parquet.`{out}`;
     saved = pq.read_table(tmp_path / "out").to_pylist()
     assert sorted((r["k"], r["ran"], r["loud"]) for r in saved) == [
         (1, "worker", "ADA!"), (2, "worker", "BOB!"), (3, "worker", None), (4, "worker", "CY!")]
+
+
+def test_a_batch_connection_is_kept_between_uses_clean_and_a_failed_use_drops_it():
+    """The DuckDB a worker computes batches in is kept for the next batch of the same setup, without
+    the last batch; one whose use failed is closed, never handed out again."""
+    setup = ("SET TimeZone = 'Etc/UTC'", "SET threads = 1")  # a setup no session has: a pool of its own
+    with rows.connection(setup, ()) as first:
+        first.register(BATCH, pa.table({"a": [1, 2]}))
+        assert first.sql(f"select sum(a) from {BATCH}").fetchall() == [(3,)]
+    with rows.connection(setup, ()) as second:
+        assert second is first
+        with pytest.raises(duckdb.CatalogException):
+            second.sql(f"select * from {BATCH}")
+    with pytest.raises(duckdb.CatalogException):
+        with rows.connection(setup, ()) as failed:
+            failed.sql("select * from no_such_table")
+    with rows.connection(setup, ()) as fresh:
+        assert fresh is not first and fresh.sql("select 1").fetchall() == [(1,)]

@@ -17,6 +17,9 @@ and it runs in the same task as the batch, where the partition already is.
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import threading
 from dataclasses import dataclass
 
 import duckdb
@@ -50,24 +53,53 @@ class BatchQuery:
         return answer.column(0).combine_chunks().cast(self.result)
 
     def run(self, batch: pa.Table) -> pa.Table:
-        con = connection(self.setup, self.functions)
-        try:
+        with connection(self.setup, self.functions) as con:
             con.register(BATCH, batch)
             return con.sql(self.sql).to_arrow_table()
-        finally:
-            con.close()
 
 
-def connection(setup: tuple[str, ...], functions: tuple[SQLFunction, ...]) -> duckdb.DuckDBPyConnection:
+#: idle DuckDB connections of this process by their setup, the least recently used first; taken
+#: out for one use at a time (not thread-local: Daft calls batch functions on its Rust threads,
+#: whose Python thread state, and so a threading.local, lasts only while it holds the GIL)
+_idle: collections.OrderedDict[tuple[str, ...], list] = collections.OrderedDict()
+_idle_lock = threading.Lock()
+IDLE_KEPT = 8
+
+
+@contextlib.contextmanager
+def connection(setup: tuple[str, ...], functions: tuple[SQLFunction, ...]):
     """A DuckDB connection with what the session's has for these queries: its Python functions, its
-    settings and macros (``setup``), its ``register``ed ``functions``."""
-    con = duckdb.connect()
-    families.define_python_functions(con)
-    for statement in setup:
-        con.execute(statement)
-    for function in functions:
-        function.create(con)
-    return con
+    settings and macros (``setup``), its ``register``ed ``functions``. Connections are kept idle
+    between uses (a new one takes ~30 ms, more than most batches' work); the functions and the batch
+    are taken off again after each use, and a use that fails closes its connection."""
+    with _idle_lock:
+        kept = _idle.get(setup)
+        con = kept.pop() if kept else None
+        if kept == []:
+            del _idle[setup]  # no empty lists: the trimming below takes from the oldest
+    if con is None:
+        con = duckdb.connect()
+        families.define_python_functions(con)
+        for statement in setup:
+            con.execute(statement)
+    try:
+        for function in functions:
+            function.create(con)
+        yield con
+        for function in functions:
+            function.drop(con)
+        con.unregister(BATCH)
+    except BaseException:
+        con.close()
+        raise
+    with _idle_lock:
+        _idle.setdefault(setup, []).append(con)
+        _idle.move_to_end(setup)
+        while sum(map(len, _idle.values())) > IDLE_KEPT:
+            oldest = next(iter(_idle))
+            _idle[oldest].pop(0).close()
+            if not _idle[oldest]:
+                del _idle[oldest]
 
 
 def functions_session(session, daft, rows: tuple[RowExpression, ...]):
@@ -107,16 +139,14 @@ def _query(session, row: RowExpression) -> BatchQuery:
     functions = tuple(f.for_workers() for name, f in (registry.functions.items() if registry else ())
                       if name in called)
     setup = tuple(session.connection_setup)
-    con = connection(setup, functions)
     try:
-        schema = con.sql("SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {_quoted(c)}" for c, t in row.arguments)
-                         ).to_arrow_table().schema
-        con.register(BATCH, schema.empty_table())
-        answer = con.sql(translation.sql).to_arrow_table()
+        with connection(setup, functions) as con:
+            schema = con.sql("SELECT " + ", ".join(f"CAST(NULL AS {t}) AS {_quoted(c)}" for c, t in row.arguments)
+                             ).to_arrow_table().schema
+            con.register(BATCH, schema.empty_table())
+            answer = con.sql(translation.sql).to_arrow_table()
     except duckdb.Error as exc:
         raise refusal(f"{row.shown} (DuckDB: {first_line(exc)})") from exc
-    finally:
-        con.close()
     if answer.num_rows:
         raise refusal(f"{row.shown} (it needs more than one row)")
     if answer.num_columns != 1:
