@@ -1,6 +1,6 @@
 """Issue 42's benchmark: `mlsql-ray serve`, the engine kept warm across requests.
 
-    .venv/bin/python bench/bench_service.py [--trees 40] [--depths 8,16] [--clients 32] [--requests 50]
+    .venv/bin/python bench/bench_service.py [--trees 40] [--depths 8,16] [--clients 32] [--requests 50] [--replicas 2]
 
 A server is started as a process (a fresh warehouse, no token) and called over HTTP, as clients do:
 1. the first `train ... as RandomForest` of a job on a warm server (an earlier job trained a small
@@ -10,7 +10,8 @@ A server is started as a process (a fresh warehouse, no token) and called over H
    Target: ≤ 1.2× the direct fits.
 2. `/model/predict` of one row through the registered RandomForest, `--clients` clients at once,
    each on its own connection, `--requests` each: p50 and p99 latency and the throughput.
-   Target: p50 ≤ 5 ms, p99 ≤ 25 ms at 32 clients.
+   Target: p50 ≤ 5 ms, p99 ≤ 25 ms at 32 clients. 2b: the same model registered with
+   ``serve="true"`` (``--replicas`` Ray Serve replicas) and called the same way on its route.
 3. 4 owners × 25 scripts at once, each owner in a session of their own (``sessionPerUser``): every
    answer right and in its owner's session; the server's RSS after the burst vs before it.
    Target: within 10 %.
@@ -81,7 +82,9 @@ def first_train(client, trees: int, depths: list[int]) -> tuple[float, float]:
     return run(client, reads + train), reads_only
 
 
-def predict_latencies(url: str, clients: int, requests: int, row: list[float]) -> tuple[list[float], float]:
+def predict_latencies(url: str, clients: int, requests: int, row: list[float],
+                      path: str = "/model/predict") -> tuple[list[float], float]:
+    """``path``: the server's ``/model/predict`` (through ``rf``), or a Ray Serve route (its own function)."""
     import httpx
 
     body = {"dataType": "vector", "data": json.dumps([row]), "sql": "select rf(vec_dense(feature)) as p"}
@@ -91,7 +94,7 @@ def predict_latencies(url: str, clients: int, requests: int, row: list[float]) -
         with httpx.Client(base_url=url, timeout=60) as client:
             for _ in range(requests):
                 start = time.perf_counter()
-                answer = client.post("/model/predict", data=body)
+                answer = client.post(path, data=body)
                 times.append(time.perf_counter() - start)
                 assert answer.status_code == 200, answer.text
         return times
@@ -100,6 +103,19 @@ def predict_latencies(url: str, clients: int, requests: int, row: list[float]) -
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         latencies = [t for times in pool.map(one_client, range(clients)) for t in times]
     return latencies, time.perf_counter() - start
+
+
+def percentiles(latencies: list[float], wall: float) -> str:
+    latencies = sorted(latencies)
+    p50 = latencies[len(latencies) // 2] * 1000
+    p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
+    return f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, {len(latencies) / wall:.0f} requests/s"
+
+
+def client_for(url: str):
+    import httpx
+
+    return httpx.Client(base_url=url, timeout=3600)
 
 
 def rss_mib(pid: int) -> float:
@@ -136,10 +152,10 @@ def main() -> None:
     parser.add_argument("--depths", default="8,16")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--requests", type=int, default=50)
+    parser.add_argument("--replicas", type=int, default=2, help="Ray Serve replicas of 2b")
     args = parser.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
 
-    import httpx
     import numpy as np
     import pyarrow.parquet as pq
     from bench_sql_train import direct
@@ -156,7 +172,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp))
         try:
-            with httpx.Client(base_url=url, timeout=3600) as client:
+            with client_for(url) as client:
                 print(f"warm-up job (starts Ray and the fit hosts): {run(client, WARM_UP):.2f} s")
                 whole, reads = first_train(client, args.trees, depths)
                 print(f"1. first train of a job on the warm server: request {whole:.2f} s = {whole / fits:.2f}x; "
@@ -170,12 +186,16 @@ def main() -> None:
             after = rss_mib(process.pid)
             print(f"3. 4 owners x 25 scripts at once: {right}/{total} right, in their owners' sessions; server RSS "
                   f"{before:.0f} -> {after:.0f} MiB ({(after - before) / before * 100:+.1f} %, target within 10 %)")
-            latencies, wall = predict_latencies(url, args.clients, args.requests, row)
-            latencies.sort()
-            p50 = latencies[len(latencies) // 2] * 1000
-            p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
-            print(f"2. /model/predict, one row, {args.clients} clients x {args.requests}: p50 {p50:.1f} ms, "
-                  f"p99 {p99:.1f} ms, {len(latencies) / wall:.0f} requests/s (targets p50 <= 5 ms, p99 <= 25 ms)")
+            print(f"2. /model/predict, one row, {args.clients} clients x {args.requests}: "
+                  f"{percentiles(*predict_latencies(url, args.clients, args.requests, row))} (targets p50 <= 5 ms, p99 <= 25 ms)")
+            serve_port = free_port()
+            with client_for(url) as client:
+                run(client, f'register RandomForest.`db.served` as rf_serve where serve="true" '
+                            f'and servePort="{serve_port}" and serveReplicas="{args.replicas}";')
+            served = f"http://127.0.0.1:{serve_port}"
+            predict_latencies(served, 1, 20, row, "/serve/rf_serve")
+            print(f"2b. the same through Ray Serve ({args.replicas} replicas of 0 CPUs, /serve/rf_serve): "
+                  f"{percentiles(*predict_latencies(served, args.clients, args.requests, row, '/serve/rf_serve'))}")
         finally:
             process.terminate()
             process.wait(60)

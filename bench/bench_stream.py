@@ -47,10 +47,10 @@ def arrow_bytes(path: Path) -> int:
     return int(first.nbytes / first.num_rows * file.metadata.num_rows)
 
 
-def measure(command: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of a subprocess; fails loudly if it fails."""
+def measure(command: list[str], env: dict | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of a subprocess (in ``env``, default this one's); fails loudly if it fails."""
     start = time.perf_counter()
-    process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     peak = 0
     while process.poll() is None:
         try:

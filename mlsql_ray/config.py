@@ -21,6 +21,7 @@ SQL_ENGINE_ENV = "MLSQL_SQL_ENGINE"
 DEFAULT_WAREHOUSE = "warehouse"
 #: what runs a script's selects: DuckDB in this process, or Daft over the session's Ray (docs/daft.md)
 SQL_ENGINES = ("duckdb", "daft")
+SQL_ENGINE_SETTING = "sql_engine"  # set sql_engine="daft" where type="conf"; (and the magic's %config)
 
 
 @dataclass(frozen=True)

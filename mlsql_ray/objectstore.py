@@ -134,6 +134,10 @@ class ObjectPath:
         """deltalake's options for this path."""
         return dict(self.options)
 
+    def daft_io_config(self):
+        """Daft's ``IOConfig`` for this ``s3://`` path: the options deltalake and pyarrow open it with."""
+        return _daft_io_config(self.options)
+
     def filesystem(self):
         """A pyarrow filesystem for this path's store (paths on it are ``key``)."""
         if self.scheme != "s3":
@@ -195,3 +199,20 @@ def _s3_filesystem(options: tuple[tuple[str, str], ...]):
     if options.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "true":
         kwargs["force_virtual_addressing"] = True
     return fs.S3FileSystem(**kwargs)
+
+
+def _daft_io_config(options: tuple[tuple[str, str], ...]):
+    """Daft's S3 settings for a set of options, each as ``_s3_filesystem`` reads it (Daft hands
+    them on to deltalake's commits as ``storage_options``: the same endpoint, keys and HTTP)."""
+    from daft.io import IOConfig, S3Config  # heavy: Daft, only for sessions whose sql_engine is daft
+
+    options = dict(options)
+    kwargs: dict = {"region_name": options.get("AWS_REGION"), "endpoint_url": options.get("AWS_ENDPOINT_URL"),
+                    "key_id": options.get("AWS_ACCESS_KEY_ID"), "access_key": options.get("AWS_SECRET_ACCESS_KEY"),
+                    "session_token": options.get("AWS_SESSION_TOKEN")}
+    kwargs = {key: value for key, value in kwargs.items() if value}
+    if flag(options, "AWS_ALLOW_HTTP", False):
+        kwargs["use_ssl"] = False
+    if options.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "true":
+        kwargs["force_virtual_addressing"] = True
+    return IOConfig(s3=S3Config(**kwargs))

@@ -261,3 +261,12 @@ def executed_notebook(tmp_path_factory, ray_address):
         return done[path]
 
     return execute
+
+
+@pytest.fixture
+def daft_in_process(monkeypatch):
+    """Sessions whose sql_engine is daft compute in this process (Daft's ``DAFT_RUNNER=native``: the
+    same plans and kernels as on Ray, without starting one), unless an earlier test of the run
+    already set Daft's runner, which lasts for the process."""
+    monkeypatch.setenv("DAFT_RUNNER", "native")
+    monkeypatch.setenv("DAFT_PROGRESS_BAR", "0")

@@ -93,3 +93,44 @@ and `fitParam.1.maxDepth`="3" as result;""")[-1]
     assert trained.table.column("value").to_pylist().count("success") == 2  # both groups were fitted
     assert len(looked_up) <= 2 and set(looked_up) == {"RandomForest"}, looked_up
     assert len(planned) == 1, planned
+
+
+def test_a_train_of_a_feature_et_asks_the_kinds_once_and_the_kind_trains(session, monkeypatch):
+    """``train T as ScalerInPlace.`...``` goes the way of every train: one lookup of its kind
+    (``KINDS.find``; the start ahead asks too), whose ``train`` runs the ET; the statement knows no
+    ET of its own."""
+    from mlsql_ray.engine.statements import train as statement
+
+    session.execute("select 1.0 as a union all select 3.0 as a as t;")
+    asked, trained = [], []
+    find, train = KINDS.find, FEATURE_ETS.train
+    monkeypatch.setattr(KINDS, "find", lambda fmt, question: asked.append((fmt, question)) or find(fmt, question))
+    monkeypatch.setattr(FEATURE_ETS, "train", lambda session, s: trained.append(s.format) or train(session, s))
+    result = session.execute(f"""train t as ScalerInPlace.`{session.warehouse}/scaler`
+where inputCols="a" and scaleMethod="min-max" as scaled;""")[-1]
+    assert asked == [("ScalerInPlace", "ahead"), ("ScalerInPlace", "train")], asked  # the start ahead's, the train's
+    assert trained == ["ScalerInPlace"]
+    assert sorted(result.table.column("a").to_pylist()) == [0.0, 1.0] and result.name == "scaled"
+    assert "ets" not in vars(statement), "the train statement reaches the ETs only through their kind"
+
+
+def test_a_kind_lists_the_questions_it_answers_and_the_list_must_be_true():
+    """Which kind answers which question is written on the kind (``ANSWERS``), checked against its
+    methods when the class is made: a question listed but not answered, or answered but not listed,
+    is refused."""
+    assert kinds.KERAS.ANSWERS == {"predict", "register", "ahead", "loader"}
+    assert SCRIPT_UDF.ANSWERS == {"register"} and "train" in FEATURE_ETS.ANSWERS
+
+    with pytest.raises(TypeError, match="lists \\['train'\\]; it answers \\(defines\\) \\[\\]"):
+        class Listed(kinds.Kind):
+            ANSWERS = frozenset({"train"})
+
+            def matches(self, fmt: str) -> bool:
+                return True
+    with pytest.raises(TypeError, match="lists \\[\\]; it answers \\(defines\\) \\['predict'\\]"):
+        class Unlisted(kinds.Kind):
+            def matches(self, fmt: str) -> bool:
+                return True
+
+            def predict(self, session, s):
+                return None

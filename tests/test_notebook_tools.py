@@ -251,3 +251,17 @@ def test_magic_warehouse_from_config(python_kernel, tmp_path):
     reply, _ = python_kernel.execute("%%mlsql\nselect 1 as a as t;\nsave overwrite t as delta.`demo.configured`;")
     assert reply["status"] == "ok", reply
     assert (warehouse / "demo" / "configured" / "_delta_log").is_dir()
+
+
+def test_magic_sql_engine_from_config(python_kernel):
+    """``%config MLSQLMagic.sql_engine`` and ``--sql-engine`` switch the running session's engine,
+    as ``set sql_engine=... where type="conf"`` does; an unknown name is the one error listing them, and changes nothing."""
+    python_kernel.ok("%mlsql select 1 as a as before_switch;")
+    engine = "print(get_ipython().magics_manager.registry['MLSQLMagic']._session.sql_engine)"
+    python_kernel.ok('%config MLSQLMagic.sql_engine = "Daft"')
+    assert python_kernel.ok(engine).strip() == "daft"
+    _, messages = python_kernel.execute('%config MLSQLMagic.sql_engine = "spark"')  # %config prints errors
+    assert "unknown SQL engine 'spark': expected one of duckdb, daft" in json.dumps([m["content"] for m in messages])
+    assert python_kernel.ok(engine).strip() == "daft"
+    python_kernel.ok("%mlsql --sql-engine duckdb select 2 as a as after_switch;")
+    assert python_kernel.ok(engine).strip() == "duckdb"

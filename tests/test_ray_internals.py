@@ -71,6 +71,12 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     assert parameters(packaging._dir_travel)[:4] == ["path", "excludes", "handler", "include_gitignore"]
     assert parameters(packaging._get_excludes) == ["path", "excludes"]
     assert isinstance(ray_constants.get_runtime_env_default_excludes(), list)
+    # serve_http_address: the Serve controller's client keeps the proxies' HTTP options
+    from ray.serve._private.client import ServeControllerClient
+    from ray.serve.context import _get_global_client
+
+    assert "raise_if_no_controller_running" in parameters(_get_global_client)
+    assert isinstance(ServeControllerClient.http_config, property)
 
 
 @pytest.mark.slow

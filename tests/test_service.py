@@ -386,6 +386,40 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
         restarted.stop()
 
 
+@pytest.mark.slow
+def test_a_served_model_goes_with_the_server_and_is_deployed_again_when_it_restarts(tmp_path: Path):
+    """``register … where serve="true"`` through the server: the Ray Serve deployment answers on its
+    port; a stopped server's embedded Ray ends it (nothing answers there); a restarted server deploys
+    it again from the kept register before it says ready."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/serve/rf_served"
+    script = TRAIN.replace("as rf_predict;", f'as rf_served where serve="true" and servePort="{port}";')
+    request = {"dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2], [5.1, 3.5, 1.4, 0.2]]"}
+    server = Server(tmp_path)
+    try:
+        done = server.run(script, owner="ml", sessionPerUser="true")
+        assert done.status_code == 200, done.text
+        assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
+    finally:
+        server.stop()
+    deadline = time.monotonic() + 120  # the embedded Ray's processes end a few seconds after the server
+    while True:
+        try:
+            httpx.post(url, data=request, timeout=10)
+        except httpx.TransportError:
+            break
+        assert time.monotonic() < deadline, "the deployment still answers two minutes after the server stopped"
+        time.sleep(1)
+    restarted = Server(tmp_path, ready_within=900)
+    try:
+        assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
+        assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
+        shown = restarted.run("!show served;", owner="ml", sessionPerUser="true")
+        assert shown.status_code == 200 and "/serve/rf_served" in shown.text, shown.text
+    finally:
+        restarted.stop()
+
+
 def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Path):
     """``mlsql-ray run --engine-url``: the script runs on the server, its last table printed as a
     local run prints it, its error at FILE:LINE:COL; the token comes from the environment."""

@@ -131,3 +131,21 @@ def test_the_ssb_selects_stay_plain_and_need_no_bind_for_their_types():
     assert "CASE" not in translation.sql.upper() and "TYPEOF" not in translation.sql.upper()
     assert "(D_YEAR = 1997 OR D_YEAR = 1998)" in translation.sql and "P_CATEGORY = 'MFGR#14'" in translation.sql
     assert not translation.bound_types
+
+
+def test_a_select_that_asks_no_column_type_is_translated_once(session):
+    """The parser's translation serves the run when no rewrite asked a type only the schemas know
+    (``Translation.wants_schemas``); one that asks one is translated again with them."""
+    session.execute("select 1 as a, 'x' as s as once_base;")
+    plain, typed = "select *, 7 as k from once_base", "select a + 1 as b from once_base"
+    assert not translate(plain).wants_schemas and translate(typed).wants_schemas
+    schemas_asked = []
+    original = session.catalog.schemas
+    session.catalog.schemas = lambda names: schemas_asked.append(names) or original(names)
+    try:
+        session.execute(f"{plain} as once_plain;\n{typed} as once_typed;")
+    finally:
+        del session.catalog.schemas
+    assert schemas_asked == [("once_base",)]  # the typed select's only
+    assert session.table("once_typed").schema.field("b").type == pa.int32()
+    assert session.table("once_plain").column("k").to_pylist() == [7]

@@ -85,6 +85,36 @@ register KerasClassifier.`ai_model.sql_digits` as sql_digit where workers="2";
 select sql_digit(image) as p, label from mnist as sql_scored;
 '''
 
+#: the two-node cluster's start, for the drivers of this test and test_daft_two_nodes.py
+START_CLUSTER = r'''def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_args(index: int) -> dict:
+    """One CPU on 127.0.0.1, a temp folder of its own, every agent port fixed: left to chance, a
+    raylet waits for its agents to report theirs and, on a busy machine, gives up."""
+    ports = ("metrics_export_port", "metrics_agent_port", "dashboard_agent_listen_port", "runtime_env_agent_port")
+    return {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": os.path.join(os.environ["RAY_TMPDIR"], f"n{index}"),
+            **{name: free_port() for name in ports}}
+
+
+def start_cluster() -> Cluster:
+    for attempt in range(5):  # Ray's 30 s start-up wait (fixed) can run out on a loaded machine
+        cluster = Cluster()
+        try:
+            cluster.add_node(include_dashboard=False, **node_args(0))
+            cluster.add_node(**node_args(1))
+            cluster.wait_for_nodes()
+            return cluster
+        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
+            cluster.shutdown()
+            if "timed out during startup" not in str(exc) or attempt == 4:
+                raise
+
+'''
+
 DRIVER = r'''
 import json
 import os
@@ -102,34 +132,7 @@ from mlsql_ray.cluster import ray_internals
 out, warehouse, training, scoring = sys.argv[1:5]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def node_args(index: int) -> dict:
-    """One CPU on 127.0.0.1, a temp folder of its own, every agent port fixed: left to chance, a
-    raylet waits for its agents to report theirs and, on a busy machine, gives up."""
-    ports = ("metrics_export_port", "metrics_agent_port", "dashboard_agent_listen_port", "runtime_env_agent_port")
-    return {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": os.path.join(os.environ["RAY_TMPDIR"], f"n{index}"),
-            **{name: free_port() for name in ports}}
-
-
-def start_cluster() -> Cluster:
-    for attempt in range(3):  # Ray's 30 s start-up wait can run out on a loaded machine
-        cluster = Cluster()
-        try:
-            cluster.add_node(include_dashboard=False, **node_args(0))
-            cluster.add_node(**node_args(1))
-            cluster.wait_for_nodes()
-            return cluster
-        except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this
-            cluster.shutdown()
-            if "timed out during startup" not in str(exc) or attempt == 2:
-                raise
-
-
+''' + START_CLUSTER + r'''
 def fed(worker):
     """What a warm training worker read last: its node, the files of its partition, its rows."""
     key = getattr(worker, "source_key", None)

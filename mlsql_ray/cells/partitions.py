@@ -260,20 +260,8 @@ def file_plan(session, name: str, num_partitions: int | None) -> list | None:
 
 
 def _stored_plan(session, name: str, parts, num_partitions) -> list:
-    """Stream the table from DuckDB (or the in-memory table) into the object store, a batch at a time."""
-    import ray  # heavy: Ray
-
-    reader = session.catalog.batches(name)
-    batches: list[tuple[Any, int]] = []
-    try:
-        schema = reader.schema
-        for batch in reader:
-            if batch.num_rows:
-                batches.append((ray.put(compact(pa.Table.from_batches([batch]))), batch.num_rows))
-    finally:
-        reader.close()
-    if not batches:
-        batches.append((ray.put(schema.empty_table()), 0))
+    """The table's batches in the object store, split into partitions of spans."""
+    batches = _stored_batches(session, name)
     bounds = row_bounds(sum(n for _, n in batches), parts, num_partitions, session.ray_link.cpus())
     plans = []
     for begin, end in zip(bounds, bounds[1:]):
@@ -285,6 +273,47 @@ def _stored_plan(session, name: str, parts, num_partitions) -> list:
             at += rows
         plans.append((StoredRows(tuple(spans) or ((batches[0][0], 0, 0),)), end - begin))
     return plans
+
+
+def _stored_batches(session, name: str) -> list[tuple[Any, int]]:
+    """[(object ref of an Arrow table, rows)]: another engine's partitions where its workers put
+    them (a Daft table, ``catalog.blocks``), or the table streamed from DuckDB (or the in-memory
+    table) into the object store, a batch at a time."""
+    import ray  # heavy: Ray
+
+    blocks = session.catalog.blocks(name)
+    if blocks is not None:
+        return [(ref, rows) for ref, rows in blocks if rows] or blocks[:1]
+    reader = session.catalog.batches(name)
+    batches: list[tuple[Any, int]] = []
+    try:
+        schema = reader.schema
+        for batch in reader:
+            if batch.num_rows:
+                batches.append((ray.put(compact(pa.Table.from_batches([batch]))), batch.num_rows))
+    finally:
+        reader.close()
+    return batches or [(ray.put(schema.empty_table()), 0)]
+
+
+def stored_query(blocks: list[tuple[Any, int]], name: str, sql: str, combine: str) -> pa.Table:
+    """``sql`` (DuckDB, reading the table ``name``) run by a Ray task over each stored block where
+    it is, then ``combine`` here over their answers together (as the table ``name``): a query
+    answered in two phases, only the answers coming to this process."""
+    import ray  # heavy: Ray
+
+    task = ray.remote(_query_rows).options(max_retries=0)
+    answers = ray.get([task.remote(ref, name, sql) for ref, _ in blocks])
+    return _query_rows(pa.concat_tables(answers), name, combine)
+
+
+def _query_rows(table: pa.Table, name: str, sql: str) -> pa.Table:
+    con = _connection(())
+    try:
+        con.register(name, table)
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.close()
 
 
 def compact(table: pa.Table) -> pa.Table:

@@ -175,6 +175,16 @@ def node_addresses() -> tuple[str, str]:
     return node.gcs_address, node.node_ip_address
 
 
+def serve_http_address() -> tuple[str, int]:
+    """(host, port) Ray Serve's HTTP proxies listen on (``ray.serve.context._get_global_client().
+    http_config``): ``serve.start`` keeps the options of a Serve already running in the cluster
+    and ignores ours, and no public API says which port that is."""
+    from ray.serve.context import _get_global_client  # heavy: Ray Serve
+
+    config = _get_global_client().http_config
+    return config.host, config.port
+
+
 def reference_count() -> int:
     """How many object references this process holds
     (``ray._private.worker.global_worker.core_worker.get_all_reference_counts``); for the

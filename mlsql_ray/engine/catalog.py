@@ -43,13 +43,25 @@ def quoted(name: str) -> str:
 @dataclass
 class Deferred:
     """Rows another engine computes (a Daft DataFrame, ``engine/daft/``): its schema known at once,
-    its Arrow table computed only when something that is not that engine reads it (DuckDB, a
-    Python cell, an ET), once: the entry then holds the table. ``frame``: that engine's own lazy
-    object, which its next queries read instead."""
+    its Arrow table computed only when something that is not that engine reads it (DuckDB, an ET,
+    ``session.table``), once: the entry then holds the table. ``frame``: that engine's own lazy
+    object, which its next queries read instead. ``partitions``: the rows as that engine's
+    partitions in Ray's object store, [(object ref of an Arrow table, rows)] (at least one), computed
+    on its workers: what a Python cell's or a ``train``'s Ray workers read, this process holding none.
+    ``first(n)``: the first ``n`` rows, that engine computing no more (a preview)."""
 
     schema: pa.Schema
     compute: Callable[[], pa.Table]
     frame: object = None
+    partitions: Callable[[], list[tuple[object, int]]] | None = None
+    first: Callable[[int], pa.Table] | None = None
+    _blocks: list[tuple[object, int]] | None = field(default=None, repr=False)
+
+    def blocks(self) -> list[tuple[object, int]]:
+        """``partitions()``, computed once."""
+        if self._blocks is None:
+            self._blocks = self.partitions()
+        return self._blocks
 
 
 @dataclass
@@ -117,6 +129,15 @@ class Catalog:
         """Compute a ``Deferred`` entry's rows now: something outside its engine reads them."""
         if isinstance(entry.data, Deferred):
             entry.data, entry.kind = entry.data.compute(), "arrow"
+
+    def blocks(self, name: str) -> list[tuple[object, int]] | None:
+        """A table another engine computes, as its partitions in Ray's object store (see
+        ``Deferred.partitions``: computed on that engine's workers, once); None for any other table
+        (and for one already computed here)."""
+        entry = self._entries.get(name.lower())
+        if entry is None or not isinstance(entry.data, Deferred) or entry.data.partitions is None:
+            return None
+        return entry.data.blocks()
 
     def partitions(self, name: str) -> tuple[int, ...]:
         """Rows per part of a table its source read in parts, or () when it was read whole."""
@@ -337,6 +358,14 @@ class Catalog:
         if entry is not None and isinstance(entry.data, pa.Table):
             return entry.data
         return self._rows(name).to_arrow_table()
+
+    def head(self, name: str, rows: int) -> pa.Table:
+        """The table's first ``rows`` rows, for a preview: another engine's computed by it, no more
+        (``Deferred.first``), the others by DuckDB with a LIMIT."""
+        entry = self._entries.get(name.lower())
+        if entry is not None and isinstance(entry.data, Deferred) and entry.data.first is not None:
+            return entry.data.first(rows)
+        return self.relation(name).limit(rows).to_arrow_table()
 
     def reader(self, name: str) -> pa.RecordBatchReader:
         """Stream the table's rows without holding them all in memory."""

@@ -41,17 +41,26 @@ def _store_error(action: str, path: ObjectPath, exc: OSError) -> MLSQLError:
     return MLSQLError(f"cannot {action} {path}: {first_line(exc)}")
 
 
+def located(path: ObjectPath, fmt: str) -> tuple[list[str], bool]:
+    """The visible data files at ``path`` (``bucket/key``, as its filesystem names them) and
+    whether their folders are Hive partitions (``k=v``)."""
+    try:
+        files = _listing(path)
+    except OSError as exc:
+        raise _store_error(f"load {fmt} from", path, exc) from exc
+    if not files:
+        raise MLSQLError(f"cannot load {fmt}: no such file or directory (or no data files): {path}")
+    hive = any("=" in part for f in files for part in f.path[len(path.key) + 1:].split("/")[:-1])
+    return [f.path for f in files], hive
+
+
 def parquet_dataset(path: ObjectPath):
     """A lazy pyarrow dataset of the parquet files at ``path``."""
     from pyarrow import dataset as ds  # heavy: pyarrow.dataset imports pandas
 
+    files, hive = located(path, "parquet")
     try:
-        files = _listing(path)
-        if not files:
-            raise MLSQLError(f"cannot load parquet: no such file or directory (or no data files): {path}")
-        hive = any("=" in part for f in files for part in f.path[len(path.key) + 1:].split("/")[:-1])
-        return ds.dataset([f.path for f in files], filesystem=path.filesystem(), format="parquet",
-                          partitioning="hive" if hive else None,
+        return ds.dataset(files, filesystem=path.filesystem(), format="parquet", partitioning="hive" if hive else None,
                           partition_base_dir=path.key if hive else None)
     except OSError as exc:
         raise _store_error("load parquet from", path, exc) from exc

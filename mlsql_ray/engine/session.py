@@ -19,7 +19,7 @@ from .. import lang, objectstore
 from ..cluster.link import RayLink
 from ..cluster.warm import WarmPool
 from ..config import resolve as resolve_config
-from ..config import sql_engine_named
+from ..config import SQL_ENGINE_SETTING, sql_engine_named
 from ..errors import InternalError, MLSQLError, NotAllowed
 from ..lang import ast
 from ..objectstore import ObjectPath
@@ -37,7 +37,6 @@ from .prestart import Prestart
 from .result import Result
 from .sql import duckdb_message, interrupted_query, translate
 
-SQL_ENGINE_SETTING = "sql_engine"  # set sql_engine="daft" where type="conf";
 
 
 class Session:
@@ -314,8 +313,9 @@ class Session:
         its tables made visible to DuckDB, and the query as DuckDB bound it (once: its columns and
         types are known, nothing is computed)."""
         spark_sql = vectors.printed(self, spark_sql, line, col)
-        tables = translate(spark_sql, line, col).tables  # cached: the parser checked this SQL without schemas
-        translation = translate(spark_sql, line, col, self.catalog.schemas(tables))
+        translation = translate(spark_sql, line, col)  # cached: the parser checked this SQL without schemas
+        if translation.wants_schemas:  # else the schemas would change nothing (``Translation.wants_schemas``)
+            translation = translate(spark_sql, line, col, self.catalog.schemas(translation.tables))
         sql, tables, calls = translation.sql, translation.tables, translation.calls
         self.define_macros_of(sql)
         self.catalog.ensure(tables)

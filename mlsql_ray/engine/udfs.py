@@ -78,6 +78,8 @@ class ScriptFunction(SQLFunction):
 class ScriptUDFs(Kind):
     """``ScriptUDF`` as a kind of model (``ml.kinds``): it only registers."""
 
+    ANSWERS = frozenset({"register"})
+
     def matches(self, fmt: str) -> bool:
         return fmt.lower() == "scriptudf"
 

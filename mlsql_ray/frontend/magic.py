@@ -11,7 +11,9 @@ pyarrow Table (``--pandas``: a DataFrame); ``--vars`` lets ``${name}`` take the 
 Python variable ``name`` (never without it: the user namespace is not read otherwise);
 ``--warehouse`` and ``--ray-address`` choose the session, as do
 ``%config MLSQLMagic.warehouse = "..."`` and ``%config MLSQLMagic.ray_address = "..."``; changing
-them starts a new session. An interrupt stops the running statement (a DuckDB query included).
+them starts a new session. ``--sql-engine`` and ``%config MLSQLMagic.sql_engine = "daft"`` choose what
+runs the selects (docs/daft.md), in the same session from then on, as ``set sql_engine="daft" where
+type="conf";`` does. An interrupt stops the running statement (a DuckDB query included).
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ import sys
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.display import display
-from traitlets import Unicode
+from traitlets import Unicode, observe, validate
 
+from ..config import SQL_ENGINE_SETTING, sql_engine_named
 from ..errors import MLSQLError
 from ..lang import ast
 from .present import present_error
 
 #: the magic's options: name → whether it takes a value
 OPTIONS = {"-o": True, "--output": True, "--pandas": False, "--vars": False, "--warehouse": True,
-           "--ray-address": True}
+           "--ray-address": True, "--sql-engine": True}
 _TOKEN = re.compile(r"\s*(\S+)")
 
 
@@ -60,6 +63,8 @@ class MLSQLMagic(Magics):
                         help="root folder of the Delta tables (default: $MLSQL_WAREHOUSE or ./warehouse)")
     ray_address = Unicode(None, allow_none=True, config=True,
                           help="Ray cluster for Python cells and training (default: $MLSQL_RAY_ADDRESS, else a local Ray)")
+    sql_engine = Unicode(None, allow_none=True, config=True,
+                         help="what runs the selects: duckdb or daft (default: $MLSQL_SQL_ENGINE, else duckdb)")
 
     def __init__(self, shell=None, **kwargs):
         super().__init__(shell=shell, **kwargs)
@@ -75,9 +80,19 @@ class MLSQLMagic(Magics):
         if self._session is None:
             from ..engine import Session  # the engine (DuckDB, pyarrow) at the first %mlsql, not at %load_ext
 
-            self._session = Session(warehouse=settings[0], ray_address=settings[1])
+            self._session = Session(warehouse=settings[0], ray_address=settings[1], sql_engine=self.sql_engine)
             self._session_settings = settings
         return self._session
+
+    @validate("sql_engine")
+    def _known_engine(self, proposal):
+        return None if proposal["value"] is None else sql_engine_named(proposal["value"])
+
+    @observe("sql_engine")
+    def _switch_engine(self, change) -> None:
+        """A new engine applies to the running session's next selects, as ``set`` would."""
+        if self._session is not None and change["new"] is not None:
+            self._session.set_conf(SQL_ENGINE_SETTING, change["new"])
 
     def close(self) -> None:
         if self._session is not None:
@@ -92,6 +107,8 @@ class MLSQLMagic(Magics):
         if not code.strip():
             return
         session = self.session(options.get("--warehouse"), options.get("--ray-address"))
+        if options.get("--sql-engine"):
+            self.sql_engine = options["--sql-engine"]
         lent = {}
         if options.get("--vars"):
             user = self.shell.user_ns

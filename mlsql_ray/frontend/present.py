@@ -78,7 +78,7 @@ def _load_preview(result, catalog, warnings: list[str]) -> TableView | None:
     if not isinstance(result.statement, ast.Load) or not result.name:
         return None
     try:
-        head = catalog.relation(result.name).limit(PREVIEW_ROWS + 1).to_arrow_table()
+        head = catalog.head(result.name, PREVIEW_ROWS + 1)
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # noqa: BLE001 - the load itself worked (lazily); only its preview did not

@@ -30,6 +30,11 @@ class SQLFunction:
     def drop(self, con) -> None:
         con.remove_function(self.name)
 
+    def for_workers(self) -> "SQLFunction":
+        """It as another process calls it (a Daft worker's DuckDB, ``engine/daft/rows.py``): sent
+        there by pickling, never closed there."""
+        return self
+
     def close(self) -> None:
         """Let go of what it holds (its actors)."""
 

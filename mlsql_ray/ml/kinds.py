@@ -1,10 +1,11 @@
 """What kind of model a FORMAT names, answered by one lookup (``Kinds.find``): a built-in algorithm
-(``train T as RandomForest.`TARGET```), a feature ET that learns (``ScalerInPlace``; the ETs that
-learn nothing answer only ``run``), a Keras model table (``tf``/``keras``) or a script UDF
-(``ScriptUDF``). Each kind is one object that knows what its FORMAT does in ``predict`` and
-``register``, which parameters and example it has, how ``!show "et/NAME"`` describes it and what a
-start ahead (``engine.prestart``) needs for its statements; the algorithms also ``train``, list
-themselves and explain what a model learned. ``train``, ``predict``, ``register``, ``load
+(``train T as RandomForest.`TARGET```), an ET (``ScalerInPlace``, a feature ET that learns; the ETs
+that learn nothing are run and refuse the rest), a Keras model table (``tf``/``keras``) or a script
+UDF (``ScriptUDF``). Each kind is one object that answers the questions of ``QUESTIONS`` it lists in
+its ``ANSWERS``: what its FORMAT does in ``train``, ``predict`` and ``register``, which parameters
+and example it has, how ``!show "et/NAME"`` describes it and what a start ahead
+(``engine.prestart``) needs for its statements; the algorithms also list themselves and explain
+what a model learned. ``train``, ``run``, ``predict``, ``register``, ``load
 modelParams/modelExample/modelList/modelExplain``, ``!show`` and the start ahead all ask it.
 Whatever a kind registers goes into the session's one registry of functions (``ml.functions``).
 
@@ -13,20 +14,26 @@ one ``Kinds`` with them (``engine/kinds.py``)."""
 
 from __future__ import annotations
 
+import functools
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import objectstore
 from ..errors import MLSQLError
 from ..lang import ast
-from ..options import warnings_given
+from ..options import check_known, warnings_given
 from ..models import stored_rows
 from . import registry, runner, sources, statements
 from .ets import fitted
+from .ets.base import Call, Partitioned
 from .functions import FunctionRegistry, SQLFunction
-from .serving import ModelFunction
+from .deployments import Loader
+from .serving import Calls, ModelFunction, Predictor
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,22 @@ class Ahead:
     groups the hosts they run on, ``(groups, algorithms)``."""
 
     group_hosts: tuple[int, tuple[str, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """``train``'s (and ``run``'s) output: the table it made (None: nothing to show), what to report,
+    the name the catalog keeps the table under (None: not kept) with its note on where the table came
+    from, the model table's version, the table's partitions' sizes, and whether the result shows all
+    of it (an algorithm's one row per group) rather than a preview."""
+
+    table: pa.Table | None
+    report: str
+    output: str | None = None
+    source: str = ""
+    version: int | None = None
+    partitions: tuple[int, ...] = ()
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,35 +72,39 @@ class Predicted:
     vectors: bool = False
 
 
-class Kind:
-    """One kind of model. A question a kind does not override is one it does not answer:
-    ``Kinds.find(fmt, question)`` passes it by."""
+QUESTIONS = {
+    "train": "train(session, s: ast.Train) -> Trained: ``train T as FORMAT`` (and ``run`` of an ET)",
+    "predict": "predict(session, s: ast.Train) -> Predicted: ``predict T as FORMAT``",
+    "register": "register(session, s: ast.Register) -> str: define ``s.function`` (and companions); what to report",
+    "params": "params(name) -> pa.Table: ``load modelParams.`NAME``` and ``!show \"et/params/NAME\"``",
+    "example": "example(name) -> (name, example script, doc): ``load modelExample.`NAME```",
+    "describe": "describe(name) -> pa.Table: ``!show \"et/NAME\"``: name, algType, doc",
+    "ahead": "ahead(s: ast.Statement) -> Ahead | None: what ``s`` needs started ahead (None: nothing)",
+    "loader": "loader(session, s: ast.Register, version) -> Loader: how a Ray Serve replica loads the model ``s`` "
+              "registered, by itself (``register ... where serve=\"true\"``, ``ml.deployments``)",
+}
+"""The questions a kind of model may answer, each by a method of the question's name."""
 
+
+class Kind(ABC):
+    """One kind of model: the FORMATs it ``matches``, and the questions (``QUESTIONS``) it answers,
+    listed in ``ANSWERS``, each by its method of that name. ``Kinds.find(fmt, question)`` passes by a
+    kind that does not list the question; a list that disagrees with the methods is refused when
+    the class is made."""
+
+    ANSWERS: ClassVar[frozenset[str]] = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        kinds = [c for c in cls.__mro__ if issubclass(c, Kind)]  # not ABC's own classmethod ``register``
+        defined = {q for q in QUESTIONS if any(q in vars(c) for c in kinds)}
+        if cls.ANSWERS != defined:
+            raise TypeError(f"{cls.__name__}.ANSWERS lists {sorted(cls.ANSWERS)}; "
+                            f"it answers (defines) {sorted(defined)} of {sorted(QUESTIONS)}")
+
+    @abstractmethod
     def matches(self, fmt: str) -> bool:
-        raise NotImplementedError
-
-    def register(self, session, s: ast.Register) -> str:
-        """Define ``s.function`` (and its companions) in the session; what to report."""
-        raise NotImplementedError
-
-    def predict(self, session, s: ast.Train) -> Predicted:
-        raise NotImplementedError
-
-    def params(self, name: str) -> pa.Table:
-        """``load modelParams.`NAME``` and ``!show "et/params/NAME"``."""
-        raise NotImplementedError
-
-    def example(self, name: str) -> tuple[str, str, str]:
-        """``load modelExample.`NAME```: (name, example script, doc)."""
-        raise NotImplementedError
-
-    def describe(self, name: str) -> pa.Table:
-        """``!show "et/NAME"``: name, algType, doc."""
-        raise NotImplementedError
-
-    def ahead(self, s: ast.Statement) -> Ahead | None:
-        """What ``s`` needs started ahead (None: nothing)."""
-        raise NotImplementedError
+        """Whether FORMAT ``fmt`` (as written) names this kind."""
 
 
 class Kinds:
@@ -87,9 +114,8 @@ class Kinds:
         self.kinds = kinds
 
     def find(self, fmt: str, question: str) -> Kind | None:
-        """The kind FMT names that answers ``question`` (a ``Kind`` method's name), or None."""
-        return next((k for k in self.kinds if getattr(type(k), question) is not getattr(Kind, question)
-                     and k.matches(fmt)), None)
+        """The kind FMT names that answers ``question`` (one of ``QUESTIONS``), or None."""
+        return next((k for k in self.kinds if question in k.ANSWERS and k.matches(fmt)), None)
 
 
 # -- the kinds whose models serve as SQL functions ------------------------------------------------------------------
@@ -105,8 +131,11 @@ def serve(session, functions: list[SQLFunction]) -> None:
 class ModelKind(Kind):
     """A kind whose ``register`` serves stored state as functions (``functions``), ``s.function`` first."""
 
-    def functions(self, session, s: ast.Register) -> list:
-        raise NotImplementedError
+    ANSWERS = frozenset({"register"})
+
+    @abstractmethod
+    def functions(self, session, s: ast.Register) -> list[SQLFunction]:
+        """The functions ``s`` registers, ``s.function`` first."""
 
     def register(self, session, s: ast.Register) -> str:
         functions = self.functions(session, s)
@@ -121,12 +150,18 @@ class Algorithms(ModelKind):
     """The built-in algorithms (``ml.registry``, AutoML among them): trained into model tables
     (``ml.store``), scored here, served on Ray actors (``ml.statements``)."""
 
+    ANSWERS = frozenset({"train", "predict", "register", "params", "example", "describe", "ahead", "loader"})
+
     def matches(self, fmt: str) -> bool:
         return registry.is_known(fmt)
 
-    def train(self, session, s: ast.Train) -> tuple[pa.Table, int, int, int]:
-        """(Byzer's result table, the model table's version, groups fitted, groups failed)."""
-        return statements.train(session, s, self.plans(s.format, dict(s.options)))
+    def train(self, session, s: ast.Train) -> Trained:
+        """Byzer's result table, one row per group, kept as OUT (else ``output``)."""
+        result, version, trained, failed = statements.train(session, s, self.plans(s.format, dict(s.options)))
+        return Trained(result, f"trained {trained} {s.format} model(s) into {s.path} version {version}"
+                               + (f" ({failed} failed)" if failed else ""),
+                       output=s.output or "output", source=f"train {s.format}.`{s.path}`", version=version,
+                       whole=True)
 
     @staticmethod
     def plans(fmt: str, options: dict) -> list[runner.GroupPlan]:
@@ -148,6 +183,9 @@ class Algorithms(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return statements.model_functions(session, s)
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        return statements.replica_loader(session, s, version)
 
     def params(self, name: str) -> pa.Table:
         return sources.model_params(name)
@@ -202,8 +240,11 @@ class ETRegistry(Protocol):
 
 
 class FeatureETs(ModelKind):
-    """ETs: ``train`` (their ``run``, in the ETs' registry) saves a feature ET's fitted state
-    (``ml.ets.fitted``); ``predict`` and ``register`` apply it, and refuse an ET that learns nothing."""
+    """ETs, those over tables and those that learn: ``train`` (and ``run``) runs one, a feature ET
+    saving its fitted state (``ml.ets.fitted``); ``predict`` and ``register`` apply that state, and
+    refuse an ET that learns nothing."""
+
+    ANSWERS = frozenset({"train", "predict", "register", "params", "example", "describe"})
 
     def __init__(self, ets: ETRegistry):
         self.ets = ets
@@ -213,6 +254,20 @@ class FeatureETs(ModelKind):
 
     def names(self) -> list[str]:
         return [e.name for e in self.ets.ETS.values()]
+
+    def train(self, session, s: ast.Train) -> Trained:
+        """``train|run T as NAME.`PATH` where ... [as OUT]``: the ET's output, kept as OUT when given.
+        An option the ET does not know is a warning naming the known ones (a typo such as
+        ``rountAt`` would otherwise go unnoticed; Byzer ignores it, so the ET goes on), as for
+        algorithms and data sources (``options.check_known``)."""
+        et = self.ets.find(s.format)
+        check_known(s.options, [p.name for p in et.params], et.name)
+        table = et.run(session, Call(s.table, dict(s.options), s.path, session.local_path))
+        if table is None:
+            return Trained(None, f"{et.name} done")
+        table, parts = (table.table, table.sizes) if isinstance(table, Partitioned) else (table, ())
+        return Trained(table, f"{s.output or et.name}: {table.num_rows} rows", output=s.output,
+                       source=f"{s.verb} {et.name}", partitions=parts)
 
     def learner(self, name: str, verb: str) -> fitted.Learner:
         et = self.ets.find(name)
@@ -250,6 +305,7 @@ class FeatureETs(ModelKind):
 class Keras(ModelKind):
     """Keras models saved as rows (``mlsql_ray.models``), served on Ray actors (``ml.serving``)."""
 
+    ANSWERS = frozenset({"predict", "register", "ahead", "loader"})
     FORMATS = ("tf", "keras")
 
     def matches(self, fmt: str) -> bool:
@@ -265,6 +321,13 @@ class Keras(ModelKind):
 
     def functions(self, session, s: ast.Register) -> list:
         return [self.started(session, s.function, s.format, s.path, dict(s.options))]
+
+    def loader(self, session, s: ast.Register, version: int) -> Loader:
+        options = {**dict(s.options), "version": str(version)}
+        table = s.path
+        if options.get("mode") == "path" and not objectstore.is_uri(table):
+            table = str(Path(table).expanduser().absolute())  # the replica's working folder is Ray's
+        return Loader(Predictor, Calls.of(options, Predictor), functools.partial(stored_rows, session.warehouse, table, options))
 
     def predict(self, session, s: ast.Train) -> Predicted:
         """T plus a prediction column, from the list column ``inputCol`` (else T's first)."""

@@ -9,7 +9,7 @@ no per-row Python call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import pyarrow as pa
@@ -79,6 +79,27 @@ def parse_scale(text: str | None) -> float | None:
         raise MLSQLError(f"scale must be a number or a fraction like 1/255, not {text!r}") from exc
 
 
+@dataclass(frozen=True)
+class Calls:
+    """How a loaded model's predictor is called, from ``register``'s options: ``output`` (one of
+    the predictor class's ``outputs``, its first by default), ``scale``, ``batchSize``, and
+    ``unsafe`` (a Keras model's Python code allowed to load)."""
+
+    output: str
+    scale: float | None
+    batch_size: int
+    unsafe: bool
+
+    @classmethod
+    def of(cls, options: dict, predictor: type) -> "Calls":
+        outputs = predictor.outputs
+        output = options.get("output", outputs[0])
+        if output not in outputs:
+            raise MLSQLError(f"output must be one of {', '.join(outputs)}, not {output!r}")
+        return cls(output, parse_scale(options.get("scale")), integer(options, "batchSize", 1024, minimum=1),
+                   flag(options, "unsafe", False))
+
+
 @dataclass
 class ModelFunction(SQLFunction):
     """A model table loaded into actors and callable on Arrow columns (DuckDB's UDF)."""
@@ -104,14 +125,9 @@ class ModelFunction(SQLFunction):
         model carrying Python code is refused here, before any actor starts, unless ``unsafe="true"``."""
         import ray  # heavy: Ray
 
-        outputs = predictor.outputs
-        output = options.get("output", outputs[0])
-        if output not in outputs:
-            raise MLSQLError(f"output must be one of {', '.join(outputs)}, not {output!r}")
+        calls = Calls.of(options, predictor)
         workers = integer(options, "workers", max(1, min(2, cpus)), minimum=1)
-        batch_size = integer(options, "batchSize", 1024, minimum=1)
-        scale = parse_scale(options.get("scale"))
-        unsafe = flag(options, "unsafe", False)
+        unsafe = calls.unsafe
         row_list = rows.to_pylist()
         if predictor is Predictor:
             what = f"the rows of {table} version {version}"
@@ -126,7 +142,7 @@ class ModelFunction(SQLFunction):
             actors, widths = start_predictors(ray, predictor, threads, nodes, reused, rows_ref, unsafe)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
-        return cls(name, table, version, actors, widths[0], scale, output, batch_size,
+        return cls(name, table, version, actors, widths[0], calls.scale, calls.output, calls.batch_size,
                    pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
 
     def __call__(self, column: pa.Array) -> pa.Array:
@@ -134,23 +150,16 @@ class ModelFunction(SQLFunction):
 
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
-        self._check_shape(column)
+        check_shape(column, self.width, f"{self.name}({self.argument})")
         pieces = [column.slice(i, self.batch_size) for i in range(0, len(column), self.batch_size)]
         refs = [self.actors[i % len(self.actors)].predict.remote(p, self.scale, self.output, self.batch_size)
                 for i, p in enumerate(pieces)]
         results = ray.get(refs)
         return pa.concat_arrays(results) if results else pa.array([], self.arrow_type)
 
-    def _check_shape(self, column: pa.Array) -> None:
-        if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type)):
-            raise ValueError(f"{self.name}({self.argument}): the model takes a list of numbers per row, not {column.type}")
-        if self.width is None or len(column) == 0:
-            return
-        lengths = pc.list_value_length(column)
-        if pc.any(pc.not_equal(lengths, self.width)).as_py():
-            seen = pc.min_max(lengths).as_py()
-            got = seen["min"] if seen["min"] == seen["max"] else f"{seen['min']} to {seen['max']}"
-            raise ValueError(f"{self.name}({self.argument}): the model takes rows of {self.width} values, got rows of {got}")
+    def for_workers(self) -> "ModelFunction":
+        """The same actors, without the session's warm pool (which stays in the session's process)."""
+        return replace(self, pool=None, shape=None)
 
     @property
     def arrow_type(self) -> pa.DataType:
@@ -169,6 +178,20 @@ class ModelFunction(SQLFunction):
             stop_actors(ray, actors)
             return
         self.pool.keep(self.shape, actors)
+
+
+def check_shape(column: pa.Array, width: int | None, call: str) -> None:
+    """A model's input column is a list of numbers per row, ``width`` of them when it is known
+    (``call``: how the call was written, e.g. ``f(features)``, for the error)."""
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type)):
+        raise ValueError(f"{call}: the model takes a list of numbers per row, not {column.type}")
+    if width is None or len(column) == 0:
+        return
+    lengths = pc.list_value_length(column)
+    if pc.any(pc.not_equal(lengths, width)).as_py():
+        seen = pc.min_max(lengths).as_py()
+        got = seen["min"] if seen["min"] == seen["max"] else f"{seen['min']} to {seen['max']}"
+        raise ValueError(f"{call}: the model takes rows of {width} values, got rows of {got}")
 
 
 def placement(ray, count: int) -> list[str | None]:

@@ -13,6 +13,7 @@ tables next to its model (ALS's ``TARGET/data/userRec``) and refuse ``predict``/
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -27,8 +28,13 @@ from ..lang import ast
 from ..options import flag
 from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
+from ..cells.partitions import stored_query
 from ..cells.runner import file_partition, partition
-from .serving import ModelFunction
+from .deployments import Loader
+from .serving import Calls, ModelFunction
+
+
+ROWS = "_train_rows"  # what a train's table is called in the SQL that describes it
 
 
 def _quoted(name: str) -> str:
@@ -65,9 +71,10 @@ def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Tabl
 
 class CatalogTable:
     """The table a train statement reads (``runner.TrainTable``): whole from the catalog, or
-    described by DuckDB (row count, distinct labels, the first row a column check rejects) and
+    described by SQL (row count, distinct labels, the first row a column check rejects) and
     split into data servers as a cell's input is (``cells.runner.partition``), without its rows
-    coming into this process."""
+    coming into this process. A Daft select is described where its partitions are
+    (``cells.partitions.stored_query``), the others by the session's DuckDB."""
 
     def __init__(self, session, name: str):
         self.session, self.name = session, name
@@ -79,15 +86,18 @@ class CatalogTable:
         return self._whole
 
     def head(self) -> pa.Table:
-        return self.session.catalog.relation(self.name).limit(1).to_arrow_table()
+        return self._query(f"SELECT * FROM {ROWS} LIMIT 1")
 
     def summary(self, label: str | None) -> tuple[int, np.ndarray | None]:
-        relation = self.session.catalog.relation(self.name)
-        [(rows,)] = relation.aggregate("count(*)").fetchall()
+        blocks = self.session.catalog.blocks(self.name)
+        if blocks is not None:
+            rows = sum(n for _, n in blocks)
+        else:
+            [(rows,)] = self.session.catalog.relation(self.name).aggregate("count(*)").fetchall()
         if label is None:
             return rows, None
-        distinct = relation.query("_train_rows", f"SELECT DISTINCT CAST({_quoted(label)} AS DOUBLE) AS v "
-                                                 "FROM _train_rows ORDER BY v").to_arrow_table()
+        distinct = self._query(f"SELECT DISTINCT CAST({_quoted(label)} AS DOUBLE) AS v FROM {ROWS} ORDER BY v",
+                               combine=f"SELECT DISTINCT v FROM {ROWS} ORDER BY v")
         return rows, distinct.column("v").to_numpy()
 
     def first_invalid(self, column: str, ids: bool = False) -> pa.Table:
@@ -96,7 +106,16 @@ class CatalogTable:
         if ids:
             number = f"TRY_CAST({value} AS DOUBLE)"
             invalid += f" OR {number} <> floor({number}) OR abs({number}) > 2147483647"
-        return self.session.catalog.relation(self.name).filter(invalid).limit(1).to_arrow_table()
+        return self._query(f"SELECT * FROM {ROWS} WHERE {invalid} LIMIT 1")
+
+    def _query(self, sql: str, combine: str | None = None) -> pa.Table:
+        """``sql`` (DuckDB) over the table named ``ROWS``: by the session's DuckDB, or over each of a
+        Daft select's partitions where it is, then ``combine`` (default ``sql``: a filter with a
+        LIMIT) over their answers here."""
+        blocks = self.session.catalog.blocks(self.name)
+        if blocks is not None:
+            return stored_query(blocks, ROWS, sql, combine or sql)
+        return self.session.catalog.relation(self.name).query(ROWS, sql).to_arrow_table()
 
     def servers(self, count: int) -> list:
         self.session.ray_link.ensure()
@@ -117,13 +136,38 @@ def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:
 def _chosen(session, fmt: str, target: str, options: dict):
     """(the model table's version, the group FMT's ``predict``/``register`` use, its algorithm):
     the algorithm looked up once, AutoML's as its chosen group names it."""
+    return _chosen_at(store.model_target(session, target, options), fmt, target, options)
+
+
+def _chosen_at(path: Path, fmt: str, target: str, options: dict):
+    """``_chosen`` of the model table at ``path`` (TARGET resolved)."""
     alg = None if fmt.lower() == registry.AUTOML.lower() else registry.get(fmt)
     if alg is not None and alg.no_inference:
         raise MLSQLError(f"{alg.name} does not support batch predict or API predict (register): "
                          f"{alg.no_inference.replace('TARGET', target)}")
-    version, groups = store.read(store.model_target(session, target, options), target, options)
+    version, groups = store.read(path, target, options)
     group = ml_predictor.select(groups, alg, options, target)
     return version, group, alg or registry.get(group.alg)
+
+
+def chosen_rows(path: Path, fmt: str, target: str, options: dict) -> tuple[int, pa.Table]:
+    """(version, rows) of the group ``register`` serves, as a Ray Serve replica reads it."""
+    version, group, _ = _chosen_at(path, fmt, target, options)
+    return version, store.to_table([group])
+
+
+def replica_loader(session, s: ast.Register, version: int) -> Loader:
+    """How a Ray Serve replica loads the model ``s`` registered at ``version`` by itself (a
+    model on actors; LDA's functions, answered in this process, are not served so)."""
+    options = {**dict(s.options), "version": str(version)}
+    path = store.model_target(session, s.path, options)
+    path = path.absolute() if isinstance(path, Path) else path  # the replica's working folder is Ray's
+    _, _, alg = _chosen_at(path, s.format, s.path, options)
+    if alg.kind in FUNCTIONS:
+        raise MLSQLError(f"{alg.name}'s functions are answered in this process, not by a model on actors: "
+                         f"serve=\"true\" cannot deploy them")
+    return Loader(ml_predictor.Predictor, Calls.of(options, ml_predictor.Predictor),
+                  functools.partial(chosen_rows, path, s.format, s.path, options))
 
 
 def predict(session, s: ast.Train) -> tuple[pa.Table, str]:

@@ -17,7 +17,6 @@ import hmac
 import json
 import logging
 import threading
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -35,6 +34,7 @@ from ..errors import NotAllowed
 from ..frontend import driver
 from ..frontend.engine_client import SCRIPT_NAME  # the FILE of a sent script's errors, as the clients read it
 from ..lang import ast
+from ..ml import deployments, predict_request
 from . import render
 from .fast_predict import FastPath
 from .jobs import JobBoard, Limits, ServiceJob
@@ -89,8 +89,10 @@ class Service:
             self.ready.set()
 
     def close(self) -> None:
+        """Stop the jobs, delete the Ray Serve deployments this server made, close the sessions."""
         for job in self.board.running():
             self.board.stop(job, "stopped: the server is shutting down")
+        deployments.undeploy_all()
         self.sessions.close()
 
     # -- /run/script -----------------------------------------------------------------------------
@@ -220,23 +222,9 @@ def _last_rows(session: Session, results: list, size: int) -> tuple[pa.Table | N
 
 def _predict_input(data_type: str, data: str) -> pa.Table:
     try:
-        values = json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise Refused(400, f"data is not JSON: {exc}") from exc
-    if not isinstance(values, list) or not values:
-        raise Refused(400, "data must be a non-empty JSON array")
-    try:
-        if data_type == "row":
-            if not all(isinstance(v, dict) for v in values):
-                raise Refused(400, "dataType=row takes a JSON array of objects")
-            return pa.Table.from_pylist(values)
-        if data_type == "vector":
-            return pa.table({"feature": pa.array(values, pa.list_(pa.float64()))})
-        if data_type == "string":
-            return pa.table({"feature": pa.array([v if isinstance(v, str) else json.dumps(v) for v in values])})
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise Refused(400, f"data does not fit dataType={data_type}: {exc}") from exc
-    raise Refused(400, f"dataType must be row, vector or string, not {data_type!r}")
+        return predict_request.input_table(data_type, data)
+    except predict_request.BadRequest as exc:
+        raise Refused(400, str(exc)) from exc
 
 
 def _pipeline_select(pipeline: str) -> str:
@@ -281,22 +269,11 @@ async def _body(request: Request, limit: int) -> bytes:
 
 async def _params(request: Request, limit: int) -> dict[str, str]:
     """Byzer's parameters: the query string's, then the body's (form-encoded, or a JSON object)."""
-    params = dict(request.query_params)
     body = await _body(request, limit)
-    if not body:
-        return params
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     try:
-        if kind == "application/json":
-            values = json.loads(body)
-            if not isinstance(values, dict):
-                raise Refused(400, "a JSON body must be an object of parameters")
-            params.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()})
-        else:
-            params.update(urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False))
-    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
-        raise Refused(400, f"the body is not {'JSON' if kind == 'application/json' else 'form-encoded UTF-8'}: {exc}") from exc
-    return params
+        return predict_request.parameters(dict(request.query_params), body, request.headers.get("content-type", ""))
+    except predict_request.BadRequest as exc:
+        raise Refused(400, str(exc)) from exc
 
 
 def _authorized(token: str | None, request: Request, params: dict[str, str]) -> bool:

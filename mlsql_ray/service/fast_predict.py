@@ -27,9 +27,10 @@ from sqlglot import exp
 
 from ..engine import Session, vectors
 from ..ml.functions import SQLFunction
+from ..spark import vectors as spark_vectors
 
 #: the built-in functions a chain may hold besides registered ones: each as DuckDB computes it
-COLUMN_FUNCTIONS = {"vec_dense": lambda column: column.cast(pa.list_(pa.float64()))}  # CAST(a AS DOUBLE[])
+COLUMN_FUNCTIONS = {"vec_dense": spark_vectors.dense_column}
 
 
 @dataclass(frozen=True)

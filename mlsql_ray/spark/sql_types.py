@@ -331,6 +331,13 @@ class _Typing:
             self._sources[key] = (select, found if plain else None)  # the select kept alive: its id stays its own
         return self._sources[key][1]
 
+    @property
+    def complete(self) -> bool:
+        """Whether every type asked for so far was known. The tables' schemas are read only to answer
+        a question that has no answer without them (a column's type, sqlglot's annotation): when
+        none went unanswered, a translation with them would ask and hear the same, and be the same."""
+        return not self.unknown
+
     def ctes(self) -> set[str]:
         if self._ctes is None:
             self._ctes = {cte.alias_or_name.lower() for cte in self.tree.find_all(exp.CTE)}

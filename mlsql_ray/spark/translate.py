@@ -27,6 +27,9 @@ class Translation(NamedTuple):
     calls: tuple[tuple[str, str], ...]  # calls of functions sqlglot does not know, as (name, first argument)
     bound_types: bool  # whether a result's Spark type is only known once DuckDB binds the SQL (results.spark_result)
     is_query: bool  # a SELECT, a set operation or VALUES (not a command such as COPY ... TO)
+    #: whether some rewrite asked a type it could not know here (``complete`` of ``sql_types.typing_of``): only
+    #: then may the tables' schemas change the translation
+    wants_schemas: bool = True
 
 
 _TOO_DEEP = ("SQL nested too deeply to translate (sqlglot ran out of Python stack: some hundreds of levels of "
@@ -82,9 +85,14 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
     trees = [t for t in trees if t is not None]
     if len(trees) != 1:
         raise MLSQLError(f"expected one SQL query, found {len(trees)}")
+    return translate_tree(trees[0], schemas, spark_sql)
+
+
+def translate_tree(tree: exp.Expression, schemas: Schemas | None, spark_sql: str) -> Translation:
+    """``translate`` of a tree parsed from (or cut out of the tree of) ``spark_sql``, whose text its
+    literals' positions point into; the tree is rewritten in place."""
     try:
-        tree = trees[0]
-        with sql_types.typing_of(tree, schemas, spark_sql):
+        with sql_types.typing_of(tree, schemas, spark_sql) as typing:
             for transform in families.TRANSFORMS:
                 transform(tree)
         tables = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name}))
@@ -94,7 +102,7 @@ def _translate(spark_sql: str, schemas: Schemas | None) -> Translation:
         is_query = isinstance(tree, (exp.Query, exp.Values))
         macro_expansion.compute_arguments_once(tree)
         return Translation(tree.sql(dialect="duckdb", unsupported_level=ErrorLevel.RAISE, copy=False), tables, calls,
-                           bound_types, is_query)
+                           bound_types, is_query, wants_schemas=not typing.complete)
     except MLSQLError:  # a rewrite's own verdict on the query (a cast Spark refuses, an illegal datetime pattern)
         raise
     except UnsupportedError as exc:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+import pyarrow as pa
 from sqlglot import exp
 
 from . import functions as spark_functions
@@ -40,6 +41,9 @@ SPARSE_FUNCTION = "vec_sparse"
 #: the macros (``MACROS``) that print a dense vector, a vector known to be sparse (its non-zero
 #: entries), and ``vec_sparse(size, map)`` itself (its map's entries, zeros included, as Spark keeps them)
 DENSE_STRING, SPARSE_STRING, SPARSE_CALL_STRING = "byzer_vector_string", "byzer_sparse_vector_string", "byzer_vec_sparse_string"
+
+#: a vector as Arrow holds it: DuckDB's ``DOUBLE[]``, the type the macros below cast to
+ARROW_TYPE = pa.list_(pa.float64())
 
 VectorColumns = Mapping[str, Mapping[str, str]]
 """table name (lower case) → {column name (lower case): DENSE or SPARSE} for its vector columns."""
@@ -173,3 +177,9 @@ MACROS = {
 }
 
 FAMILY = Family("vectors", macros=MACROS)
+
+
+def dense_column(column: pa.Array) -> pa.Array:
+    """``vec_dense`` of an Arrow column, as its macro's ``CAST(a AS DOUBLE[])`` makes it, for a
+    caller that calls it without DuckDB (the service's fast path)."""
+    return column.cast(ARROW_TYPE)

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from ...errors import MLSQLError
 from ...masking import MASK, is_secret_name
+from ...ml import deployments
 from .. import datasources, ets
 from ..datasources import jdbc
 from ..kinds import FEATURE_ETS, KINDS
@@ -129,6 +130,8 @@ SUBCOMMANDS: list[tuple[tuple[str, ...], str, Callable]] = [
     (("function", "*"), "one SQL function: parameters, result type, description", _function),
     (("jobs",), "this session's running and recent statements (!kill ID stops a running one)", _jobs),
     (("resource",), "this machine's cores and memory", _resource),
+    (("served",), "the models Ray Serve serves (register ... where serve=\"true\"): route, status, replicas",
+     lambda session, name=None: deployments.listing()),
     (("conf", "list"), "the settings a script can give, with their values", _conf_list),
 ]
 

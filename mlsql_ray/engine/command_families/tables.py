@@ -8,10 +8,11 @@ from typing import Callable
 import pyarrow as pa
 
 from ...errors import MLSQLError
+from ...ml.ets.base import Call
+from ..ets import find
 from ..result import Result
 from . import named_arguments
 from .filesystem import allowed_path
-from ..ets import Call, find
 
 LAST_TABLE_NAME = "__last_table_name__"
 

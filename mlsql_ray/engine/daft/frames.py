@@ -1,10 +1,11 @@
 """The session's tables as lazy Daft DataFrames on the session's Ray: ``load``, ``select``, ``save``.
 
 A Daft table is a catalog entry of rows computed when read (``catalog.Deferred``): a later select
-on Daft reads its DataFrame (nothing computed in between), while anything else that reads it (a
-Python cell, an ET, ``train``, a DuckDB select of a session that switched back, ``session.table``)
-computes it once, whole, into an Arrow table in this process: this slice gives those statements no
-per-partition path yet (issue 41, part 4). A table that is not Daft's (an ET's output, a ``jsonStr``
+on Daft reads its DataFrame (nothing computed in between); a Python cell's input and a ``train``'s
+workers read its partitions where Daft's workers computed them (``ray_blocks``: Arrow tables in
+Ray's object store, this process holding only their refs); anything else that reads it (an ET, a
+DuckDB select of a session that switched back, ``session.table``) computes it once, whole, into an
+Arrow table in this process. A table that is not Daft's (an ET's output, a ``jsonStr``
 load, a select of the DuckDB engine) is read into Daft whole when a Daft select reads it.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,12 +22,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...errors import MLSQLError, first_line
-from ...lang import ast
+from ...lang import ast, script_sql
 from ...objectstore import ObjectPath
 from ...storage import delta
+from .. import files, object_files
 from ..catalog import Deferred
-from ..files import located
 from ..result import PREVIEW_ROWS, PreviewedResult, Result
+from .rows import functions_session
 from .translate import REFUSAL_HINT, refusal, translate
 
 #: the formats a Daft session loads and saves as Daft DataFrames; others load as before and are
@@ -34,13 +37,17 @@ FORMATS = ("parquet", "delta")
 
 
 def daft_module(session):
-    """Daft, running on the session's Ray (embedded or ``--ray-address``: started or joined here)."""
+    """Daft, running on the session's Ray (embedded or ``--ray-address``: started or joined here),
+    or in this process when ``$DAFT_RUNNER`` is ``native`` (Daft's own switch; no Ray is started)."""
     # Daft's progress bars would interleave with a script's results (an embedded Ray's workers inherit this)
     os.environ.setdefault("DAFT_PROGRESS_BAR", "0")
-    session.ray_link.ensure()
+    in_process = os.environ.get("DAFT_RUNNER", "").strip().lower() == "native"
+    if not in_process:
+        session.ray_link.ensure()
     import daft  # heavy: Daft (Rust and its Ray runner), only for sessions whose sql_engine is daft
 
-    daft.set_runner_ray(noop_if_initialized=True)  # the Ray this process is connected to
+    if not in_process:
+        daft.set_runner_ray(noop_if_initialized=True)  # the Ray this process is connected to
     return daft
 
 
@@ -60,31 +67,68 @@ def load(session, s: ast.Load) -> None:
     daft = daft_module(session)
     fmt = s.format.lower()
     if fmt == "parquet":
-        path = _local(session.location(s.path, s.options), s)
-        files, hive = located(path, "parquet")
-        frame = _planned(lambda: daft.read_parquet(files, hive_partitioning=hive))
+        path = session.location(s.path, s.options)
+        found, hive = _located(path)
+        frame = _planned(lambda: daft.read_parquet(found, hive_partitioning=hive, **_io(path)))
     else:
         for option in ("timestampAsOf", "idCols", "mergeSchema"):
             if option in s.options:
                 raise refusal(f"the delta option {option}")
-        path = _local(delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options}), s)
+        path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
         if not delta.exists(path):
             raise MLSQLError(f"delta table {s.path} does not exist (no Delta log at {path})")
         version = int(s.options["version"]) if s.options.get("version") else None
-        frame = _planned(lambda: daft.read_deltalake(str(path), version=version))
+        frame = _planned(lambda: daft.read_deltalake(str(path), version=version, **_io(path)))
     define(session, s.table, frame, f"{fmt}.`{s.path}` (Daft)")
 
 
-def _local(path: Path | ObjectPath, s: ast.Statement) -> Path:
-    if isinstance(path, ObjectPath):  # Daft's own S3 configuration is not derived from ours yet
-        raise refusal(f"{path.uri} (object storage)")
-    return path
+def _located(path: Path | ObjectPath) -> tuple[list[str], bool]:
+    """The parquet files a path stands for, as Daft opens them, and whether they are Hive partitions."""
+    if not isinstance(path, ObjectPath):
+        return files.located(path, "parquet")
+    keys, hive = object_files.located(path, "parquet")
+    return [f"{path.scheme}://{key}" for key in keys], hive
+
+
+def _io(path: Path | ObjectPath) -> dict:
+    """Daft's I/O settings for ``path``: its object store's, from the session's (as deltalake and
+    pyarrow get them); none for a local path."""
+    if not isinstance(path, ObjectPath):
+        return {}
+    if path.scheme != "s3":  # gs://, az://: Daft's settings for them are not derived from ours
+        raise refusal(f"{path.uri} (object storage other than s3://)")
+    return {"io_config": path.daft_io_config()}
 
 
 def define(session, name: str, frame, source: str) -> None:
     """Name a Daft DataFrame in the catalog, computed only when something reads it."""
     schema = frame.schema().to_pyarrow_schema()
-    session.catalog.add_deferred(name, Deferred(schema, lambda: computed(frame), frame), source)
+    deferred = Deferred(schema, lambda: computed(frame), frame, partitions=lambda: ray_blocks(frame),
+                        first=lambda rows: computed(frame.limit(rows)))
+    session.catalog.add_deferred(name, deferred, source)
+
+
+def ray_blocks(frame) -> list[tuple[object, int]]:
+    """The frame computed on Daft's Ray workers, each partition made an Arrow table there:
+    [(object ref, rows)] in the frame's order, at least one (an empty table for no partition); only
+    the row counts come to this process."""
+    import ray  # heavy: Ray (up: daft_module joined it)
+
+    parts = _running(lambda: list(frame.iter_partitions()))  # Daft's partitions (MicroPartitions), as refs
+    if not parts:
+        return [(ray.put(frame.schema().to_pyarrow_schema().empty_table()), 0)]
+    if not isinstance(parts[0], ray.ObjectRef):  # Daft's in-process runner: partitions here
+        parts = [ray.put(part) for part in parts]
+    arrow = ray.remote(_arrow_block).options(num_returns=2, max_retries=0)
+    pairs = [arrow.remote(part) for part in parts]
+    rows = _running(lambda: ray.get([n for _, n in pairs]))
+    return [(table, n) for (table, _), n in zip(pairs, rows)]
+
+
+def _arrow_block(part) -> tuple[pa.Table, int]:
+    """(a Daft partition as Arrow, its rows), in the Ray worker that holds it."""
+    table = part.to_arrow()
+    return table, table.num_rows
 
 
 # -- select -------------------------------------------------------------------------------------
@@ -93,7 +137,8 @@ def select(session, s: ast.Select) -> Result:
     """Plan the select on Daft (nothing computed) and name it; its first rows are computed when they
     are shown (at most ``PREVIEW_ROWS + 1`` rows fetched)."""
     daft = daft_module(session)
-    translation = translate(s.sql, lambda names: session.catalog.schemas(names))
+    # its Velocity directives run first, as for DuckDB (the parser has rendered this text once: cached)
+    translation = translate(script_sql.rendered(s.sql), lambda names: session.catalog.schemas(names))
     bindings = {name: frame_of(session, daft, name) for name in translation.tables}
     for name, spark_sql in translation.constants:  # VALUES, range(): Spark's rows and types, by DuckDB
         try:
@@ -101,7 +146,8 @@ def select(session, s: ast.Select) -> Result:
         except (MLSQLError, duckdb.Error) as exc:  # a form the rewrite into a query of its own does not keep
             raise refusal(f"this inline table ({first_line(exc)})") from exc
         bindings[name] = daft.from_arrow(rows)
-    frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
+    with functions_session(session, daft, translation.rows):  # what DuckDB computes per batch
+        frame = _planned(lambda: daft.sql(translation.sql, register_globals=False, **bindings))
     define(session, s.table, frame, "select (Daft)")
     if session.shows_previews:
         return _previewed(s, frame)
@@ -148,7 +194,7 @@ def _save_delta(session, s: ast.Save, frame) -> Result:
     for option in ("idCols", "mergeSchema"):
         if option in s.options:
             raise refusal(f"the delta save option {option}")
-    path = _local(delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options}), s)
+    path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
     existed = delta.exists(path)
     if existed and s.mode == "ignore":
         return Result(s, f"delta.`{s.path}` exists; nothing written (mode ignore)", name=s.path)
@@ -156,8 +202,8 @@ def _save_delta(session, s: ast.Save, frame) -> Result:
         raise MLSQLError(f"delta.`{s.path}` already exists; use save overwrite or save append")
     path.mkdir(parents=True, exist_ok=True)
     try:
-        written = computed(frame.write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
-                                                 partition_cols=list(s.partition_by) or None))
+        written = computed(_signed(frame).write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
+                                                          partition_cols=list(s.partition_by) or None, **_io(path)))
     except ValueError as exc:  # deltalake's word on the rows (a schema the table does not have): nothing committed
         raise MLSQLError(f"cannot save {s.table} to delta.`{s.path}`: {first_line(exc)}") from exc
     rows = _rows_written(written)
@@ -166,8 +212,17 @@ def _save_delta(session, s: ast.Save, frame) -> Result:
                   name=s.path, num_rows=rows, version=version)
 
 
+def _signed(frame):
+    """``frame`` with its unsigned integers (Daft's count is a UInt64) as BIGINT: Delta has no
+    unsigned types, and Daft compares an append's schema with the table's before converting."""
+    from daft import DataType, col  # heavy: Daft, only for sessions whose sql_engine is daft
+
+    unsigned = [f.name for f in frame.schema() if pa.types.is_unsigned_integer(f.dtype.to_arrow_dtype())]
+    return frame.with_columns({name: col(name).cast(DataType.int64()) for name in unsigned}) if unsigned else frame
+
+
 def _save_parquet(session, s: ast.Save, frame) -> Result:
-    path = _local(session.location(s.path, s.options), s)
+    path = session.location(s.path, s.options)
     if path.exists() and s.mode == "ignore":
         return Result(s, f"{s.path} exists; nothing written (mode ignore)")
     if path.exists() and s.mode == "errorifexists":
@@ -175,13 +230,17 @@ def _save_parquet(session, s: ast.Save, frame) -> Result:
     if path.is_file():
         raise MLSQLError(f"cannot save to {path} on Daft: it is a single file, not a folder of part files")
     partition_cols = list(s.partition_by) or None
-    if s.mode == "append":
-        rows = _parquet_rows(computed(frame.write_parquet(str(path), write_mode="append", partition_cols=partition_cols)))
+    if s.mode == "append" or isinstance(path, ObjectPath):
+        # an object store has no rename: Daft's overwrite writes the new files, then deletes the old
+        # ones (as a save of the DuckDB engine there does, engine/object_files.py)
+        written = computed(frame.write_parquet(str(path), write_mode="append" if s.mode == "append" else "overwrite",
+                                               partition_cols=partition_cols, **_io(path)))
+        rows = _parquet_rows(written, path)
     else:  # written beside it first: a failed save leaves the old files as they were
         staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            rows = _parquet_rows(computed(frame.write_parquet(str(staging), write_mode="overwrite",
-                                                              partition_cols=partition_cols)))
+            written = computed(frame.write_parquet(str(staging), write_mode="overwrite", partition_cols=partition_cols))
+            rows = _parquet_rows(written, staging)  # the files Daft reports are named under the staging folder
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -196,9 +255,12 @@ def _rows_written(written: pa.Table) -> int:
     return sum(v or 0 for v in written.column("rows").to_pylist())
 
 
-def _parquet_rows(written: pa.Table) -> int:
+def _parquet_rows(written: pa.Table, path: Path | ObjectPath) -> int:
     """The rows of the parquet files a Daft write reports (read from their footers)."""
-    return sum(pq.read_metadata(p).num_rows for p in written.column("path").to_pylist())
+    if not isinstance(path, ObjectPath):
+        return sum(pq.read_metadata(p).num_rows for p in written.column("path").to_pylist())
+    store = path.filesystem()
+    return sum(pq.read_metadata(p.split("://", 1)[-1], filesystem=store).num_rows for p in written.column("path").to_pylist())
 
 
 # -- Daft's errors --------------------------------------------------------------------------------
@@ -217,8 +279,13 @@ def _planned(plan):
 
 def computed(frame) -> pa.Table:
     """Run a Daft plan to Arrow; an error while it runs is the statement's, in Daft's words."""
+    return _running(frame.to_arrow)
+
+
+def _running(run):
+    """``run()``, which runs a Daft plan; an error while it runs is the statement's, in Daft's words."""
     try:
-        return frame.to_arrow()
+        return run()
     except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
         if not _is_daft_error(exc):
             raise
@@ -226,6 +293,15 @@ def computed(frame) -> pa.Table:
 
 
 def _is_daft_error(exc: BaseException) -> bool:
-    """Daft's own exceptions and what its Rust core raises through pyarrow, Python or Ray."""
+    """Daft's own exceptions and what its Rust core raises through pyarrow, Python or Ray: by the
+    exception's module, or, for a builtin one (the Ray runner's planner raises a bare RuntimeError),
+    by where it was raised: in Daft's package."""
     module = type(exc).__module__ or ""
-    return module.startswith(("daft", "pyarrow", "ray", "pyo3_runtime"))
+    if module.startswith(("daft", "pyarrow", "ray", "pyo3_runtime")):
+        return True
+    daft = sys.modules.get("daft")  # a plan ran, so Daft is imported
+    innermost = exc.__traceback__
+    while innermost is not None and innermost.tb_next is not None:
+        innermost = innermost.tb_next
+    return daft is not None and innermost is not None and \
+        Path(innermost.tb_frame.f_code.co_filename).is_relative_to(Path(daft.__file__).parent)

@@ -12,10 +12,18 @@ Spark does, an unnamed result column gets Spark's text of its expression as its 
 Constant tables (``VALUES``, ``range(...)``) are not Daft's to compute: they are handed out
 (``Translation.constants``) for the engine to compute with the project's DuckDB translation and
 bind to Daft as small Arrow tables.
+
+A value Daft has no exact equivalent for that only needs one row (a scalar function, a decimal
+literal, ``||``, a ``register``ed model function ...) is not refused: the largest expression around
+it that needs one row is cut out (``Translation.rows``) and called in Daft's SQL as a function of
+the columns it reads (``__mlsql_row_N(cols)``), which the engine defines to run the project's DuckDB
+translation of that expression over each batch where Daft computes it (``daft/rows.py``). What needs
+more than one row (aggregates, windows, subqueries) stays Daft's, exact or refused.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from sqlglot import exp
@@ -28,12 +36,29 @@ from ...spark.sql_types import Schemas
 
 REFUSAL_HINT = "run it with --sql-engine duckdb (or set sql_engine=\"duckdb\" where type=\"conf\";)"
 CONSTANT_PREFIX = "__mlsql_constant_"
+ROW_PREFIX = "__mlsql_row_"
+BATCH = "__mlsql_batch"  # the table of a batch's arguments in a row expression's SQL
+
+
+@dataclass(frozen=True)
+class RowExpression:
+    """An expression Daft calls as the function ``name`` of its arguments, computed by the DuckDB
+    translation of ``query`` (``SELECT <it> AS v FROM __mlsql_batch``, a tree cut out of the select
+    parsed from ``text``; its arguments the columns of the batch, named as they are, of Spark's
+    types ``arguments``) over each batch."""
+
+    name: str
+    query: exp.Select
+    text: str
+    arguments: tuple[tuple[str, str], ...]  # (column of the batch, its DuckDB type)
+    shown: str  # the expression as written, for errors
 
 
 class Translation(NamedTuple):
-    sql: str  # for daft.sql, over the names in ``tables`` and ``constants``
+    sql: str  # for daft.sql, over the names in ``tables`` and ``constants``, calling those of ``rows``
     tables: tuple[str, ...]  # the catalog's tables the query reads
     constants: tuple[tuple[str, str], ...]  # (bound name, Spark SQL of a constant table to compute)
+    rows: tuple[RowExpression, ...] = ()  # the expressions computed per batch by DuckDB
 
 
 def refusal(what: str) -> MLSQLError:
@@ -82,14 +107,16 @@ def translate(spark_sql: str, schemas_of: Callable[[tuple[str, ...]], Schemas]) 
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     tables = tuple(sorted({t.name for t in tree.find_all(exp.Table)
                            if t.name and t.name.lower() not in ctes and not t.name.startswith(CONSTANT_PREFIX)}))
-    with sql_types.typing_of(tree, schemas_of(tables), spark_sql):
-        for node in list(tree.walk()):
-            _check(node)
+    schemas = schemas_of(tables)
+    with sql_types.typing_of(tree, schemas, spark_sql):
+        cuts = _row_cuts(tree)
         _name_columns(tree)
+        _spell_columns(tree, schemas)
+        rows = _cut_all(cuts, spark_sql)
         for node in list(tree.walk()):
             _rewrite(node)
     try:
-        return Translation(tree.sql(dialect="postgres"), tables, constants)
+        return Translation(tree.sql(dialect="postgres"), tables, constants, rows)
     except SqlglotError as exc:  # noqa: BLE001 - what sqlglot cannot write for Daft is not Daft's to run
         raise refusal(f"this query ({exc})") from exc
 
@@ -145,6 +172,146 @@ def _check(node: exp.Expression) -> None:
     if isinstance(node, exp.In) and node.args.get("query") is not None and not _filters(node):
         # NOT IN, or IN as a value: Spark's NULL for a NULL among the subquery's rows is not Daft's
         raise refusal(f"IN (subquery) outside a WHERE's conjunction ({node.sql('spark')[:60]})")
+
+
+# -- what DuckDB computes per batch ----------------------------------------------------------------
+
+#: values that need only their row: what a cut may hold (aggregates, windows, subqueries, generators
+#: of rows and the functions below are excluded by ``_per_row``)
+_VALUES = (exp.Func, exp.Binary, exp.Unary, exp.Predicate, exp.Literal, exp.Boolean, exp.Null, exp.Interval,
+           exp.Lambda)
+#: what is not a function of its row: an aggregate, a window (Daft's, as an argument of a cut), a
+#: subquery, a generator of rows, and values that differ by batch (random numbers, ids, the clock)
+_NOT_PER_ROW = (exp.AggFunc, exp.Window, exp.Subquery, exp.Select, exp.Exists, exp.UDTF, exp.Explode, exp.Unnest,
+                exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.Star)
+_NOT_PER_ROW_NAMES = {"monotonically_increasing_id", "spark_partition_id", "input_file_name", "uuid", "shuffle",
+                      "rand", "random", "randn", "now", "current_timestamp", "current_date", "localtimestamp",
+                      "unix_timestamp", "current_timezone", "explode", "explode_outer", "posexplode",
+                      "posexplode_outer", "inline", "inline_outer", "stack", "json_tuple"}
+
+
+def _row_cuts(tree: exp.Expression) -> list[exp.Expression]:
+    """The expressions DuckDB computes per batch: around each part Daft has no exact equivalent for,
+    the largest expression that needs only its row; the first part that is not in one is refused."""
+    failing = []
+    for node in tree.walk():
+        try:
+            _check(node)
+        except MLSQLError as exc:
+            failing.append((node, exc))
+    cuts: list[exp.Expression] = []
+    for node, exc in failing:
+        if any(_covered(node, cut) for cut in cuts):
+            continue
+        if not _per_row(node):
+            raise exc
+        while _per_row(node.parent):
+            node = node.parent
+        if not _allowed_where(node):
+            raise exc
+        cuts = [cut for cut in cuts if not _covered(cut, node)] + [node]
+    return cuts
+
+
+def _covered(node: exp.Expression, cut: exp.Expression) -> bool:
+    """Whether DuckDB computes ``node`` as part of ``cut`` (not inside a window, Daft's argument of it)."""
+    while node is not None:
+        if node is cut:
+            return True
+        if isinstance(node, exp.Window):
+            return False
+        node = node.parent
+    return False
+
+
+def _per_row(node: exp.Expression | None) -> bool:
+    """Whether ``node`` is a value that needs only its row (windows of Daft's as arguments aside)."""
+    if not isinstance(node, _VALUES) or isinstance(node, (exp.Column, exp.Identifier, exp.DataType, exp.Var)):
+        return False
+    for inner in node.walk(prune=lambda n: isinstance(n, exp.Window)):
+        if isinstance(inner, exp.Window):
+            continue  # Daft's (it passes its checks or is refused): an argument of the cut
+        if isinstance(inner, _NOT_PER_ROW) or (isinstance(inner, exp.Anonymous) and inner.name.lower() in _NOT_PER_ROW_NAMES):
+            return False
+    return True
+
+
+def _allowed_where(cut: exp.Expression) -> bool:
+    """A cut of a grouped select only in its WHERE: Daft computes a grouped select's other
+    expressions again over the group's keys (``f(x)`` grouped by ``f(x)`` would be ``f(f(x))``), and
+    plans no function call inside an aggregate."""
+    select = cut.find_ancestor(exp.Select)
+    if select is None or not _grouped(select):
+        return True
+    return isinstance(cut.find_ancestor(exp.Where, exp.Select), exp.Where)
+
+
+def _grouped(select: exp.Select) -> bool:
+    if select.args.get("group") or select.args.get("having"):
+        return True
+    return any(isinstance(n, exp.AggFunc) for item in select.expressions
+               for n in item.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Window))))
+
+
+def _cut_all(cuts: list[exp.Expression], text: str) -> tuple[RowExpression, ...]:
+    """Replace each cut by a call of ``__mlsql_row_<i>`` of its columns (and of the windows inside
+    it): what each computes. Arguments and their types are read before any is replaced; the
+    deepest cuts are replaced first (a cut may sit in a window that is an argument of another)."""
+    planned = [(i, cut, _arguments(cut)) for i, cut in enumerate(cuts)]
+    typed = [(i, cut, arguments, [sql_types.spark_type(a) for a in arguments]) for i, cut, arguments in planned]
+    found = {}
+    for i, cut, arguments, types in sorted(typed, key=lambda planned_cut: -_depth(planned_cut[1])):
+        shown = cut.sql("spark")
+        unknown = [a for a, t in zip(arguments, types) if t is None or sql_types.kind(t) is None]
+        if unknown:
+            raise refusal(f"{shown[:60]} (the type of {unknown[0].sql('spark')} is not known)")
+        # the batch's columns keep their names: Spark names struct fields (struct, arrays_zip) after them
+        names = [a.name if isinstance(a, exp.Column) else f"__mlsql_window_{k}" for k, a in enumerate(arguments)]
+        if len({n.lower() for n in names}) < len(names):
+            raise refusal(f"{shown[:60]} (it reads two columns of one name)")
+        index = {a.sql("spark"): k for k, a in enumerate(arguments)}
+        calls = [a.copy() for a in arguments] or [exp.Literal.number(1)]  # no column: one value per row alike
+        for inner in _argument_nodes(cut):
+            inner.replace(exp.column(names[index[inner.sql("spark")]], quoted=True))
+        name = f"{ROW_PREFIX}{i}"
+        cut.replace(exp.Anonymous(this=name, expressions=calls))
+        query = exp.select(exp.alias_(cut, "v", copy=False), copy=False).from_(BATCH, copy=False)
+        columns = tuple(zip(names, (t.sql("duckdb") for t in types))) or (("__mlsql_none", "INT"),)
+        found[i] = RowExpression(name, query, text, columns, shown)
+    return tuple(found[i] for i in sorted(found))
+
+
+def _arguments(cut: exp.Expression) -> list[exp.Expression]:
+    """The columns and windows a cut reads, one of each."""
+    arguments, texts = [], set()
+    for inner in _argument_nodes(cut):
+        text = inner.sql("spark")
+        if text not in texts:
+            texts.add(text)
+            arguments.append(inner)
+    return arguments
+
+
+def _argument_nodes(cut: exp.Expression) -> list[exp.Expression]:
+    return [inner for inner in cut.walk(prune=lambda n: isinstance(n, exp.Window))
+            if isinstance(inner, (exp.Column, exp.Window)) and not _lambda_variable(inner)]
+
+
+def _depth(node: exp.Expression) -> int:
+    depth = 0
+    while node.parent is not None:
+        node, depth = node.parent, depth + 1
+    return depth
+
+
+def _lambda_variable(column: exp.Expression) -> bool:
+    """A lambda's parameter (``x`` of ``x -> x + 1``), not a column."""
+    parent = column.parent
+    while parent is not None:
+        if isinstance(parent, exp.Lambda) and column.name.lower() in {p.name.lower() for p in parent.expressions}:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _filters(node: exp.Expression) -> bool:
@@ -221,12 +388,30 @@ def _described(node: exp.Expression) -> str:
 
 def _name_columns(tree: exp.Expression) -> None:
     """An unnamed expression of a select list gets Spark's text of it as its name (Daft would name
-    it after its first column or ``literal``, and two of them would clash)."""
+    it after its first column or ``literal``, and two of them would clash); a qualified column its
+    own name (Daft's would be ``t.x``)."""
     for select in tree.find_all(exp.Select):
         for i, item in enumerate(select.expressions):
-            if not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
+            if isinstance(item, exp.Column) and item.table and not isinstance(item.this, exp.Star):
+                select.expressions[i] = exp.alias_(item, item.name, quoted=True, copy=False)
+            elif not isinstance(item, (exp.Alias, exp.Column, exp.Star)):
                 select.expressions[i] = exp.alias_(item, item.sql("spark"), quoted=True, copy=False)
-                select.expressions[i].parent = select
+            select.expressions[i].parent = select
+
+
+def _spell_columns(tree: exp.Expression, schemas: Schemas) -> None:
+    """A column written in another case than its table's (or alias's) spelling gets that spelling:
+    Spark resolves names case-insensitively, Daft does not. A name spelled two ways stays as written."""
+    spellings: dict[str, set[str]] = {}
+    for _, columns in schemas:
+        for name, _ in columns:
+            spellings.setdefault(name.lower(), set()).add(name)
+    for alias in tree.find_all(exp.Alias):
+        spellings.setdefault(alias.alias.lower(), set()).add(alias.alias)
+    for column in tree.find_all(exp.Column):
+        known = spellings.get(column.name.lower(), set())
+        if len(known) == 1 and column.name not in known:
+            column.set("this", exp.to_identifier(next(iter(known)), quoted=column.this.quoted))
 
 
 def _rewrite(node: exp.Expression) -> None:

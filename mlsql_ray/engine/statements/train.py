@@ -6,21 +6,34 @@ from typing import Callable
 
 from ...errors import MLSQLError
 from ...lang import ast
-from ...ml.kinds import ALGORITHMS
-from .. import ets, vectors
-from ..kinds import KINDS
+from ...ml.kinds import ALGORITHMS, Trained
+from .. import vectors
+from ..kinds import FEATURE_ETS, KINDS
 from ..result import PREVIEW_ROWS, Result
 from . import python
 
 
-def train_algorithm(session, s: ast.Train) -> Result:
-    """``train T as ALG.`TARGET` [as OUT]``: the groups' results, named OUT (else ``output``)."""
-    result, version, trained, failed = ALGORITHMS.train(session, s)
-    output = s.output or "output"
-    session.catalog.add_arrow(output, result, f"train {s.format}.`{s.path}`")
-    return Result(s, f"trained {trained} {s.format} model(s) into {s.path} version {version}"
-                     + (f" ({failed} failed)" if failed else ""),
-                  table=result, num_rows=result.num_rows, name=output, version=version)
+def train(session, s: ast.Train) -> Result:
+    """``train T as FORMAT.`TARGET` [as OUT]``: what FORMAT's kind made (``engine.kinds``; a name
+    no kind knows is an algorithm's, whose error lists the algorithms)."""
+    return _kept(session, s, (KINDS.find(s.format, "train") or ALGORITHMS).train(session, s))
+
+
+def run_et(session, s: ast.Train) -> Result:
+    """``run T as NAME.`PATH` [as OUT]``: Byzer runs ETs, and only ETs (an unknown name fails
+    listing the known), as ``train`` of an ET does."""
+    return _kept(session, s, FEATURE_ETS.train(session, s))
+
+
+def _kept(session, s: ast.Train, trained: Trained) -> Result:
+    """The result of what a train made, the table kept in the catalog under its output name."""
+    table = trained.table
+    if table is None:
+        return Result(s, trained.report)
+    if trained.output:
+        session.catalog.add_arrow(trained.output, table, trained.source, partitions=trained.partitions)
+    return Result(s, trained.report, table=table if trained.whole else table.slice(0, PREVIEW_ROWS),
+                  num_rows=table.num_rows, name=trained.output, version=trained.version)
 
 
 def predict(session, s: ast.Train) -> Result:
@@ -37,18 +50,10 @@ def predict(session, s: ast.Train) -> Result:
 
 
 def run(session, s: ast.Train) -> Result:
-    """``train|run|predict T as FORMAT.`...```: an ET by name first (``run``/``train``, and
-    ``run`` with any format but Ray: mlsql_ray.engine.ets, where an unknown name fails listing
-    the known), else looked up in ``_TRAIN_VERBS`` by verb and format, then by verb alone (``train``
-    of any other format names a built-in algorithm; ``predict`` asks the format's kind)."""
-    fmt = s.format.lower()
-    if (s.verb in ("run", "train") and fmt in ets.ETS) or (s.verb == "run" and fmt != "ray"):
-        return ets.run(session, s)
-    handler = _TRAIN_VERBS.get((s.verb, fmt)) or _TRAIN_VERBS.get((s.verb, None))
-    if handler is None:
-        raise MLSQLError(f"{s.verb} ... as {s.format} is not supported (supported: run ... as Ray.``, "
-                         f"predict ... as tf.`...`, train|predict ... as an algorithm or a feature ET)")
-    return handler(session, s)
+    """``train|run|predict T as FORMAT.`...```: looked up in ``_TRAIN_VERBS`` by verb and format,
+    then by verb alone (``run ... as Ray`` runs a Python cell, ``run`` of any other format an ET;
+    ``train`` and ``predict`` ask the format's kind)."""
+    return (_TRAIN_VERBS.get((s.verb, s.format.lower())) or _TRAIN_VERBS[(s.verb, None)])(session, s)
 
 
 def run_ray(session, s: ast.Train) -> Result:
@@ -68,6 +73,7 @@ def run_ray(session, s: ast.Train) -> Result:
 
 _TRAIN_VERBS: dict[tuple[str, str | None], Callable[..., Result]] = {
     ("run", "ray"): run_ray,
-    ("train", None): train_algorithm,  # a built-in algorithm (mlsql_ray.ml)
+    ("run", None): run_et,
+    ("train", None): train,
     ("predict", None): predict,
 }

@@ -1,0 +1,63 @@
+"""Byzer's API service request (its doc's ``ml/api_service/process.md``), read the one way both
+places that answer it read it: ``mlsql-ray serve``'s ``/model/predict`` and a model served as a Ray
+Serve deployment (``ml.deployments``). Parameters come from the query string and a form-encoded
+or JSON object body; ``data`` is a JSON array that ``dataType`` says how to read. A request that
+does not fit is a ``BadRequest``: the caller answers it with 400 and its text."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pyarrow as pa
+
+from ..spark import vectors as spark_vectors
+
+
+class BadRequest(ValueError):
+    """A request whose parameters or data cannot be read: answered 400 with this text."""
+
+
+def parameters(query: dict[str, str], body: bytes, content_type: str) -> dict[str, str]:
+    """The query string's parameters, then the body's (form-encoded, or a JSON object whose
+    values that are not strings are kept as their JSON text)."""
+    params = dict(query)
+    if not body:
+        return params
+    kind = content_type.split(";")[0].strip().lower()
+    try:
+        if kind == "application/json":
+            values = json.loads(body)
+            if not isinstance(values, dict):
+                raise BadRequest("a JSON body must be an object of parameters")
+            params.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()})
+        else:
+            params.update(urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadRequest(f"the body is not {'JSON' if kind == 'application/json' else 'form-encoded UTF-8'}: {exc}") from exc
+    return params
+
+
+def input_table(data_type: str, data: str) -> pa.Table:
+    """``data`` as a table: ``dataType=row`` its objects (their keys the columns); ``vector`` an
+    array of number arrays and ``string`` an array of strings, each as the column ``feature``."""
+    try:
+        values = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"data is not JSON: {exc}") from exc
+    if not isinstance(values, list) or not values:
+        raise BadRequest("data must be a non-empty JSON array")
+    try:
+        if data_type == "row":
+            if not all(isinstance(v, dict) for v in values):
+                raise BadRequest("dataType=row takes a JSON array of objects")
+            return pa.Table.from_pylist(values)
+        if data_type == "vector":
+            return pa.table({"feature": pa.array(values, spark_vectors.ARROW_TYPE)})
+        if data_type == "string":
+            return pa.table({"feature": pa.array([v if isinstance(v, str) else json.dumps(v) for v in values])})
+    except BadRequest:
+        raise
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise BadRequest(f"data does not fit dataType={data_type}: {exc}") from exc
+    raise BadRequest(f"dataType must be row, vector or string, not {data_type!r}")
