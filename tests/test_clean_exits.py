@@ -1,6 +1,7 @@
 """Processes that read Delta tables end with exit status 0: the snippets for readers that know
 nothing of mlsql-ray (run exactly as docs/models.md has them), ``mlsql-ray run`` of a script that
-saves and loads Delta, and a kernel that is shut down.
+saves and loads Delta, and a kernel that is shut down; and a process that joined Ray keeps its
+own SIGTERM handling.
 
 Reading through pyarrow's dataset scanner (``DeltaTable.to_pyarrow_table()``) can abort a process
 at exit ("terminate called without an active exception", status 134) while the scanner's threads
@@ -115,3 +116,30 @@ def test_a_kernel_shut_down_after_delta_work_exits_cleanly(tmp_path):
     finally:
         kernel.close()
     assert process.wait(timeout=60) == 0
+
+
+SIGTERM_AFTER_RAY = r'''
+import os, signal, sys, threading, time
+from mlsql_ray.cluster.link import RayLink
+
+got = []
+signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+link = RayLink(sys.argv[1])
+joined = threading.Thread(target=link.ensure)  # as a server's job thread reaches Ray
+joined.start()
+joined.join()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(4)  # abseil's handler arms a 3 s alarm that would end the process
+print("handled", got, flush=True)
+link.shutdown()
+'''
+
+
+def test_sigterm_stays_the_processs_after_it_joins_ray_from_a_thread(ray_address):
+    """Ray's core worker puts abseil's SIGTERM handler in the process that connects (a stack dump,
+    then a 3 s alarm that ends it); ``link.keeps_sigterm`` puts the process's own back, so a
+    server's graceful stop runs (tests/test_service.py's stopped-server test is the whole story)."""
+    done = subprocess.run([sys.executable, "-c", SIGTERM_AFTER_RAY, ray_address], capture_output=True, text=True,
+                          timeout=120, env=_env())
+    assert done.returncode == 0 and "handled [15]" in done.stdout, done.stdout + done.stderr
+    assert "SIGTERM received" not in done.stderr

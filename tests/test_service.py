@@ -60,21 +60,24 @@ class Server:
     def run(self, sql: str, **params) -> httpx.Response:
         return self.client.post("/run/script", data={"sql": sql, **params})
 
-    def stop(self) -> None:
+    def stop(self) -> int:
+        """SIGTERM, then the exit code (a SIGKILL's after 60 s); again: the code."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         self.client.close()
-        self.process.terminate()
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        return self.process.returncode
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     running = Server(tmp_path_factory.mktemp("service"), "--max-jobs", "4")
     yield running
-    running.stop()
+    assert running.stop() == 0, running.log.read_text()  # its jobs stopped, its sessions and Ray closed
     assert TOKEN not in running.log.read_text()
 
 
@@ -387,37 +390,49 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_a_served_model_goes_with_the_server_and_is_deployed_again_when_it_restarts(tmp_path: Path):
-    """``register … where serve="true"`` through the server: the Ray Serve deployment answers on its
-    port; a stopped server's embedded Ray ends it (nothing answers there); a restarted server deploys
-    it again from the kept register before it says ready."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/serve/rf_served"
-    script = TRAIN.replace("as rf_predict;", f'as rf_served where serve="true" and servePort="{port}";')
+def test_a_stopped_server_deletes_its_deployments_on_the_cluster_it_joined_and_deploys_them_again(
+        tmp_path: Path, ray_runtime, ray_address: str):
+    """``register … where serve="true"`` through a server joined to a running Ray (the test run's):
+    the Ray Serve deployment answers; a SIGTERM stops the server gracefully at once (a long job in
+    flight stopped and answered, its deployments deleted, which the cluster would otherwise keep
+    serving, exit 0); a restarted server deploys it again from the kept register before it says ready."""
+    from ray import serve
+
+    from mlsql_ray.cluster import ray_internals
+    from mlsql_ray.ml.deployments import APP_PREFIX
+
+    app = APP_PREFIX + "rf_served"
+    script = TRAIN.replace("as rf_predict;", f'as rf_served where serve="true" and servePort="{free_port()}";')
     request = {"dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2], [5.1, 3.5, 1.4, 0.2]]"}
-    server = Server(tmp_path)
+    server = Server(tmp_path, "--ray-address", ray_address)
     try:
         done = server.run(script, owner="ml", sessionPerUser="true")
         assert done.status_code == 200, done.text
+        host, port = ray_internals.serve_http_address()  # a Serve already running keeps its port
+        url = f"http://{host}:{port}/serve/rf_served"
         assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a long job in flight: stopped, answered
+            long_job = pool.submit(httpx.post, f"{server.url}/run/script", headers=server.client.headers, timeout=120,
+                                   data={"sql": "select count(*) as n from range(100000000000) as r(a) where a % 7 = 3 as t;"})
+            while not server.client.get("/runningjobs").json():
+                assert not long_job.done(), long_job.result().text
+                time.sleep(0.1)
+            assert server.stop() == 0, server.log.read_text()
+            answer = long_job.result(timeout=30)
+        assert answer.status_code == 500 and "stopped: the server is shutting down" in answer.text, answer.text
     finally:
         server.stop()
-    deadline = time.monotonic() + 120  # the embedded Ray's processes end a few seconds after the server
-    while True:
-        try:
-            httpx.post(url, data=request, timeout=10)
-        except httpx.TransportError:
-            break
-        assert time.monotonic() < deadline, "the deployment still answers two minutes after the server stopped"
-        time.sleep(1)
-    restarted = Server(tmp_path, ready_within=900)
+    assert server.log.read_text().rstrip().endswith("mlsql-ray serve: stopped")
+    assert app not in serve.status().applications  # deleted by the server, on a Ray that still runs
+    restarted = Server(tmp_path, "--ray-address", ray_address, ready_within=900)
     try:
         assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
         assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
         shown = restarted.run("!show served;", owner="ml", sessionPerUser="true")
         assert shown.status_code == 200 and "/serve/rf_served" in shown.text, shown.text
     finally:
-        restarted.stop()
+        assert restarted.stop() == 0, restarted.log.read_text()
+    assert app not in serve.status().applications
 
 
 def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Path):

@@ -9,11 +9,13 @@ user's own ``ray.init``) leaves it alone.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import ipaddress
 import logging
 import os
 import queue
 import re
+import signal
 import socket
 import sys
 import threading
@@ -139,6 +141,32 @@ class _LastingThread:
                 result.set_exception(exc)
 
 
+@contextlib.contextmanager
+def keeps_sigterm():
+    """Run the block (a ``ray.init``) keeping the process's SIGTERM handling.
+
+    Ray's core worker installs abseil's failure signal handler for SIGTERM in the process that
+    connects, from whichever thread connects. Abseil's handler prints a stack, hands the signal on
+    and arms a 3 s alarm that then ends the process, so a server whose Ray started on a thread
+    had 3 s for its graceful stop (``mlsql-ray serve`` deleting its Ray Serve deployments, sessions
+    closing). On the main thread Python's handler (Ray's own, if it set one) is put back with
+    ``signal.signal``; other threads may not call that, so there the OS-level action is restored as
+    it was (``sigaction`` through libc; on those threads Ray sets no Python handler). Abseil's
+    handlers for real crashes (SIGSEGV, SIGABRT…) stay.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    saved = ctypes.create_string_buffer(256)  # larger than any libc's struct sigaction: kept opaque
+    kept = libc.sigaction(signal.SIGTERM, None, saved) == 0
+    try:
+        yield
+    finally:
+        handler = signal.getsignal(signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread() and handler is not None:
+            signal.signal(signal.SIGTERM, handler)
+        elif kept:
+            libc.sigaction(signal.SIGTERM, saved, None)
+
+
 _RAY_OWNER = _LastingThread()
 
 
@@ -170,7 +198,7 @@ def _start_local_ray(attempts: int, **options):
     try:
         for attempt in range(1, attempts + 1):
             try:
-                with _loopback_only(), ray_internals.minimal_dashboard_agent():
+                with _loopback_only(), ray_internals.minimal_dashboard_agent(), keeps_sigterm():
                     return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
             except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this: only its text tells
                 ray_internals.stop_failed_start(exc)
@@ -313,7 +341,7 @@ class RayLink:
                 check_reachable(wanted)
                 use_local_token(wanted)
             try:
-                with _loopback_only() if _loopback_cluster(wanted) else contextlib.nullcontext():
+                with _loopback_only() if _loopback_cluster(wanted) else contextlib.nullcontext(), keeps_sigterm():
                     ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
             except Exception as exc:
                 hint = ""

@@ -23,6 +23,7 @@ from typing import Callable
 
 import anyio
 import pyarrow as pa
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -88,10 +89,14 @@ class Service:
         finally:
             self.ready.set()
 
-    def close(self) -> None:
-        """Stop the jobs, delete the Ray Serve deployments this server made, close the sessions."""
+    def stop_jobs(self) -> None:
+        """Stop every running job (returns at once: each stops beside, its request answered)."""
         for job in self.board.running():
             self.board.stop(job, "stopped: the server is shutting down")
+
+    def close(self) -> None:
+        """Stop the jobs, delete the Ray Serve deployments this server made, close the sessions."""
+        self.stop_jobs()
         deployments.undeploy_all()
         self.sessions.close()
 
@@ -285,6 +290,19 @@ def _authorized(token: str | None, request: Request, params: dict[str, str]) -> 
 
 
 # -- the app --------------------------------------------------------------------------------------
+
+class JobStoppingServer(uvicorn.Server):
+    """Uvicorn's server, whose stop (SIGTERM, Ctrl-C) first stops the running jobs: its graceful
+    shutdown waits for the requests in flight, which would otherwise wait for a long job."""
+
+    def __init__(self, config: uvicorn.Config, service: Service):
+        super().__init__(config)
+        self.service = service
+
+    def handle_exit(self, sig, frame) -> None:
+        self.service.stop_jobs()
+        super().handle_exit(sig, frame)
+
 
 def build_app(service: Service) -> Starlette:
     limit = service.limits.max_body_bytes

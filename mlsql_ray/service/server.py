@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import ipaddress
 import logging
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -60,8 +61,23 @@ def _token(path: Path | None) -> str | None:
     return token
 
 
+class _Terminated(Exception):
+    """SIGTERM, raised once uvicorn has finished its own graceful shutdown (see ``serve``)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise _Terminated
+
+
 def serve(args: argparse.Namespace) -> int:
-    """Serve until stopped (SIGINT or SIGTERM: uvicorn ends its loop, then the sessions close)."""
+    """Serve until stopped (SIGINT or SIGTERM: the running jobs stop, uvicorn ends its loop, the
+    Ray Serve deployments are deleted and the sessions close).
+
+    Uvicorn handles SIGTERM while it runs, then puts back the handler it found and raises the
+    signal again; with Python's default one there, the process would end inside ``uvicorn.run``
+    and skip everything after it. So the handler it finds is ours, which ends ``uvicorn.run`` with
+    an exception instead, and a SIGTERM before uvicorn starts does the same.
+    """
     # the CLI's parser imports this module for add_arguments: the server, the engine and Ray only when it serves
     import uvicorn  # (as above)
 
@@ -69,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
     from ..cluster.warm import WarmPool  # (as above)
     from ..config import resolve as resolve_config  # (as above)
     from ..engine import Session  # (as above)
-    from .app import Service, build_app  # (as above)
+    from .app import JobStoppingServer, Service, build_app  # (as above)
 
     try:
         token = _token(args.token_file)
@@ -98,11 +114,16 @@ def serve(args: argparse.Namespace) -> int:
     threading.Thread(target=service.restore, name="mlsql-restore", daemon=True).start()
     print(f"mlsql-ray serve: listening on http://{args.host}:{args.port} (warehouse {config.warehouse})",
           file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr():
-            uvicorn.run(build_app(service), host=args.host, port=args.port, access_log=False,
-                        log_level="info" if args.verbose else "warning", limit_concurrency=1000)
+            server_config = uvicorn.Config(build_app(service), host=args.host, port=args.port, access_log=False,
+                                           log_level="info" if args.verbose else "warning", limit_concurrency=1000)
+            JobStoppingServer(server_config, service).run()
+    except (_Terminated, KeyboardInterrupt):  # uvicorn raises the signal it handled again once it has stopped
+        pass
     finally:
         service.close()
         workers.release()
+    print("mlsql-ray serve: stopped", file=sys.stderr, flush=True)
     return 0
