@@ -202,8 +202,12 @@ def _start_local_ray(attempts: int, **options):
                     return ray.init(address="local", include_dashboard=False, _node_ip_address=LOOPBACK, **options)
             except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this: only its text tells
                 ray_internals.stop_failed_start(exc)
-                if "timed out during startup" not in str(exc) or attempt == attempts:
+                if "timed out during startup" not in str(exc):
                     raise
+                if attempt == attempts:
+                    raise MLSQLError(f"cannot start a local Ray: its node timed out during startup {attempts} times "
+                                     "(an overloaded machine?); try again, or join a running cluster with "
+                                     "--ray-address") from exc
                 ray.shutdown()
     finally:
         ray_log.removeFilter(remark)
