@@ -1,0 +1,46 @@
+"""Issue 41, part 5, small: bench/bench_daft_cluster.py's driver on a two-node Ray with the data
+and the warehouse on the moto S3 server. Two of Byzer's SSB scripts (several parquet files per
+table) give the DuckDB session's answers on Daft, Daft's scans ran on both nodes, a result saved as
+a Delta table on S3 is read back by polars; then one node is killed halfway through a save into an
+existing Delta table: the statement succeeds with the right rows or fails with one MLSQLError, and
+then the table keeps its version. The full scale, the join bigger than the object stores and the
+figures are the benchmark's (bench/README.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from bench_daft_cluster import run, same_rows  # noqa: E402 - the benchmark's driver, run small here
+
+
+@pytest.mark.slow  # starts a two-node Ray of its own
+def test_daft_on_two_nodes_over_s3_keeps_a_delta_version_when_a_node_dies(tmp_path: Path, s3_server):
+    report, output = run(s3_server, tmp_path, "daft-cluster", scale=2, files=4, store_mib=100, join_mib=0,
+                         only=["ssb_query01", "ssb_query04"], timeout=600)
+    assert report["returncode"] == 0 and report["steps"][-1] == "done", output[-5000:]
+    nodes = set(report["nodes"])
+    assert len(nodes) == 2
+    ssb = report["ssb"]
+    assert list(ssb["answers"]["daft"]) == ["ssb_query01.byzer", "ssb_query04.byzer"]  # q01's !assert: 2x Byzer's
+    for name, expected in ssb["answers"]["duckdb"].items():
+        assert expected and same_rows(ssb["answers"]["daft"][name], expected), name
+    assert {t["node"] for t in ssb["fragments"] if "Scan" in t["name"]} == nodes, ssb["fragments"]
+    assert ssb["saved"]["version"] == 0 and same_rows(ssb["saved"]["rows"], ssb["answers"]["duckdb"]["ssb_query04.byzer"])
+
+    kill = report["kill"]
+    assert len(kill["alive"]) == 1 and kill["killed_after"] < kill["seconds"] + 5, kill
+    (n, revenue), = kill["expected"]
+    before, after = kill["before"], kill["after"]
+    assert before["rows"] != kill["expected"]  # the killed save would change the table
+    if "ok" in kill["outcome"]:  # retried: the new version, with DuckDB's answer
+        assert kill["outcome"]["ok"].startswith(f"saved {n} rows of wide"), kill["outcome"]
+        assert after == {"version": before["version"] + 1, "rows": [[n, revenue]]}
+    else:  # failed: one MLSQLError saying so, and the table as it was
+        assert kill["outcome"]["type"] == "MLSQLError", kill["outcome"]
+        assert "node" in kill["outcome"]["error"], kill["outcome"]
+        assert after == before
+    assert kill["next"]["rows"] == kill["expected"], kill["next"]  # the session goes on, on the node left
