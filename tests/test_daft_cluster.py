@@ -22,8 +22,8 @@ FAST_NODE_DEATH = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeou
 
 @pytest.mark.slow  # starts a two-node Ray of its own
 def test_daft_on_two_nodes_over_s3_keeps_a_delta_version_when_a_node_dies(tmp_path: Path, s3_server):
-    # the GCS declares a silent node dead after 3 missed health checks 0.5 s apart (Ray's default: 5 s
-    # apart), so that the killed node's loss reaches the statement within seconds
+    # the GCS declares a silent node dead after 3 missed health checks 0.5 s apart (Ray's defaults: 5
+    # missed, 3 s apart), so that the killed node's loss reaches the statement within seconds
     report, output = run(s3_server, tmp_path, "daft-cluster", scale=2, files=4, store_mib=100, join_mib=0,
                          only=["ssb_query04"], timeout=600, ray_env=FAST_NODE_DEATH)
     print(dict(zip(report.get("steps", []), report.get("seconds", []))))
