@@ -245,10 +245,21 @@ def join_tables(folder: Path, mib: int, files: int) -> int:
     return rows
 
 
-JOIN = """load parquet.`BASE/left_side` as left_side;
+JOIN_SELECT = """select count(*) as n, sum(l.v + r.v) as total, max(l.s) as left_max, max(r.s) as right_max,
+min(r.s) as right_min from left_side l join right_side r on l.id = r.id"""
+JOIN = f"""load parquet.`BASE/left_side` as left_side;
 load parquet.`BASE/right_side` as right_side;
-select count(*) as n, sum(l.v + r.v) as total, max(l.s) as left_max, max(r.s) as right_max, min(r.s) as right_min
-from left_side l join right_side r on l.id = r.id as joined;"""
+{JOIN_SELECT} as joined;"""
+
+
+def join_by_duckdb(folder: Path) -> list[list]:
+    """The join's answer by DuckDB alone, over the same files."""
+    import duckdb
+
+    con = duckdb.connect()
+    for name in ("left_side", "right_side"):
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{folder / name}/*.parquet')")
+    return [list(row) for row in con.sql(JOIN_SELECT).fetchall()]
 
 
 def upload(server: s3.Server, folder: Path, prefix: str) -> int:
@@ -288,6 +299,7 @@ def run(server: s3.Server, work: Path, prefix: str, *, scale: int, files: int, s
     if join_mib:
         join_tables(data / "join", join_mib, files)
     sent = upload(server, data, prefix)
+    expected = join_by_duckdb(data / "join") if join_mib else None
     shutil.rmtree(data)
     base = f"s3://{s3.BUCKET}/{prefix}"
     config = {
@@ -312,7 +324,7 @@ def run(server: s3.Server, work: Path, prefix: str, *, scale: int, files: int, s
         stop_group(process)
         shutil.rmtree(temp_dir, ignore_errors=True)
     report = json.loads((work / "report.json").read_text()) if (work / "report.json").exists() else {}
-    report.update(returncode=process.returncode, uploaded_bytes=sent)
+    report.update(returncode=process.returncode, uploaded_bytes=sent, join_by_duckdb=expected)
     return report, output
 
 
@@ -367,7 +379,8 @@ def summarize(report: dict, args) -> None:
         restored = (after["restored_bytes_total"] - before["restored_bytes_total"]) / 2**20
         nodes_joining = {t["node"] for t in join["fragments"] if "HashJoin" in t["name"]}
         print(f"join: 2 x {args.join_mib} MiB in Arrow (= {2 * args.join_mib / args.store_mib:.1f}x a node's "
-              f"{args.store_mib} MiB store): {join['seconds']:.1f} s, {join['rows']}; spilled {spilled:,.0f} MiB "
+              f"{args.store_mib} MiB store): {join['seconds']:.1f} s, {join['rows'][0][0]:,} rows joined, DuckDB's answer: "
+              f"{same_rows(join['rows'], report['join_by_duckdb'])}; spilled {spilled:,.0f} MiB "
               f"({after['spilled_objects_total'] - before['spilled_objects_total']} objects), restored "
               f"{restored:,.0f} MiB; hash join on {len(nodes_joining & nodes)} of {len(nodes)} nodes")
     kill = report.get("kill")
