@@ -3,7 +3,7 @@ and the warehouse on the moto S3 server. One of Byzer's SSB scripts (four parque
 table) gives the DuckDB session's answers on Daft, Daft's scans ran on both nodes, a result saved as
 a Delta table on S3 is read back by polars; then one node is killed halfway through a save into an
 existing Delta table: the statement succeeds with the right rows or fails with one MLSQLError, and
-then the table keeps its version. The full scale, the join bigger than the object stores and the
+then the table keeps its version (the second test: that error's words, from the errors Ray raises). The full scale, the join bigger than the object stores and the
 figures are the benchmark's (bench/README.md)."""
 
 from __future__ import annotations
@@ -50,3 +50,34 @@ def test_daft_on_two_nodes_over_s3_keeps_a_delta_version_when_a_node_dies(tmp_pa
         assert "node" in kill["outcome"]["error"], kill["outcome"]
         assert after == before
     assert kill["next"]["rows"] == kill["expected"], kill["next"]  # the session goes on, on the node left
+
+
+def test_a_partition_lost_with_its_node_is_one_mlsql_error_saying_so():
+    """The benchmark's failing outcome, as Daft's Ray runner raises it (a task error around a task
+    error around Ray's object loss): one MLSQLError naming the loss, not Daft's traceback; an error
+    that is no loss stays Daft's (the refusal's words)."""
+    from ray.core.generated.common_pb2 import ErrorType
+    from ray.exceptions import ObjectReconstructionFailedError, RayTaskError
+
+    from mlsql_ray import MLSQLError
+    from mlsql_ray.engine.daft.frames import _running
+
+    lost = ObjectReconstructionFailedError("e8df2c7a", ErrorType.OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED)
+    inner = RayTaskError("HashJoin->RepartitionWrite", "traceback of the join", lost).as_instanceof_cause()
+    outer = RayTaskError("RemoteFlotillaRunner.get_next_partition", "traceback of the runner", inner)
+
+    def run():
+        raise outer.as_instanceof_cause()
+
+    with pytest.raises(MLSQLError) as raised:
+        _running(run)
+    message = str(raised.value)
+    assert message.startswith("a Ray node (or a worker) died while Daft ran this") and "committed nothing" in message
+    assert "ObjectReconstructionFailedError: Failed to retrieve object e8df2c7a" in message
+    assert "traceback of" not in message and "\n" not in message
+
+    def fails():
+        raise RayTaskError("HashJoin", "traceback", ValueError("a bad cast")).as_instanceof_cause()
+
+    with pytest.raises(MLSQLError, match="Daft failed running this .*--sql-engine duckdb"):
+        _running(fails)
