@@ -38,7 +38,7 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     from ray._common.network_utils import node_ip_address_from_perspective
     from ray._private import ray_constants, services, state
     from ray._private.authentication.authentication_token_setup import maybe_enable_token_auth_if_token_available
-    from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+    from ray._private.internal_api import get_memory_info_reply, get_state_from_address, memory_summary
     from ray._private.ray_logging import global_worker_stdstream_dispatcher
     from ray._raylet import Config, CoreWorker
 
@@ -51,6 +51,7 @@ def test_the_private_functions_we_call_have_the_signatures_we_call_them_with():
     assert "actor_id" in parameters(state.actors)
     assert parameters(get_state_from_address)[:1] == ["address"]
     assert parameters(get_memory_info_reply)[:1] == ["state"]
+    assert parameters(memory_summary)[:1] == ["address"] and "stats_only" in parameters(memory_summary)
     assert callable(Config.initialize) and callable(CoreWorker.get_all_reference_counts)
     with global_worker_stdstream_dispatcher._lock:  # wrap_print_logs: a lock and (name, handler) pairs
         assert isinstance(global_worker_stdstream_dispatcher.handlers, list)
@@ -163,6 +164,9 @@ def test_node_reference_and_store_figures_of_the_running_ray(ray_runtime):
     assert ray_internals.reference_count() == before + 1
     used, objects = ray_internals.object_store_usage(gcs)
     assert used >= 200_000 and objects >= 1
+    stats = ray_internals.store_stats(gcs)
+    assert stats["spilled_bytes_total"] >= 0 and stats["restored_bytes_total"] >= 0
+    assert "Aggregate object store stats across all nodes" in ray_internals.memory_summary(gcs)
     del ref
     ray_internals.gcs_answers(gcs)  # this process holds the user's token (refusals: test_containment.py)
 

@@ -100,12 +100,13 @@ def node_args(index: int) -> dict:
             **{name: free_port() for name in ports}}
 
 
-def start_cluster() -> Cluster:
+def start_cluster(**options) -> Cluster:
+    """Two nodes, each with ``options`` too (e.g. ``object_store_memory``)."""
     for attempt in range(5):  # Ray's 30 s start-up wait (fixed) can run out on a loaded machine
         cluster = Cluster()
         try:
-            cluster.add_node(include_dashboard=False, **node_args(0))
-            cluster.add_node(**node_args(1))
+            cluster.add_node(include_dashboard=False, **node_args(0), **options)
+            cluster.add_node(**node_args(1), **options)
             cluster.wait_for_nodes()
             return cluster
         except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception for this

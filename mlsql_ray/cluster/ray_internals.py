@@ -199,10 +199,27 @@ def object_store_usage(gcs_address: str) -> tuple[int, int]:
     """(bytes used, objects) in the object store of the Ray at ``gcs_address``
     (``ray._private.internal_api.get_memory_info_reply``, what ``ray memory`` prints); for the
     kernel stress test. ``ray.available_resources`` reports capacity, not use."""
+    stats = store_stats(gcs_address)
+    return stats["object_store_bytes_used"], stats["num_local_objects"]
+
+
+def store_stats(gcs_address: str) -> dict:
+    """The object store's figures of the Ray at ``gcs_address``, summed over its nodes: bytes used,
+    objects, and what was spilled to disk and restored (``spilled_bytes_total`` ...), from
+    ``ray._private.internal_api.get_memory_info_reply`` (what ``ray memory --stats-only`` prints);
+    for the per-node memory benchmark, which shows a join spilling."""
     from ray._private.internal_api import get_memory_info_reply, get_state_from_address  # heavy: Ray
 
     stats = get_memory_info_reply(get_state_from_address(gcs_address)).store_stats
-    return stats.object_store_bytes_used, stats.num_local_objects
+    return {field.name: getattr(stats, field.name) for field in stats.DESCRIPTOR.fields}
+
+
+def memory_summary(gcs_address: str) -> str:
+    """What ``ray memory --stats-only`` prints for the Ray at ``gcs_address``
+    (``ray._private.internal_api.memory_summary``); for the per-node memory benchmark."""
+    from ray._private.internal_api import memory_summary  # heavy: Ray
+
+    return memory_summary(gcs_address, stats_only=True)
 
 
 def gcs_answers(gcs_address: str, timeout: float = 5) -> None:

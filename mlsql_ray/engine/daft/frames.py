@@ -201,11 +201,15 @@ def _save_delta(session, s: ast.Save, frame) -> Result:
     if existed and s.mode == "errorifexists":
         raise MLSQLError(f"delta.`{s.path}` already exists; use save overwrite or save append")
     path.mkdir(parents=True, exist_ok=True)
-    try:
-        written = computed(_signed(frame).write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
-                                                          partition_cols=list(s.partition_by) or None, **_io(path)))
-    except ValueError as exc:  # deltalake's word on the rows (a schema the table does not have): nothing committed
-        raise MLSQLError(f"cannot save {s.table} to delta.`{s.path}`: {first_line(exc)}") from exc
+
+    def write() -> pa.Table:  # Daft's writers run at once, not when the result is read
+        try:
+            return _signed(frame).write_deltalake(str(path), mode=_DELTA_MODES[s.mode],
+                                                  partition_cols=list(s.partition_by) or None, **_io(path)).to_arrow()
+        except ValueError as exc:  # deltalake's word on the rows (a schema the table does not have): nothing committed
+            raise MLSQLError(f"cannot save {s.table} to delta.`{s.path}`: {first_line(exc)}") from exc
+
+    written = _running(write)
     rows = _rows_written(written)
     version = delta.delta_table(path).version()
     return Result(s, f"saved {rows} rows of {s.table} to delta.`{s.path}` (version {version}, mode {s.mode}; Daft)",
@@ -233,13 +237,14 @@ def _save_parquet(session, s: ast.Save, frame) -> Result:
     if s.mode == "append" or isinstance(path, ObjectPath):
         # an object store has no rename: Daft's overwrite writes the new files, then deletes the old
         # ones (as a save of the DuckDB engine there does, engine/object_files.py)
-        written = computed(frame.write_parquet(str(path), write_mode="append" if s.mode == "append" else "overwrite",
-                                               partition_cols=partition_cols, **_io(path)))
+        written = _running(lambda: frame.write_parquet(str(path), write_mode="append" if s.mode == "append" else "overwrite",
+                                                       partition_cols=partition_cols, **_io(path)).to_arrow())
         rows = _parquet_rows(written, path)
     else:  # written beside it first: a failed save leaves the old files as they were
         staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            written = computed(frame.write_parquet(str(staging), write_mode="overwrite", partition_cols=partition_cols))
+            written = _running(lambda: frame.write_parquet(str(staging), write_mode="overwrite",
+                                                           partition_cols=partition_cols).to_arrow())
             rows = _parquet_rows(written, staging)  # the files Daft reports are named under the staging folder
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -251,8 +256,10 @@ def _save_parquet(session, s: ast.Save, frame) -> Result:
 
 
 def _rows_written(written: pa.Table) -> int:
-    """The rows a Delta write by Daft reports (its result lists the files it added, with their rows)."""
-    return sum(v or 0 for v in written.column("rows").to_pylist())
+    """The rows a Delta write by Daft added (its result lists the files it added, and those an
+    overwrite removed, with their rows: only the ADDs count)."""
+    return sum(rows or 0 for rows, operation in zip(written.column("rows").to_pylist(),
+                                                    written.column("operation").to_pylist()) if operation == "ADD")
 
 
 def _parquet_rows(written: pa.Table, path: Path | ObjectPath) -> int:
@@ -283,13 +290,37 @@ def computed(frame) -> pa.Table:
 
 
 def _running(run):
-    """``run()``, which runs a Daft plan; an error while it runs is the statement's, in Daft's words."""
+    """``run()``, which runs a Daft plan; an error while it runs is the statement's, in Daft's words;
+    a Ray node lost under it, in words of its own."""
     try:
         return run()
+    except MLSQLError:
+        raise
     except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
+        lost = _lost_node(exc)
+        if lost is not None:
+            raise MLSQLError(f"a Ray node (or a worker) died while Daft ran this, and Daft does not compute again "
+                             f"the partitions it held (Ray: {type(lost).__name__}: {first_line(lost)}): the statement "
+                             f"did not complete and committed nothing; run it again") from exc
         if not _is_daft_error(exc):
             raise
         raise MLSQLError(f"Daft failed running this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc
+
+
+def _lost_node(exc: BaseException) -> BaseException | None:
+    """The Ray error under ``exc`` that says a node, a worker or what they held is gone (Daft runs
+    its tasks with ``max_retries=0``, so Ray cannot compute a lost partition again), else None."""
+    errors = sys.modules.get("ray.exceptions")  # not imported: not a Ray error
+    if errors is None:
+        return None
+    lost = (errors.ObjectLostError, errors.NodeDiedError, errors.RayActorError, errors.WorkerCrashedError)
+    found, seen = None, set()
+    while exc is not None and id(exc) not in seen:  # the deepest: a RayTaskError's text is the task's traceback
+        seen.add(id(exc))
+        found = exc if isinstance(exc, lost) else found
+        cause = getattr(exc, "cause", None)  # a RayTaskError's own: the error inside the task
+        exc = cause if isinstance(cause, BaseException) else exc.__cause__
+    return found
 
 
 def _is_daft_error(exc: BaseException) -> bool:
