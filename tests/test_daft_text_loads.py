@@ -20,6 +20,8 @@ from mlsql_ray import MLSQLError, Session
 from mlsql_ray.engine.catalog import Deferred
 from mlsql_ray.engine.daft.frames import is_daft_table
 
+import s3_server as s3
+from test_daft_object_storage import s3_settings  # noqa: F401 - the fixture
 from test_datasources import RAW_CSV
 from test_engine import PEOPLE
 from test_spark_file_reading import RAGGED
@@ -88,6 +90,25 @@ def _plain(kind: pa.DataType):
     return str(kind)
 
 
+def _written(folder: Path, layout: dict[str, str]) -> Path:
+    """The case's files under ``folder``; the path its load reads: the folder, or its one file."""
+    for name, text in layout.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder if len(layout) > 1 else folder / next(iter(layout))
+
+
+def _same(duck: Session, on_daft: Session, load: str) -> bool:
+    """Loads ``t`` on both sessions; asserts the same schema and rows; whether Daft's is a Daft plan."""
+    duck.execute(load)
+    on_daft.execute(load)
+    planned = is_daft_table(on_daft, "t")
+    expected, got = duck.table("t"), on_daft.table("t")
+    assert [(f.name, _plain(f.type)) for f in got.schema] == [(f.name, _plain(f.type)) for f in expected.schema]
+    assert got.to_pylist() == expected.to_pylist()
+    return planned
+
+
 @pytest.fixture(scope="module")
 def sessions(tmp_path_factory):
     home = tmp_path_factory.mktemp("text_loads")
@@ -99,18 +120,28 @@ def sessions(tmp_path_factory):
 def test_text_loads_on_daft_give_the_duckdb_engines_rows_and_schema(daft_in_process, sessions, fmt, case):
     home, duck, on_daft = sessions
     layout, options, on_daft_expected = (CSV_CASES if fmt == "csv" else JSON_CASES)[case]
-    folder = home / f"{fmt}-{case.replace(' ', '_').replace(',', '')}"
-    for name, text in layout.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    path = folder if len(layout) > 1 else folder / next(iter(layout))
-    load = f"load {fmt}.`{path}` {'where ' + options if options else ''} as t;"
-    duck.execute(load)
-    on_daft.execute(load)
-    assert is_daft_table(on_daft, "t") == on_daft_expected
-    expected, got = duck.table("t"), on_daft.table("t")
-    assert [(f.name, _plain(f.type)) for f in got.schema] == [(f.name, _plain(f.type)) for f in expected.schema]
-    assert got.to_pylist() == expected.to_pylist()
+    path = _written(home / f"{fmt}-{case.replace(' ', '_').replace(',', '')}", layout)
+    assert _same(duck, on_daft, f"load {fmt}.`{path}` {'where ' + options if options else ''} as t;") == on_daft_expected
+
+
+S3_CASES = [("csv", "blank lines first, inferSchema"), ("csv", "part files"), ("csv", "a late misfit, inferSchema"),
+            ("json", "part files"), ("json", "mixed types")]
+
+
+def test_text_loads_from_s3_on_daft_give_the_duckdb_engines_rows_and_schema(daft_in_process, s3_settings, s3_server,
+                                                                             tmp_path):
+    """The same from the S3 server, its settings only the script's ``fs.s3a.*``: Daft reads the
+    files there, DuckDB only what fixes the columns; the DuckDB engine fetches them all."""
+    store = s3_server.client()
+    with Session(warehouse=tmp_path / "wh") as duck, Session(warehouse=tmp_path / "wh", sql_engine="daft") as on_daft:
+        for fmt, case in S3_CASES:
+            layout, options, on_daft_expected = (CSV_CASES if fmt == "csv" else JSON_CASES)[case]
+            prefix = f"text-loads/{fmt}-{case.replace(' ', '_').replace(',', '')}"
+            for name, text in layout.items():
+                store.put_object(Bucket=s3.BUCKET, Key=f"{prefix}/{name}", Body=text.encode())
+            path = f"s3://{s3.BUCKET}/{prefix}" + ("" if len(layout) > 1 else f"/{next(iter(layout))}")
+            load = s3_settings + f"load {fmt}.`{path}` {'where ' + options if options else ''} as t;"
+            assert _same(duck, on_daft, load) == on_daft_expected, case
 
 
 def test_a_value_across_lines_without_multiline_is_refused_on_daft_too(daft_in_process, tmp_path):

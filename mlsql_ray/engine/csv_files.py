@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -71,15 +71,17 @@ class Layout:
     formats: dict
 
 
-def layout(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str]) -> Layout | None:
-    """The ``files``' layout with Spark's options; None when no file holds a record."""
+def layout(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str],
+           opener: Callable = open) -> Layout | None:
+    """The ``files``' layout with Spark's options (``opener(path, "rb")`` opens one); None when no
+    file holds a record."""
     spelled = dialect(options)
     fields = _first_record(con, files, spelled)
     if not fields:
         return None
     names = safe_header(fields) if spelled.header else [f"_c{i}" for i in range(len(fields))]
     if spelled.header:  # the header is the first line that is not blank (Spark); DuckDB's is the first line
-        spelled = replace(spelled, skip=_blank_lines_before_the_header(files[0]))
+        spelled = replace(spelled, skip=_blank_lines_before_the_header(files[0], opener))
     if not flag(options, "inferSchema", False):
         return Layout(spelled, names, ["VARCHAR"] * len(names), {})
     return Layout(spelled, names, *_sniffed_types(con, files[0], spelled, len(names)))
@@ -153,8 +155,8 @@ def _first_record(con: duckdb.DuckDBPyConnection, files: list[str], spelled: Dia
     return []
 
 
-def _blank_lines_before_the_header(path: str) -> int:
-    with open(path, "rb") as file:
+def _blank_lines_before_the_header(path: str, opener: Callable = open) -> int:
+    with opener(path, "rb") as file:
         return sum(1 for _ in itertools.takewhile(lambda line: not line.strip(), file))
 
 

@@ -101,23 +101,25 @@ def _delta(session, daft, s: ast.Load):
 
 
 def _csv(session, daft, s: ast.Load):
-    found = _local_files(session, s)
-    return found and _planned(lambda: text_scans.csv_scan(session, daft, found, s.options, s.path))
+    found, store = _text_files(session, s)
+    return found and _planned(lambda: text_scans.csv_scan(session, daft, found, s.options, store, s.path))
 
 
 def _json(session, daft, s: ast.Load):
-    found = _local_files(session, s)
-    return found and _planned(lambda: text_scans.json_scan(session, daft, found))
+    found, store = _text_files(session, s)
+    return found and _planned(lambda: text_scans.json_scan(session, daft, found, store))
 
 
-def _local_files(session, s: ast.Load) -> list[str] | None:
-    """The files of a csv or json load; None (the DuckDB engine's reader) for object storage and
-    for Hive partitions (DuckDB types their values by its own rules)."""
+def _text_files(session, s: ast.Load) -> tuple[list[str] | None, ObjectPath | None]:
+    """The files of a csv or json load as Daft opens them, and their object store (None: local);
+    no files (the DuckDB engine's reader) for Hive partitions (DuckDB types their values by its own
+    rules) and for object storage other than ``s3://``."""
     path = session.location(s.path, s.options)
-    if isinstance(path, ObjectPath):
-        return None
+    store = path if isinstance(path, ObjectPath) else None
+    if store is not None and store.scheme != "s3":
+        return None, None
     found, hive = _located(path, s.format.lower())
-    return None if hive else found
+    return (None if hive else found), store
 
 
 #: what a Daft session's ``load`` of each format scans (None: the DuckDB engine's reader loads it)

@@ -10,10 +10,14 @@ exactly the scan is None and the load stays with the DuckDB engine's reader (doc
 
 from __future__ import annotations
 
+import contextlib
+
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import MLSQLError
+from ...objectstore import ObjectPath
 from ...options import choice, flag
 from .. import csv_files
 from .rows import BatchQuery, batch_function
@@ -25,16 +29,18 @@ _JSON_SCALARS = ("BIGINT", "DOUBLE", "VARCHAR", "BOOLEAN")
 
 # -- CSV ------------------------------------------------------------------------------------------
 
-def csv_scan(session, daft, files: list[str], options: dict[str, str], shown: str):
-    """The CSV ``files`` as Daft reads them with Spark's options; None where the DuckDB engine's
-    reader must read them: a ``mode`` other than PERMISSIVE, a corrupt-record column, a ``sep``,
-    ``quote`` or ``escape`` of other than one character, or no record in any file."""
+def csv_scan(session, daft, files: list[str], options: dict[str, str], store: ObjectPath | None, shown: str):
+    """The CSV ``files`` (on ``store``, or local) as Daft reads them with Spark's options; None
+    where the DuckDB engine's reader must read them: a ``mode`` other than PERMISSIVE, a
+    corrupt-record column, a ``sep``, ``quote`` or ``escape`` of other than one character, or no
+    record in any file."""
     spelled = csv_files.dialect(options)
     if choice(options, "mode", csv_files.PARSE_MODES, "PERMISSIVE") != "PERMISSIVE" \
             or options.get("columnNameOfCorruptRecord") \
             or any(len(c) != 1 for c in (spelled.sep, spelled.quote, spelled.escape)):
         return None
-    layout = csv_files.layout(session.con, files, options)
+    with _reading(session, store) as (con, opener):
+        layout = csv_files.layout(con, files, options, opener)
     if layout is None:
         return None
     from daft import DataType, col  # heavy: Daft, only for sessions whose sql_engine is daft
@@ -44,7 +50,7 @@ def csv_scan(session, daft, files: list[str], options: dict[str, str], shown: st
     frame = daft.read_csv(files, infer_schema=False, schema={n: DataType.string() for n in names},
                           has_headers=spelled.header, delimiter=spelled.sep, quote=spelled.quote,
                           escape_char=spelled.escape, double_quote=spelled.escape == spelled.quote,
-                          allow_variable_columns=True)  # PERMISSIVE: short records padded, long ones cut
+                          allow_variable_columns=True, **_io(store))  # PERMISSIVE: short records padded, long ones cut
     frame = frame.select(*(when(col(n) != "", col(n)).alias(n) for n in names))  # Spark: an empty field is NULL
     if not flag(options, "multiLine", False):
         frame = frame.where(daft.func.batch(return_dtype=DataType.bool())(_SingleLine(shown))(*map(col, names)))
@@ -86,21 +92,57 @@ def _typed(session, daft, name: str, kind: str, formats: dict):
 
 # -- JSON lines ------------------------------------------------------------------------------------
 
-def json_scan(session, daft, files: list[str]):
-    """The JSON lines ``files`` as Daft reads them, given the columns and types DuckDB finds in its
-    sample (as the DuckDB engine's reader); None when a type is one Daft reads otherwise: a field of
-    mixed types (JSON text), dates and times DuckDB finds in strings, numbers beyond BIGINT."""
-    relation = session.con.read_json(files, format="newline_delimited")
-    if not all(map(_json_alike, relation.types)):
-        return None
+def json_scan(session, daft, files: list[str], store: ObjectPath | None):
+    """The JSON lines ``files`` (on ``store``, or local) as Daft reads them, given the columns and
+    types DuckDB finds in its sample (as the DuckDB engine's reader); None when a type is one Daft
+    reads otherwise: a field of mixed types (JSON text), dates and times DuckDB finds in strings,
+    numbers beyond BIGINT."""
+    with _reading(session, store) as (con, _):
+        relation = con.read_json(files, format="newline_delimited")
+        if not all(map(_json_alike, relation.types)):
+            return None
+        schema = relation.limit(0).to_arrow_table().schema
     from daft import DataType  # heavy: Daft, only for sessions whose sql_engine is daft
 
-    schema = relation.limit(0).to_arrow_table().schema
     return daft.read_json(files, infer_schema=False,
-                          schema={f.name: DataType.from_arrow_type(f.type) for f in schema})
+                          schema={f.name: DataType.from_arrow_type(f.type) for f in schema}, **_io(store))
 
 
 def _json_alike(kind) -> bool:
     if kind.id in ("list", "struct"):
         return all(_json_alike(child) for _, child in kind.children)
     return str(kind) in _JSON_SCALARS
+
+
+# -- where the files are ---------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _reading(session, store: ObjectPath | None):
+    """(a DuckDB connection, an ``open(path, mode)``) that read the files: the session's for local
+    files; for files on ``store`` a connection of its own that reads them through the store's
+    filesystem (fsspec's view of pyarrow's, opened with the session's settings), fetching only what
+    DuckDB reads of them (the first record, the sniffer's or the JSON reader's sample)."""
+    if store is None:
+        yield session.con, open
+        return
+    from fsspec.implementations.arrow import ArrowFSWrapper  # heavy: fsspec, only for object storage
+
+    class Store(ArrowFSWrapper):
+        protocol = store.scheme
+
+        @classmethod
+        def _strip_protocol(cls, path):
+            return path.split("://", 1)[-1] if isinstance(path, str) else path
+
+    files = Store(store.filesystem())
+    con = duckdb.connect()
+    try:
+        con.register_filesystem(files)
+        yield con, files.open
+    finally:
+        con.close()
+
+
+def _io(store: ObjectPath | None) -> dict:
+    """Daft's I/O settings for files on ``store`` (none for local ones)."""
+    return {} if store is None else {"io_config": store.daft_io_config()}
