@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from mlsql_ray import MLSQLError, Session
@@ -170,3 +171,27 @@ def test_a_csv_load_on_daft_is_a_plan_read_when_a_select_runs(daft_in_process, t
         assert is_daft_table(on_daft, "totals")
         assert sorted(on_daft.table("totals").to_pylist(), key=lambda r: r["city"]) == [
             {"city": "lima", "total": 4.0}, {"city": "oslo", "total": 14.0}, {"city": "rome", "total": 4.75}]
+
+
+@pytest.mark.slow
+def test_csv_loads_on_daft_on_ray(run_cli, ray_address, tmp_path):
+    """Through the CLI on the test run's Ray: a CSV typed by ``inferSchema`` (DuckDB's casts, per
+    batch on Ray's workers) is grouped and saved by Daft; a value across lines without
+    ``multiLine`` stops the script with the load's own error, not Daft's."""
+    (tmp_path / "people.csv").write_text(_people_csv(True) + "6,fay,oslo,\n")
+    (tmp_path / "multiline.csv").write_text('a,b\n1,"two\nlines"\n')
+    script = tmp_path / "job.mlsql"
+    script.write_text(f"""load csv.`people.csv` where header="true" and inferSchema="true" as people;
+select city, sum(score) as total, count(score) as scored from people group by city as totals;
+save overwrite totals as parquet.`{tmp_path / "out"}`;
+load csv.`multiline.csv` where header="true" as m;
+select * from m as shown;
+""")
+    done = run_cli("run", str(script), "--sql-engine", "daft", "--warehouse", str(tmp_path / "wh"),
+                   ray_address=ray_address, timeout=600)
+    assert done.returncode != 0, done.stdout
+    assert f'CSV error in multiline.csv: a quoted value spans lines: add where multiLine="true"' in done.stderr, done.stderr
+    assert "Daft failed" not in done.stderr
+    saved = sorted(pq.read_table(tmp_path / "out").to_pylist(), key=lambda r: r["city"])
+    assert saved == [{"city": "lima", "total": 4.0, "scored": 1}, {"city": "oslo", "total": 7.5, "scored": 2},
+                     {"city": "rome", "total": 4.75, "scored": 2}]

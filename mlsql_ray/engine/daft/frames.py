@@ -331,6 +331,8 @@ def _running(run):
     try:
         return run()
     except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
+        if isinstance(getattr(exc, "cause", None), MLSQLError):  # ours, from a Ray worker (Ray's RayTaskError):
+            raise exc.cause from None  # the same error as Daft's in-process runner lets through
         if not _is_daft_error(exc):
             raise
         raise MLSQLError(f"Daft failed running this (Daft: {first_line(exc)}): {REFUSAL_HINT}") from exc
