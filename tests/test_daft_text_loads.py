@@ -155,6 +155,17 @@ def test_a_value_across_lines_without_multiline_is_refused_on_daft_too(daft_in_p
             on_daft.execute("select count(*) as n from t as c;", previews=True)
 
 
+def test_a_value_that_is_not_utf8_stops_the_read_on_both_engines(daft_in_process, tmp_path):
+    """Far past what fixes the columns: Daft's reader alone would make it NULL."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"a,b\n" + b"".join(b"%d,x\n" % i for i in range(50_000)) + b"1,caf\xe9\n")
+    for engine in ("duckdb", "daft"):
+        with Session(warehouse=tmp_path / "wh", sql_engine=engine) as session:
+            session.execute(f'load csv.`{path}` where header="true" as t;')
+            with pytest.raises(MLSQLError, match=f"CSV error in {path}.*(UTF-8|utf-8) encoded"):
+                session.table("t")
+
+
 def test_a_csv_load_on_daft_is_a_plan_read_when_a_select_runs(daft_in_process, tmp_path):
     """The load names Daft's plan (the catalog holds no rows): rows added to the file after the load
     are in a Daft select run after them, and the select is Daft's plan too."""

@@ -47,13 +47,15 @@ def csv_scan(session, daft, files: list[str], options: dict[str, str], store: Ob
     from daft.functions import when
 
     names = layout.names
-    frame = daft.read_csv(files, infer_schema=False, schema={n: DataType.string() for n in names},
+    # read as bytes: Daft's reader makes a value that is not UTF-8 NULL, where the DuckDB reader stops
+    frame = daft.read_csv(files, infer_schema=False, schema={n: DataType.binary() for n in names},
                           has_headers=spelled.header, delimiter=spelled.sep, quote=spelled.quote,
                           escape_char=spelled.escape, double_quote=spelled.escape == spelled.quote,
                           allow_variable_columns=True, **_io(store))  # PERMISSIVE: short records padded, long ones cut
-    frame = frame.select(*(when(col(n) != "", col(n)).alias(n) for n in names))  # Spark: an empty field is NULL
-    if not flag(options, "multiLine", False):
-        frame = frame.where(daft.func.batch(return_dtype=DataType.bool())(_SingleLine(shown))(*map(col, names)))
+    checked = _Checked(shown, flag(options, "multiLine", False))
+    frame = frame.where(daft.func.batch(return_dtype=DataType.bool())(checked)(*map(col, names)))
+    text = {n: col(n).cast(DataType.string()) for n in names}
+    frame = frame.select(*(when(text[n] != "", text[n]).alias(n) for n in names))  # Spark: an empty field is NULL
     typed = {n: _typed(session, daft, n, kind, layout.formats) for n, kind in zip(names, layout.types) if kind != "VARCHAR"}
     if typed:
         frame = frame.with_columns(typed)
@@ -62,20 +64,24 @@ def csv_scan(session, daft, files: list[str], options: dict[str, str], store: Ob
     return frame
 
 
-class _SingleLine:
-    """Without ``multiLine`` a record ends at its line's end: a value with a line end in it was
-    quoted across lines, which the DuckDB reader refuses (Daft's reads it): refused here too."""
+class _Checked:
+    """What the DuckDB reader refuses in the values, refused here too (its words; the load's path,
+    not the line): bytes that are not UTF-8, and, without ``multiLine``, a line end in a value (a
+    value quoted across lines: a record ends at its line's end)."""
 
-    def __init__(self, shown: str):
-        self.shown = shown
+    def __init__(self, shown: str, multiline: bool):
+        self.shown, self.multiline = shown, multiline
 
     def __call__(self, *columns) -> pa.Array:
-        rows = len(columns[0])
         for column in columns:
-            if pc.any(pc.match_substring_regex(column.to_arrow(), r"[\r\n]")).as_py():
+            try:
+                values = column.to_arrow().cast(pa.string())
+            except pa.ArrowInvalid as exc:
+                raise MLSQLError(f"CSV error in {self.shown}: this file is not UTF-8 encoded") from exc
+            if not self.multiline and pc.any(pc.match_substring_regex(values, r"[\r\n]")).as_py():
                 raise MLSQLError(f'CSV error in {self.shown}: a quoted value spans lines: '
                                  f'add where multiLine="true" to read records that do')
-        return pa.array([True] * rows, pa.bool_())
+        return pa.array([True] * len(columns[0]), pa.bool_())
 
 
 def _typed(session, daft, name: str, kind: str, formats: dict):
