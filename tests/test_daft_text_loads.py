@@ -167,13 +167,15 @@ def test_a_value_that_is_not_utf8_stops_the_read_on_both_engines(daft_in_process
 
 
 def test_a_csv_load_on_daft_is_a_plan_read_when_a_select_runs(daft_in_process, tmp_path):
-    """The load names Daft's plan (the catalog holds no rows): rows added to the file after the load
-    are in a Daft select run after them, and the select is Daft's plan too."""
+    """The load names Daft's plan (the catalog holds no rows, its preview computed apart): rows
+    added to the file after the load are in a Daft select run after them, and the select is Daft's
+    plan too."""
     path = tmp_path / "people.csv"
     with path.open("w", newline="") as f:
         csv.writer(f).writerows([PEOPLE.column_names, *(tuple(r.values()) for r in PEOPLE.to_pylist())])
     with Session(warehouse=tmp_path / "wh", sql_engine="daft") as on_daft:
         on_daft.execute(f'load csv.`{path}` where header="true" and inferSchema="true" as people;')
+        assert on_daft.catalog.head("people", 3).num_rows == 3  # a preview: Daft's first rows, the plan kept
         entry = on_daft.catalog.entry("people")
         assert isinstance(entry.data, Deferred) and entry.source.endswith("(Daft)")
         with path.open("a") as f:
