@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,23 +59,47 @@ def dialect(options: dict[str, str]) -> Dialect:
                    escape=options.get("escape", quote), header=flag(options, "header", False))
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What Spark takes from the files before it reads their rows: the dialect (with the blank lines
+    before the header), the columns' names and their DuckDB types (all VARCHAR unless
+    ``inferSchema``) with the date and timestamp formats the types need."""
+
+    dialect: Dialect
+    names: list[str]
+    types: list[str]
+    formats: dict
+
+
+def layout(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str],
+           opener: Callable = open) -> Layout | None:
+    """The ``files``' layout with Spark's options (``opener(path, "rb")`` opens one); None when no
+    file holds a record."""
+    spelled = dialect(options)
+    fields = _first_record(con, files, spelled)
+    if not fields:
+        return None
+    names = safe_header(fields) if spelled.header else [f"_c{i}" for i in range(len(fields))]
+    if spelled.header:  # the header is the first line that is not blank (Spark); DuckDB's is the first line
+        spelled = replace(spelled, skip=_blank_lines_before_the_header(files[0], opener))
+    if not flag(options, "inferSchema", False):
+        return Layout(spelled, names, ["VARCHAR"] * len(names), {})
+    return Layout(spelled, names, *_sniffed_types(con, files[0], spelled, len(names)))
+
+
 def read_csv(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str, str],
              hive: bool = False) -> duckdb.DuckDBPyRelation:
     """The CSV ``files`` with Spark's options and defaults: ``header``/``inferSchema`` false,
     ``sep`` (or ``delimiter``) ",", ``quote`` '"', ``escape`` the quote, ``mode`` PERMISSIVE,
     ``multiLine`` false, ``columnNameOfCorruptRecord``. Lazy, except with a corrupt-record column."""
-    spelled = dialect(options)
     infer = flag(options, "inferSchema", False)
     multiline = flag(options, "multiLine", False)
     mode = choice(options, "mode", PARSE_MODES, "PERMISSIVE")
     corrupt = options.get("columnNameOfCorruptRecord") or None
-    fields = _first_record(con, files, spelled)
-    if not fields:  # no record in any file: Spark's table has no columns, DuckDB's needs one
+    found = layout(con, files, options)
+    if found is None:  # no record in any file: Spark's table has no columns, DuckDB's needs one
         return con.sql("SELECT NULL::VARCHAR AS _c0 LIMIT 0")
-    names = safe_header(fields) if spelled.header else [f"_c{i}" for i in range(len(fields))]
-    if spelled.header:  # the header is the first line that is not blank (Spark); DuckDB's is the first line
-        spelled = replace(spelled, skip=_blank_lines_before_the_header(files[0]))
-    types, formats = _sniffed_types(con, files[0], spelled, len(names)) if infer else (["VARCHAR"] * len(names), {})
+    spelled, names, types, formats = found.dialect, found.names, found.types, found.formats
     if corrupt in names:
         raise MLSQLError(f"columnNameOfCorruptRecord {corrupt!r} is a column of the file already (columns: {', '.join(names)})")
     if corrupt and mode == "PERMISSIVE":
@@ -89,7 +113,7 @@ def read_csv(con: duckdb.DuckDBPyConnection, files: list[str], options: dict[str
                             auto_detect=False, hive_partitioning=hive, parallel=not multiline, **spelled.duckdb(),
                             **({} if permissive else formats), **_MODE_OPTIONS[mode])
     if permissive and infer:
-        relation = relation.project(", ".join([*(f"{_typed(quoted(name), kind, formats)} AS {quoted(name)}"
+        relation = relation.project(", ".join([*(f"{typed(quoted(name), kind, formats)} AS {quoted(name)}"
                                                  for name, kind in zip(names, types)),
                                                *map(quoted, relation.columns[len(names):])]))  # Hive partitions
     if len(names) == 1:  # DuckDB reads a blank line as a record of one empty field (Spark skips it), and
@@ -131,8 +155,8 @@ def _first_record(con: duckdb.DuckDBPyConnection, files: list[str], spelled: Dia
     return []
 
 
-def _blank_lines_before_the_header(path: str) -> int:
-    with open(path, "rb") as file:
+def _blank_lines_before_the_header(path: str, opener: Callable = open) -> int:
+    with opener(path, "rb") as file:
         return sum(1 for _ in itertools.takewhile(lambda line: not line.strip(), file))
 
 
@@ -172,8 +196,8 @@ def _with_corrupt_records(con, files: list[str], spelled: Dialect, names: list[s
     and its rejects table ties a bad record to a line number, not to the row it became: Python's
     csv module reads the records here, one by one, with their text."""
     python_dialect = _python_dialect(spelled)
-    typed = [_typed(f"c{i}", kind, formats) for i, kind in enumerate(types)]
-    unfit = [f"(c{i} IS NOT NULL AND {sql} IS NULL)" for i, sql in enumerate(typed) if sql != f"c{i}"]
+    typed_sql = [typed(f"c{i}", kind, formats) for i, kind in enumerate(types)]
+    unfit = [f"(c{i} IS NOT NULL AND {sql} IS NULL)" for i, sql in enumerate(typed_sql) if sql != f"c{i}"]
     values: list[list[str | None]] = [[] for _ in names]
     raw_text: list[str | None] = []
     malformed: list[bool] = []
@@ -189,7 +213,7 @@ def _with_corrupt_records(con, files: list[str], spelled: Dialect, names: list[s
     table = pa.table({**{f"c{i}": pa.array(v, pa.string()) for i, v in enumerate(values)},
                       "raw": pa.array(raw_text, pa.string()), "malformed": pa.array(malformed, pa.bool_())})
     bad = " OR ".join(["malformed", *unfit])
-    columns = [f"{sql} AS {quoted(name)}" for sql, name in zip(typed, names)]
+    columns = [f"{sql} AS {quoted(name)}" for sql, name in zip(typed_sql, names)]
     return con.from_arrow(table).project(", ".join([*columns, f"CASE WHEN {bad} THEN raw END AS {quoted(corrupt)}"]))
 
 
@@ -235,7 +259,7 @@ def _records(lines: Iterable[str], python_dialect: dict, multiline: bool) -> Ite
             yield line.rstrip("\r\n"), next(csv.reader([line], **python_dialect))
 
 
-def _typed(column: str, kind: str, formats: dict) -> str:
+def typed(column: str, kind: str, formats: dict) -> str:
     """SQL for the string ``column`` as type ``kind``, NULL where a value does not fit. TRY(CAST())
     rather than TRY_CAST: DuckDB's type pushdown hands a TRY_CAST over a CSV column to the reader,
     which then stops at the value instead (duckdb/duckdb#23818)."""

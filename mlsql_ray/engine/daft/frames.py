@@ -28,12 +28,12 @@ from ...storage import delta
 from .. import files, object_files
 from ..catalog import Deferred
 from ..result import PREVIEW_ROWS, PreviewedResult, Result
+from . import text_scans
 from .rows import functions_session
 from .translate import REFUSAL_HINT, refusal, translate
 
-#: the formats a Daft session loads and saves as Daft DataFrames; others load as before and are
-#: read into Daft whole when a select reads them
-FORMATS = ("parquet", "delta")
+#: the formats a Daft session saves with Daft's writers; others are saved by the DuckDB engine
+SAVED = ("parquet", "delta")
 
 
 def daft_module(session):
@@ -52,8 +52,14 @@ def daft_module(session):
 
 
 def runs(session, fmt: str) -> bool:
-    """Whether this session's ``load``/``save`` of ``fmt`` runs on Daft."""
-    return session.sql_engine == "daft" and fmt.lower() in FORMATS
+    """Whether this session's ``load`` of ``fmt`` may be a Daft scan (of csv and json: when Daft
+    can honour its options, ``text_scans``)."""
+    return session.sql_engine == "daft" and fmt.lower() in _SCANS
+
+
+def saves(session, fmt: str) -> bool:
+    """Whether this session's ``save`` as ``fmt`` runs on Daft."""
+    return session.sql_engine == "daft" and fmt.lower() in SAVED
 
 
 def is_daft_table(session, name: str) -> bool:
@@ -63,30 +69,68 @@ def is_daft_table(session, name: str) -> bool:
 
 # -- load ---------------------------------------------------------------------------------------
 
-def load(session, s: ast.Load) -> None:
-    daft = daft_module(session)
+def load(session, s: ast.Load) -> bool:
+    """Name the load's table as a lazy Daft scan, on a session whose sql_engine is daft; False
+    when the load is the DuckDB engine's (another format, or options Daft cannot honour)."""
+    if not runs(session, s.format):
+        return False
     fmt = s.format.lower()
-    if fmt == "parquet":
-        path = session.location(s.path, s.options)
-        found, hive = _located(path)
-        frame = _planned(lambda: daft.read_parquet(found, hive_partitioning=hive, **_io(path)))
-    else:
-        for option in ("timestampAsOf", "idCols", "mergeSchema"):
-            if option in s.options:
-                raise refusal(f"the delta option {option}")
-        path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
-        if not delta.exists(path):
-            raise MLSQLError(f"delta table {s.path} does not exist (no Delta log at {path})")
-        version = int(s.options["version"]) if s.options.get("version") else None
-        frame = _planned(lambda: daft.read_deltalake(str(path), version=version, **_io(path)))
+    daft = daft_module(session)
+    frame = _SCANS[fmt](session, daft, s)
+    if frame is None:
+        return False
     define(session, s.table, frame, f"{fmt}.`{s.path}` (Daft)")
+    return True
 
 
-def _located(path: Path | ObjectPath) -> tuple[list[str], bool]:
-    """The parquet files a path stands for, as Daft opens them, and whether they are Hive partitions."""
+def _parquet(session, daft, s: ast.Load):
+    path = session.location(s.path, s.options)
+    found, hive = _located(path, "parquet")
+    return _planned(lambda: daft.read_parquet(found, hive_partitioning=hive, **_io(path)))
+
+
+def _delta(session, daft, s: ast.Load):
+    for option in ("timestampAsOf", "idCols", "mergeSchema"):
+        if option in s.options:
+            raise refusal(f"the delta option {option}")
+    path = delta.table_path(session.warehouse, s.path, s.options, {**session.conf, **s.options})
+    if not delta.exists(path):
+        raise MLSQLError(f"delta table {s.path} does not exist (no Delta log at {path})")
+    version = int(s.options["version"]) if s.options.get("version") else None
+    return _planned(lambda: daft.read_deltalake(str(path), version=version, **_io(path)))
+
+
+def _csv(session, daft, s: ast.Load):
+    found, store = _text_files(session, s)
+    return found and _planned(lambda: text_scans.csv_scan(session, daft, found, s.options, store, s.path))
+
+
+def _json(session, daft, s: ast.Load):
+    found, store = _text_files(session, s)
+    return found and _planned(lambda: text_scans.json_scan(session, daft, found, store))
+
+
+def _text_files(session, s: ast.Load) -> tuple[list[str] | None, ObjectPath | None]:
+    """The files of a csv or json load as Daft opens them, and their object store (None: local);
+    no files (the DuckDB engine's reader) for Hive partitions (DuckDB types their values by its own
+    rules) and for object storage other than ``s3://``."""
+    path = session.location(s.path, s.options)
+    store = path if isinstance(path, ObjectPath) else None
+    if store is not None and store.scheme != "s3":
+        return None, None
+    found, hive = _located(path, s.format.lower())
+    return (None if hive else found), store
+
+
+#: what a Daft session's ``load`` of each format scans (None: the DuckDB engine's reader loads it)
+_SCANS = {"parquet": _parquet, "delta": _delta, "csv": _csv, "json": _json}
+
+
+def _located(path: Path | ObjectPath, fmt: str) -> tuple[list[str], bool]:
+    """The ``fmt`` files a path stands for, as Daft opens them, and whether they are Hive partitions."""
     if not isinstance(path, ObjectPath):
-        return files.located(path, "parquet")
-    keys, hive = object_files.located(path, "parquet")
+        return files.located(path, fmt)
+    keys, hive = object_files.located(path, fmt)
     return [f"{path.scheme}://{key}" for key in keys], hive
 
 
@@ -297,6 +341,8 @@ def _running(run):
     except MLSQLError:
         raise
     except BaseException as exc:  # noqa: BLE001 - Daft's (or its workers') run-time errors, panics too
+        if isinstance(getattr(exc, "cause", None), MLSQLError):  # ours, from a Ray worker (Ray's RayTaskError):
+            raise exc.cause from None  # the same error as Daft's in-process runner lets through
         lost = _lost_node(exc)
         if lost is not None:
             raise MLSQLError(f"a Ray node (or a worker) died while Daft ran this, and Daft does not compute again "

@@ -112,7 +112,7 @@ def functions_session(session, daft, rows: tuple[RowExpression, ...]):
             dtype = daft.DataType.from_arrow_type(query.result)
         except BaseException as exc:  # noqa: BLE001 - an Arrow type Daft does not hold (its Rust error)
             raise refusal(f"{row.shown} (its type {query.result} in Daft: {first_line(exc)})") from exc
-        functions.attach_function(daft.func.batch(return_dtype=dtype)(_batch_function(query)), row.name)
+        functions.attach_function(batch_function(daft, query, dtype), row.name)
     return functions
 
 
@@ -120,11 +120,12 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _batch_function(query: BatchQuery):
+def batch_function(daft, query: BatchQuery, dtype):
+    """``query`` as a Daft batch function answering Daft's type ``dtype``."""
     def batch(*columns):
         return query(*columns)
 
-    return batch
+    return daft.func.batch(return_dtype=dtype)(batch)
 
 
 def _query(session, row: RowExpression) -> BatchQuery:

@@ -11,8 +11,6 @@ from ..result import Result
 def run(session, s: ast.Load) -> Result:
     source = datasources.find(s.format)
     source.check_options(s.options)
-    if daft_frames.runs(session, s.format):
-        daft_frames.load(session, s)
-    else:
+    if not daft_frames.load(session, s):
         source.load(session, s)
     return Result(s, f"loaded {s.format}.`{s.path}` as {s.table}", name=s.table)

@@ -14,7 +14,7 @@ def run(session, s: ast.Save) -> Result:
     if source.save is None:
         raise MLSQLError(f"{source.name} can only be loaded, not saved")
     source.check_options(s.options)
-    if daft_frames.runs(session, s.format) and daft_frames.is_daft_table(session, s.table):
+    if daft_frames.saves(session, s.format) and daft_frames.is_daft_table(session, s.table):
         return daft_frames.save(session, s)
     session.catalog.relation(s.table)  # fails first if the table is unknown
     return source.save(session, s)
