@@ -3,13 +3,18 @@
 final select alone in both. Prints the medians of RUNS runs after a warm-up, and checks that both
 give the same rows.
 
-    python bench/bench_ssb.py [RUNS]
+    python bench/bench_ssb.py [RUNS] [--sql-engine duckdb|daft]
+
+``--sql-engine daft`` (issue 41's overhead on one machine, informational): the sessions run the
+scripts on Daft over a local Ray of this machine's CPUs, started once before the clock (the
+sessions find it running), against the same DuckDB figures.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,7 +49,12 @@ def timed(work) -> float:
     return time.perf_counter() - start
 
 
-def main(runs: int) -> None:
+def main(runs: int, engine: str) -> None:
+    if engine == "daft":
+        from mlsql_ray.cluster.link import local_cpus, start_local_ray
+
+        os.environ["DAFT_PROGRESS_BAR"] = "0"  # as a Daft session sets it, before the workers inherit it
+        start_local_ray(num_cpus=local_cpus())
     warehouse = tempfile.mkdtemp(prefix="bench-ssb-")
     totals = {"script": 0.0, "duckdb script": 0.0, "final select": 0.0, "duckdb final select": 0.0}
     print(f"{'script':<12} {'mlsql-ray':>10} {'DuckDB':>8} {'ratio':>6}   {'final select':>12} {'DuckDB':>8} {'ratio':>6}")
@@ -55,7 +65,7 @@ def main(runs: int) -> None:
         final = next(i for i, s in enumerate(statements) if isinstance(s, ast.Select) and s.table == last)
 
         def whole_script():
-            with Session(warehouse=warehouse) as session:
+            with Session(warehouse=warehouse, sql_engine=engine) as session:
                 session.execute(text, str(path))
                 return session.table(last)
 
@@ -65,7 +75,7 @@ def main(runs: int) -> None:
                 con.execute(statement)
             return con.sql(f"SELECT * FROM {last}").to_arrow_table()
 
-        session = Session(warehouse=warehouse)
+        session = Session(warehouse=warehouse, sql_engine=engine)
         list(session.run(statements[:final], str(path)))
         con = duckdb.connect()
         for statement in views[:-1]:
@@ -100,4 +110,8 @@ def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", nargs="?", type=int, default=5)
+    parser.add_argument("--sql-engine", choices=("duckdb", "daft"), default="duckdb")
+    arguments = parser.parse_args()
+    main(arguments.runs, arguments.sql_engine)

@@ -156,6 +156,17 @@ def test_csv_columns_come_from_the_whole_first_record_however_wide(session, tmp_
     assert session.table("out").column_names == [f"_c{i}" for i in range(width)]
 
 
+def test_csv_hive_folders_read_their_records_and_partition_column(session, tmp_path):
+    """A folder of ``k=v`` folders: the first record is read without the partition column (which,
+    never null, once made the search for the record's width go on forever)."""
+    for k, line in ((1, "1,x"), (2, "2,y")):
+        (tmp_path / "data" / f"k={k}").mkdir(parents=True)
+        (tmp_path / "data" / f"k={k}" / "part.csv").write_text(f"a,b\n{line}\n")
+    run(session, f"load csv.`{tmp_path / 'data'}` where header=\"true\" as t;")
+    assert sorted(session.table("t").to_pylist(), key=lambda r: r["k"]) == [
+        {"a": "1", "b": "x", "k": 1}, {"a": "2", "b": "y", "k": 2}]
+
+
 def test_csv_delimiter(session, tmp_path):
     path = tmp_path / "pipes.csv"
     path.write_text("a|b\nx,1|2\ny|3\n")

@@ -143,6 +143,7 @@ def _first_record(con: duckdb.DuckDBPyConnection, files: list[str], spelled: Dia
         while True:
             rows = con.read_csv(path, header=False, columns={f"c{i}": "VARCHAR" for i in range(width)}, auto_detect=False,
                                 null_padding=True, strict_mode=False, parallel=False, na_values=marker,
+                                hive_partitioning=False,  # a k=v folder would add a column that is never null
                                 **spelled.duckdb()).limit(1).fetchall()
             if not rows or rows[0][-1] is None:
                 break
