@@ -102,9 +102,15 @@ def fit_hosts(server: Server) -> set[int]:
     return hosts
 
 
-TWO_GROUPS = """select array(rand(), rand()) as features, cast(id % 2 as double) as label from range(60) as r(id) as w;
+def cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used (user + system), in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+TWO_GROUPS = """select array(rand(), rand(), rand()) as features, cast(id % 2 as double) as label from range(3000) as r(id) as w;
 select vec_dense(features) as features, label from w as warm;
-train warm as RandomForest.`models/warm` where numTrees="3" and `fitParam.0.maxDepth`="2" and `fitParam.1.maxDepth`="3";"""
+train warm as RandomForest.`models/warm` where numTrees="20" and `fitParam.0.maxDepth`="6" and `fitParam.1.maxDepth`="8";"""
 
 
 @pytest.mark.slow
@@ -118,10 +124,14 @@ def test_every_jobs_first_train_fits_on_the_fit_hosts_the_server_started(server:
     hosts = fit_hosts(server)
     assert len(hosts) == min(2, os.cpu_count() or 1)
     for owner in ("warm1", "warm2"):
+        before = {pid: cpu_ticks(pid) for pid in hosts}
         trained = server.run(TWO_GROUPS, owner=owner, sessionPerUser="true")
         assert trained.status_code == 200, trained.text
         assert [r["value"] for r in trained.json() if r["name"] == "status"] == ["success", "success"]
         assert fit_hosts(server) == hosts
+        # each host fitted a group (reading the rows, 20 trees, skops): tenths of a CPU second, where
+        # an idle host spends next to none (a fit in the server would leave them idle)
+        assert all(cpu_ticks(pid) - before[pid] >= 5 for pid in hosts), (before, {p: cpu_ticks(p) for p in hosts})
 
 
 def test_curl_as_byzers_doc_calls_it(server: Server):
