@@ -3,7 +3,8 @@
 It listens on 127.0.0.1 unless told otherwise, and refuses to listen anywhere else without a token
 (``--token-file``): a shared engine runs whatever scripts reach it. Uvicorn's access log is off
 (its lines carry the query string, where Byzer's clients put ``access_token``); the service logs
-each request's method, path and status instead.
+each request's method, path and status instead. At start it warms itself (``warm_start``) so that
+the first ``train`` of every job finds scikit-learn imported and its fit hosts up.
 """
 
 from __future__ import annotations
