@@ -1,10 +1,11 @@
 """Issue 42's benchmark: `mlsql-ray serve`, the engine kept warm across requests.
 
     .venv/bin/python bench/bench_service.py [--trees 40] [--depths 8,16] [--clients 32] [--requests 50] [--replicas 2]
+                                            [--only-train]
 
 A server is started as a process (a fresh warehouse, no token) and called over HTTP, as clients do:
-1. the first `train ... as RandomForest` of a job on a warm server (an earlier job trained a small
-   model, so Ray, the fit hosts and scikit-learn are up) vs the same fits in this process
+1. the first `train ... as RandomForest` of a job on a warm server (its warm start done: Ray, the fit
+   hosts and scikit-learn up; and an earlier job trained a small model) vs the same fits in this process
    (`bench_sql_train.direct`, scikit-learn imported before the clock starts): the job's whole
    request, and the request minus the same script without its train (its loads and select).
    Target: ≤ 1.2× the direct fits.
@@ -59,10 +60,12 @@ def start_server(root: Path):
     while True:
         assert process.poll() is None, (root / "server.log").read_text()
         try:
-            if httpx.get(f"{url}/health/readiness", timeout=5).status_code == 200:
+            ready = httpx.get(f"{url}/health/readiness", timeout=5)
+            if ready.status_code == 200 and ready.json()["warm"]:  # its warm start (Ray, fit hosts) done
                 return process, url
         except httpx.HTTPError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
 
 
 def run(client, sql: str) -> float:
@@ -153,6 +156,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=2, help="Ray Serve replicas of 2b")
+    parser.add_argument("--only-train", action="store_true", help="part 1 only (the first train of a job)")
     args = parser.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
 
@@ -173,11 +177,17 @@ def main() -> None:
         process, url = start_server(Path(tmp))
         try:
             with client_for(url) as client:
-                print(f"warm-up job (starts Ray and the fit hosts): {run(client, WARM_UP):.2f} s")
+                print(f"warm-up job (a small train on the fit hosts of the server's warm start): {run(client, WARM_UP):.2f} s")
                 whole, reads = first_train(client, args.trees, depths)
-                print(f"1. first train of a job on the warm server: request {whole:.2f} s = {whole / fits:.2f}x; "
+                # the machine's load moves (other work on it): the fits again, after, and the mean of both
+                after = sum(direct(x, y, tx, ty, args.trees, d, os.cpu_count())[0] for d in depths)
+                print(f"direct fits again, after the request: {after:.2f} s")
+                fits = (fits + after) / 2
+                print(f"1. first train of a job on the warm server: request {whole:.2f} s = {whole / fits:.2f}x the mean direct fits; "
                       f"minus its loads and select ({reads:.2f} s): {whole - reads:.2f} s = {(whole - reads) / fits:.2f}x "
                       f"(target <= 1.2x)")
+                if args.only_train:
+                    return
                 run(client, "register RandomForest.`db.served` as rf;")
                 row = [float(v) for v in tx[0]]
                 predict_latencies(url, 1, 20, row)  # the predictor's first call loads it

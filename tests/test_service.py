@@ -81,6 +81,62 @@ def server(tmp_path_factory):
     assert TOKEN not in running.log.read_text()
 
 
+def fit_hosts(server: Server) -> set[int]:
+    """The pids of the server's GroupHost processes (Ray names an actor's process ``ray::GroupHost``),
+    among the server's descendants (its embedded Ray's workers)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid, rest = stat.read_text().split(" (", 1)
+        except OSError:  # ended meanwhile
+            continue
+        children.setdefault(int(rest.rsplit(") ", 1)[1].split()[1]), []).append(int(pid))
+    descendants, todo = set(), [server.process.pid]
+    while todo:
+        todo += children.get(todo.pop(), [])
+        descendants.update(todo)
+    hosts = set()
+    for pid in descendants:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::GroupHost"):
+                hosts.add(pid)
+        except OSError:
+            pass
+    return hosts
+
+
+def cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used (user + system), in clock ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+TWO_GROUPS = """select array(rand(), rand(), rand()) as features, cast(id % 2 as double) as label from range(3000) as r(id) as w;
+select vec_dense(features) as features, label from w as warm;
+train warm as RandomForest.`models/warm` where numTrees="20" and `fitParam.0.maxDepth`="6" and `fitParam.1.maxDepth`="8";"""
+
+
+@pytest.mark.slow
+def test_every_jobs_first_train_fits_on_the_fit_hosts_the_server_started(server: Server):
+    """Issue 42: the server is ready with its fit hosts up (scikit-learn imported in them); the first
+    train of each job, whatever its session, fits its groups on them: no job starts hosts of its own."""
+    deadline = time.monotonic() + 900  # Ray and two fit hosts starting: minutes on a busy machine
+    while not server.client.get("/health/readiness").json()["warm"]:
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.5)
+    hosts = fit_hosts(server)
+    assert len(hosts) == min(2, os.cpu_count() or 1)
+    for owner in ("warm1", "warm2"):
+        before = {pid: cpu_ticks(pid) for pid in hosts}
+        trained = server.run(TWO_GROUPS, owner=owner, sessionPerUser="true")
+        assert trained.status_code == 200, trained.text
+        assert [r["value"] for r in trained.json() if r["name"] == "status"] == ["success", "success"]
+        assert fit_hosts(server) == hosts
+        # each host fitted a group (reading the rows, 20 trees, skops): tenths of a CPU second, where
+        # an idle host spends next to none (a fit in the server would leave them idle)
+        assert all(cpu_ticks(pid) - before[pid] >= 5 for pid in hosts), (before, {p: cpu_ticks(p) for p in hosts})
+
+
 def test_curl_as_byzers_doc_calls_it(server: Server):
     out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-XPOST", f"{server.url}/run/script",
                           "--data-urlencode", "sql=select 1 as id as output;", "--data-urlencode", "owner=admin",

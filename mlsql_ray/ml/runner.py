@@ -428,15 +428,24 @@ def _start_hosts_ahead(plans: list[GroupPlan], ray_link, tables: list[TrainTable
     if len(hosted) < 2 or up is None:
         return
     ray, pool = up
-    threads, count = host_layout(len(hosted), ray_link.cpus())
+    start_hosts(ray, pool, ray_link.cpus(), len(hosted), tuple(sorted({p.alg for p in hosted})),
+                _read_ahead(tables, data))
+
+
+def start_hosts(ray, pool: warm.WarmPool, cpus: int, groups: int, algorithms: tuple[str, ...],
+                reads: tuple[HostRows, ...] = ()) -> int:
+    """Start, in the background, the GroupHosts a train of ``groups`` groups takes on a cluster of
+    ``cpus`` CPUs that ``pool`` lacks (as many as free CPUs allow), each importing what fitting
+    ``algorithms`` needs and reading ``reads``; they join ``pool`` once loaded. How many started."""
+    threads, count = host_layout(groups, cpus)
     shape = warm.Shape(HOST_KIND, threads)
     count = min(count - pool.idle_count(shape), int(ray.available_resources().get("CPU", 0)) // threads)
     if count <= 0:
-        return
+        return 0
     actor = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
     hosts = [actor.remote() for _ in range(count)]
-    algorithms, ahead = tuple(sorted({p.alg for p in hosted})), _read_ahead(tables, data)
-    pool.start_ahead(shape, hosts, [host.load.remote(algorithms, ahead) for host in hosts])
+    pool.start_ahead(shape, hosts, [host.load.remote(algorithms, reads) for host in hosts])
+    return count
 
 
 HOST_KIND = "ml.GroupHost"  # GroupHosts' kind in the warm pool

@@ -68,6 +68,7 @@ class Service:
         self.fast = FastPath()
         self.threads = anyio.CapacityLimiter(self.limits.max_jobs)
         self.ready = threading.Event()
+        self.warm = threading.Event()  # set once the server's warm start has ended (server.warm_start)
         self.restore_errors: list[str] = []
 
     # -- start and stop --------------------------------------------------------------------------
@@ -384,7 +385,8 @@ def build_app(service: Service) -> Starlette:
     async def readiness(request: Request, params: dict[str, str]) -> Response:
         if not service.ready.is_set():
             return JSONResponse({"status": "STARTING", "msg": "registering the kept models again"}, status_code=503)
-        return JSONResponse({"status": "UP", "restoreErrors": len(service.restore_errors)})  # their text is in the log
+        return JSONResponse({"status": "UP", "restoreErrors": len(service.restore_errors),  # their text is in the log
+                             "warm": service.warm.is_set()})
 
     methods = ["GET", "POST"]
     routes = [Route("/run/script", endpoint(run_script), methods=methods),

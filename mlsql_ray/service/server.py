@@ -3,7 +3,8 @@
 It listens on 127.0.0.1 unless told otherwise, and refuses to listen anywhere else without a token
 (``--token-file``): a shared engine runs whatever scripts reach it. Uvicorn's access log is off
 (its lines carry the query string, where Byzer's clients put ``access_token``); the service logs
-each request's method, path and status instead.
+each request's method, path and status instead. At start it warms itself (``warm_start``) so that
+the first ``train`` of every job finds scikit-learn imported and its fit hosts up.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from .jobs import Limits
 
 MIB = 1024 * 1024
+WARM_GROUPS = 2  # Byzer's usual grid of a train: two fitParam groups
+log = logging.getLogger("mlsql_ray.service")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"jobs running at once; more are refused with 429 (default {Limits.max_jobs})")
     parser.add_argument("--max-body-mib", type=float, default=Limits.max_body_bytes / MIB,
                         help=f"largest request body; larger is refused with 413 (default {Limits.max_body_bytes / MIB:g})")
+    parser.add_argument("--warm-groups", type=int, default=WARM_GROUPS, metavar="N",
+                        help=f"at start, import scikit-learn and skops, start Ray and the fit hosts a train of N parameter "
+                             f"groups takes (default {WARM_GROUPS}; 0: none of it, Ray starts on first need)")
     parser.add_argument("--verbose", action="store_true", help="log each request, and Ray's and TensorFlow's log lines")
 
 
@@ -82,6 +88,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn  # (as above)
 
     from ..cluster import quiet  # (as above)
+    from ..cluster.link import RayLink  # (as above)
     from ..cluster.warm import WarmPool  # (as above)
     from ..config import resolve as resolve_config  # (as above)
     from ..engine import Session  # (as above)
@@ -98,6 +105,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     config = resolve_config(args.warehouse, args.ray_address)
     workers = WarmPool()  # training and prediction actors every session shares
+    ray_link = RayLink(config.ray_address)  # the server's Ray, started warm (sessions connect to it, it stops it)
 
     def open_session(home: Path | None) -> Session:
         return Session(warehouse=config.warehouse, ray_address=config.ray_address, allowed_paths=args.allowed_paths,
@@ -111,6 +119,14 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     quiet.set_verbose(args.verbose)
+
+    def warm() -> None:
+        try:
+            warm_start(ray_link, workers, args.warm_groups)
+        finally:
+            service.warm.set()
+
+    threading.Thread(target=warm, name="mlsql-warm", daemon=True).start()
     threading.Thread(target=service.restore, name="mlsql-restore", daemon=True).start()
     print(f"mlsql-ray serve: listening on http://{args.host}:{args.port} (warehouse {config.warehouse})",
           file=sys.stderr, flush=True)
@@ -125,5 +141,26 @@ def serve(args: argparse.Namespace) -> int:
     finally:
         service.close()
         workers.release()
+        ray_link.shutdown()
     print("mlsql-ray serve: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def warm_start(ray_link, workers, groups: int) -> None:
+    """What the first train of each job would pay otherwise (issue 42): scikit-learn and skops
+    imported in this process (a single group is fitted here), Ray started, and the GroupHosts a
+    train of ``groups`` groups takes started into the pool every session shares, their libraries
+    imported, waited for. A failure is logged: each job then starts what it needs, as before."""
+    if groups <= 0:
+        return
+    from ..ml import registry, runner  # heavy: scikit-learn, Ray
+
+    try:
+        algorithms = tuple(alg.name for alg in registry.ALGORITHMS.values() if alg.library == "skops")
+        runner.load_algorithms(algorithms)
+        ray = ray_link.ensure()
+        if groups > 1:
+            runner.start_hosts(ray, workers, ray_link.cpus(), groups, algorithms)
+            workers.settle()
+    except Exception as exc:  # noqa: BLE001 - a head start only: the jobs start what they need
+        log.warning("warm start failed (jobs start Ray and their fit hosts themselves): %s", exc)
