@@ -168,6 +168,8 @@ def keeps_sigterm():
 
 
 _RAY_OWNER = _LastingThread()
+_CONNECTING = threading.RLock()  # Ray is one per process: one link connects (or disconnects) at a time
+_joined: str | None = None  # the cluster address this process joined, by whichever link
 
 
 class _SigtermRemark(logging.Filter):
@@ -334,6 +336,11 @@ class RayLink:
             return "started" if self.owned and not was_up else "connected"
 
     def _ensure(self, address: str | None):
+        with _CONNECTING:  # two links of one process (a server's warm start and a job's) never race
+            return self._connect(address)
+
+    def _connect(self, address: str | None):
+        global _joined
         import ray  # heavy: Ray
 
         wanted = address if address is not None else self.default_address
@@ -342,6 +349,9 @@ class RayLink:
         if ray.is_initialized():
             if wanted is None or wanted == self.address or (self.address is None and not self.owned and wanted == "auto"):
                 quiet_ray()  # a Ray someone else started prints through the same handler
+                return ray
+            if wanted == _joined:  # another link of this process joined it: share it, not ours to stop
+                self.address, self.owned = wanted, False
                 return ray
             if wanted != "auto":
                 check_reachable(wanted)  # before dropping the Ray we have, not after
@@ -359,6 +369,7 @@ class RayLink:
             try:
                 with _loopback_only() if _loopback_cluster(wanted) else contextlib.nullcontext(), keeps_sigterm():
                     ray.init(address=wanted, log_to_driver=True, logging_level="WARNING")
+                _joined = wanted
             except Exception as exc:
                 hint = ""
                 if _auth_refused(exc):
@@ -395,9 +406,12 @@ class RayLink:
         """Stop Ray if we started it (or, with ``force``, disconnect from any cluster). A process
         that never imported Ray has nothing to stop: importing it just to ask would cost seconds
         at the end of every run."""
+        global _joined
         ray = imported_ray()
         if ray is not None and ray.is_initialized() and (self.owned or force):
-            ray.shutdown()
+            with _CONNECTING:
+                ray.shutdown()
+                _joined = None
         self.owned = False
         self.address = None
         self._ahead_error = None
