@@ -191,18 +191,6 @@ def start_local_ray(attempts: int = 3, **options):
     return _RAY_OWNER.run(lambda: _start_local_ray(attempts, **options))
 
 
-def _start_unless_up(**options) -> bool:
-    """``start_local_ray`` unless another link of this process started Ray meanwhile (their starts
-    wait for each other on the lasting thread; ``mlsql-ray serve``'s warm start and a first job's):
-    whether this call started it, and so owns it."""
-    import ray  # heavy: Ray
-
-    if ray.is_initialized():
-        return False
-    _start_local_ray(3, **options)
-    return True
-
-
 def _start_local_ray(attempts: int, **options):
     import ray  # heavy: Ray
 
@@ -359,8 +347,8 @@ class RayLink:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # inherited by workers we start
         if wanted is None:
             started = time.monotonic()
-            self.owned = _RAY_OWNER.run(lambda: _start_unless_up(num_cpus=local_cpus(), log_to_driver=True,
-                                                                 logging_level="WARNING"))
+            start_local_ray(num_cpus=local_cpus(), log_to_driver=True, logging_level="WARNING")
+            self.owned = True
             self.started_in = time.monotonic() - started
         else:
             if wanted != "auto":
