@@ -1,7 +1,8 @@
 """Issue 41, part 5, small: bench/bench_daft_cluster.py's driver on a two-node Ray with the data
 and the warehouse on the moto S3 server. One of Byzer's SSB scripts (four parquet files per
 table) gives the DuckDB session's answers on Daft, Daft's scans ran on both nodes, a result saved as
-a Delta table on S3 is read back by polars; then one node is killed halfway through a save into an
+a Delta table on S3 is read back by polars; a join of two 2 MiB tables as a hash join (both sides
+shuffled between the nodes, its fragments on both) gives DuckDB's answer over the same files; then one node is killed halfway through a save into an
 existing Delta table: the statement succeeds with the right rows or fails with one MLSQLError, and
 then the table keeps its version (the second test: that error's words, from the errors Ray raises). The full scale, the join bigger than the object stores and the
 figures are the benchmark's (bench/README.md)."""
@@ -24,7 +25,7 @@ FAST_NODE_DEATH = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeou
 def test_daft_on_two_nodes_over_s3_keeps_a_delta_version_when_a_node_dies(tmp_path: Path, s3_server):
     # the GCS declares a silent node dead after 3 missed health checks 0.5 s apart (Ray's defaults: 5
     # missed, 3 s apart), so that the killed node's loss reaches the statement within seconds
-    report, output = run(s3_server, tmp_path, "daft-cluster", scale=2, files=4, store_mib=100, join_mib=0,
+    report, output = run(s3_server, tmp_path, "daft-cluster", scale=2, files=4, store_mib=100, join_mib=2,
                          only=["ssb_query04"], timeout=600, ray_env=FAST_NODE_DEATH)
     print(dict(zip(report.get("steps", []), report.get("seconds", []))))
     assert report["returncode"] == 0 and report["steps"][-1] == "done", output[-5000:]
@@ -36,6 +37,10 @@ def test_daft_on_two_nodes_over_s3_keeps_a_delta_version_when_a_node_dies(tmp_pa
         assert expected and same_rows(ssb["answers"]["daft"][name], expected), name
     assert {t["node"] for t in ssb["fragments"] if "Scan" in t["name"]} == nodes, ssb["fragments"]
     assert ssb["saved"]["version"] == 0 and same_rows(ssb["saved"]["rows"], ssb["answers"]["duckdb"]["ssb_query04.byzer"])
+
+    join = report["join"]
+    assert join["rows"] == report["join_by_duckdb"] and join["rows"][0][0] > 0, (join["rows"], report["join_by_duckdb"])
+    assert {t["node"] for t in join["fragments"] if "HashJoin" in t["name"]} == nodes, join["fragments"]
 
     kill = report["kill"]
     assert len(kill["alive"]) == 1 and kill["killed_after"] < kill["seconds"] + 5, kill

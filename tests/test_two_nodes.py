@@ -85,7 +85,7 @@ register KerasClassifier.`ai_model.sql_digits` as sql_digit where workers="2";
 select sql_digit(image) as p, label from mnist as sql_scored;
 '''
 
-#: the two-node cluster's start, for the drivers of this test and test_daft_two_nodes.py
+#: the two-node cluster's start, for the drivers of this test and bench/bench_daft_cluster.py
 START_CLUSTER = r'''def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
