@@ -221,15 +221,15 @@ class RayContext:
 
 
 def _get_all(refs: list) -> list:
-    """``ray.get`` of every ref; on the first failure the others are cancelled and their
-    errors collected, so that Ray does not print each of them again as "unhandled"."""
+    """``ray.get`` of every ref; on the first failure the others' errors are collected, so that
+    Ray does not print each of them again as "unhandled". They are waited for, not cancelled:
+    Ray 2.60's ``ray.cancel`` of a task whose reply is arriving aborts this process ("Tried to
+    complete task that was not pending", ray-project/ray#54846; seen in this suite)."""
     import ray  # heavy: Ray
 
     try:
         return ray.get(refs)
     except Exception:
-        for ref in refs:
-            ray.cancel(ref)
         for ref in refs:
             try:
                 ray.get(ref)
