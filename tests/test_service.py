@@ -398,21 +398,38 @@ register RandomForest.`models/rf` as rf_predict;
 
 
 @pytest.mark.slow
-def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path):
-    """Byzer's API service: a model trained and registered by one script answers /model/predict
-    (row and vector data) in its owner's session only; a restarted server registers it again."""
-    server = Server(tmp_path)
+def test_registered_models_answer_and_survive_a_stop_and_a_restart(tmp_path: Path, ray_runtime, ray_address: str):
+    """Byzer's API service, through a server joined to a running Ray (the test run's): a model
+    trained and registered by one script answers /model/predict (row and vector data) in its
+    owner's session only, beside a running job and batched; ``register … where serve="true"``
+    also deploys it on Ray Serve. A SIGTERM stops the server gracefully at once (a long job in
+    flight stopped and answered, its deployments deleted, which the cluster would otherwise keep
+    serving, exit 0); a restarted server registers and deploys the model again from the kept
+    register before it says ready. (One server and one restart for both: each start costs tens
+    of seconds.)"""
+    from ray import serve
+
+    from mlsql_ray.cluster import ray_internals
+    from mlsql_ray.ml.deployments import APP_PREFIX
+
+    app = APP_PREFIX + "rf_served"
+    script = TRAIN + f'register RandomForest.`models/rf` as rf_served where serve="true" and servePort="{free_port()}";\n'
+    request = {"dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2], [5.1, 3.5, 1.4, 0.2]]"}
+    predict = {"sql": "select rf_predict(vec_dense(feature)) as p", "owner": "ml", "sessionPerUser": "true"}
+    server = Server(tmp_path, "--ray-address", ray_address, "--warm-groups", "0")
     try:
-        trained = server.run(TRAIN, owner="ml", sessionPerUser="true")
+        trained = server.run(script, owner="ml", sessionPerUser="true")
         assert trained.status_code == 200, trained.text
         assert (tmp_path / "homes" / "ml" / "models" / "rf").is_dir()
-        predict = {"sql": "select rf_predict(vec_dense(feature)) as p", "owner": "ml", "sessionPerUser": "true"}
         rows = server.client.post("/model/predict", data={**predict, "dataType": "row", "data": json.dumps(
             [{"feature": [5.1, 3.5, 1.4, 0.2]}, {"feature": [6.8, 3.0, 5.3, 2.2]}])})
         assert rows.status_code == 200 and rows.json() == [{"p": 0.0}, {"p": 1.0}]
         vectors = server.client.post("/model/predict", data={**predict, "dataType": "vector",
                                                              "data": "[[6.8, 3.0, 5.3, 2.2]]"})
         assert vectors.json() == [{"p": 1.0}]
+        host, port = ray_internals.serve_http_address()  # a Serve already running keeps its port
+        url = f"http://{host}:{port}/serve/rf_served"
+        assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
         # the fast path: the function called beside the owner's running script, not queued behind it
         future, job = _long_job(server, owner="ml", sessionPerUser="true")
         started = time.monotonic()
@@ -432,41 +449,6 @@ def test_model_predict_over_a_registered_model_survives_a_restart(tmp_path: Path
         assert other.status_code == 500 and "rf_predict" in other.text
         assert server.client.post("/model/predict", data={**predict, "dataType": "vector",
                                                           "data": "not json"}).status_code == 400
-    finally:
-        server.stop()
-    restarted = Server(tmp_path, ready_within=900)  # ready once the model is registered: Ray started, on a busy machine slowly
-    try:
-        again = restarted.client.post("/model/predict", data={**predict, "dataType": "vector",
-                                                              "data": "[[5.0, 3.4, 1.5, 0.2]]"})
-        assert again.status_code == 200, (again.text, restarted.log.read_text()[-3000:])
-        assert again.json() == [{"p": 0.0}]
-        assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
-    finally:
-        restarted.stop()
-
-
-@pytest.mark.slow
-def test_a_stopped_server_deletes_its_deployments_on_the_cluster_it_joined_and_deploys_them_again(
-        tmp_path: Path, ray_runtime, ray_address: str):
-    """``register … where serve="true"`` through a server joined to a running Ray (the test run's):
-    the Ray Serve deployment answers; a SIGTERM stops the server gracefully at once (a long job in
-    flight stopped and answered, its deployments deleted, which the cluster would otherwise keep
-    serving, exit 0); a restarted server deploys it again from the kept register before it says ready."""
-    from ray import serve
-
-    from mlsql_ray.cluster import ray_internals
-    from mlsql_ray.ml.deployments import APP_PREFIX
-
-    app = APP_PREFIX + "rf_served"
-    script = TRAIN.replace("as rf_predict;", f'as rf_served where serve="true" and servePort="{free_port()}";')
-    request = {"dataType": "vector", "data": "[[6.8, 3.0, 5.3, 2.2], [5.1, 3.5, 1.4, 0.2]]"}
-    server = Server(tmp_path, "--ray-address", ray_address)
-    try:
-        done = server.run(script, owner="ml", sessionPerUser="true")
-        assert done.status_code == 200, done.text
-        host, port = ray_internals.serve_http_address()  # a Serve already running keeps its port
-        url = f"http://{host}:{port}/serve/rf_served"
-        assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
         with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a long job in flight: stopped, answered
             long_job = pool.submit(httpx.post, f"{server.url}/run/script", headers=server.client.headers, timeout=120,
                                    data={"sql": "select count(*) as n from range(100000000000) as r(a) where a % 7 = 3 as t;"})
@@ -480,9 +462,13 @@ def test_a_stopped_server_deletes_its_deployments_on_the_cluster_it_joined_and_d
         server.stop()
     assert server.log.read_text().rstrip().endswith("mlsql-ray serve: stopped")
     assert app not in serve.status().applications  # deleted by the server, on a Ray that still runs
-    restarted = Server(tmp_path, "--ray-address", ray_address, ready_within=900)
+    restarted = Server(tmp_path, "--ray-address", ray_address, "--warm-groups", "0", ready_within=900)
     try:
         assert restarted.client.get("/health/readiness").json()["restoreErrors"] == 0
+        again = restarted.client.post("/model/predict", data={**predict, "dataType": "vector",
+                                                              "data": "[[5.0, 3.4, 1.5, 0.2]]"})
+        assert again.status_code == 200, (again.text, restarted.log.read_text()[-3000:])
+        assert again.json() == [{"p": 0.0}]
         assert httpx.post(url, data=request, timeout=120).json() == [{"rf_served": 1.0}, {"rf_served": 0.0}]
         shown = restarted.run("!show served;", owner="ml", sessionPerUser="true")
         assert shown.status_code == 200 and "/serve/rf_served" in shown.text, shown.text
