@@ -4,6 +4,7 @@ function, a killed replica is replaced while requests are still answered, bad re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -67,12 +68,14 @@ def eventually(check, seconds: float = 120):
         time.sleep(0.5)
 
 
-@pytest.fixture
-def served(ray_runtime, module_pool, tmp_path):
+@pytest.fixture(scope="module")
+def served(ray_runtime, module_pool, tmp_path_factory):
     """A session with a trained RandomForest, registered as rf (in this process, on actors) and
-    served as rf_served by two replicas; unregistered (and undeployed) at the end."""
+    served as rf_served by two replicas; unregistered (and undeployed) at the end. One per module:
+    a deployment's start costs seconds, and the bad requests leave it as it was."""
     from mlsql_ray import Session
 
+    tmp_path = tmp_path_factory.mktemp("served")
     model = tmp_path / "models" / "rf"
     with Session(warehouse=tmp_path / "warehouse", workers=module_pool) as session:
         session.execute(TRAIN.replace("MODEL", str(model)) + f"register RandomForest.`{model}` as rf;")
@@ -119,6 +122,30 @@ def test_a_served_model_answers_as_its_function_and_survives_a_replica_death(ser
     assert before[1] in after
     for _ in range(10):
         assert httpx.post(url, data={"dataType": "vector", "data": json.dumps(ROWS)}, timeout=60).json() == vectors.json()
+
+
+@pytest.mark.slow
+def test_the_calling_process_can_predict_with_a_copy_of_the_model_and_drop_it(served):
+    """``nearby``, a server's /model/predict: the forest loaded in this process answers as its
+    actors do, checks its input as they do, and does not keep the registered function alive."""
+    import gc
+    import weakref
+
+    import pyarrow as pa
+
+    session, _, _ = served
+    function = session.model_functions.functions["rf"]
+    here = function.nearby()
+    column = pa.array(ROWS, pa.list_(pa.float64()))
+    assert here is not function and here(column) == function(column)
+    with pytest.raises(ValueError, match=r"rf\(.*\): the model takes rows of 4 values, got rows of 3"):
+        here(pa.array([[1.0, 2.0, 3.0]]))
+    copy = dataclasses.replace(function, actors=[])  # no actors at all: the copy still answers
+    copy_here, copied = copy.nearby(), weakref.ref(copy)
+    assert copy_here(column) == function(column)
+    del copy
+    gc.collect()
+    assert copied() is None
 
 
 @pytest.mark.slow
