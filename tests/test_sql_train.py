@@ -432,6 +432,13 @@ def test_keras_classifier_trains_on_ray_actors(ray_session):
     truth, predicted = columns(s, "scored", "label", "prediction")
     assert_close(parse_metrics(block["metrics"]), classification_metrics(truth, predicted))
     assert parse_metrics(block["metrics"])["accuracy"] > 0.3  # chance is 0.1; 300 digits, 3 epochs
+    # a server's /model/predict never loads a Keras group in its own process (TensorFlow's import)
+    from mlsql_ray.ml import store
+    from mlsql_ray.ml.predictor import Predictor
+    from mlsql_ray.storage import delta
+
+    _, [group] = store.read(delta.table_path(s.warehouse, "db.keras", {}), "db.keras")
+    assert Predictor.here(store.to_table([group]).to_pylist()) is None
 
 
 # a rank-2 rating matrix, (1 + u%3)(1 + i%4) + (u%5)(i%2), for 30 users and 20 items, 4 in 5 of it rated

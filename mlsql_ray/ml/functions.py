@@ -3,7 +3,14 @@ session's one registry of them, each a DuckDB function of the same name."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import MLSQLError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import pyarrow as pa
 
 
 class SQLFunction:
@@ -29,6 +36,10 @@ class SQLFunction:
 
     def drop(self, con) -> None:
         con.remove_function(self.name)
+
+    def nearby(self) -> Callable[[pa.Array], pa.Array]:
+        """It as this process calls it fastest (``ModelFunction``: the model loaded here)."""
+        return self
 
     def for_workers(self) -> "SQLFunction":
         """It as another process calls it (a Daft worker's DuckDB, ``engine/daft/rows.py``): sent

@@ -118,6 +118,19 @@ class Predictor(WarmActor):
             self.model.estimator.set_params(n_jobs=self.threads)
         return self.input_width()
 
+    @classmethod
+    def here(cls, rows: list[dict]) -> "Predictor | None":
+        """One in the calling process, for a server's ``/model/predict`` (no round trip to an
+        actor): one thread, the process's thread pools left as they are. None for a Keras group,
+        whose TensorFlow import would cost the server seconds and gigabytes."""
+        group = groups_of(pa.Table.from_pylist(rows), "the registered model")[0]
+        if registry.get(group.alg).library == "keras":
+            return None
+        predictor = cls.__new__(cls)
+        predictor.threads = 1
+        predictor.load(rows)
+        return predictor
+
     def forget(self) -> None:
         self.model = None
 

@@ -9,6 +9,7 @@ no per-row Python call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -115,6 +116,10 @@ class ModelFunction(SQLFunction):
     argument: str = field(default="input")  # how the call was written, for error messages
     pool: WarmPool | None = field(default=None, repr=False)  # where the actors go when the function does
     shape: Shape | None = field(default=None, repr=False)
+    #: the actors' predictor class and the model's rows (a Ray object), when the class can load
+    #: the model in the calling process too (``nearby``)
+    predictor: type | None = field(default=None, repr=False)
+    rows_ref: object = field(default=None, repr=False)
 
     @classmethod
     def start(cls, name: str, table: str, version: int, rows: pa.Table, options: dict, cpus: int,
@@ -142,8 +147,10 @@ class ModelFunction(SQLFunction):
             actors, widths = start_predictors(ray, predictor, threads, nodes, reused, rows_ref, unsafe)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported the same way
             raise MLSQLError(f"cannot load the model in {table} version {version}: {remote_error_line(exc)}") from None
+        loads_here = hasattr(predictor, "here")
         return cls(name, table, version, actors, widths[0], calls.scale, calls.output, calls.batch_size,
-                   pool=None if unsafe else pool, shape=shape)  # code from a table ran in them: not reused
+                   pool=None if unsafe else pool, shape=shape,  # code from a table ran in them: not reused
+                   predictor=predictor if loads_here else None, rows_ref=rows_ref if loads_here else None)
 
     def __call__(self, column: pa.Array) -> pa.Array:
         import ray  # heavy: Ray
@@ -157,9 +164,32 @@ class ModelFunction(SQLFunction):
         results = ray.get(refs)
         return pa.concat_arrays(results) if results else pa.array([], self.arrow_type)
 
+    def nearby(self) -> Callable[[pa.Array], pa.Array]:
+        """It called in this process, the model loaded here (each call of ``nearby`` loads it
+        anew: keep what it returns), when its predictor class can (``here``: a scikit-learn,
+        XGBoost or ALS model, never Keras); else itself, on its actors. A server's
+        ``/model/predict`` of one row then costs the model's prediction, not an actor's round trip."""
+        import ray  # heavy: Ray
+
+        here = self.predictor.here(ray.get(self.rows_ref)) if self.predictor is not None else None
+        if here is None:
+            return self
+
+        # not a method: what it returns must not keep the function (and its actors) alive
+        width, call_text, scale, output, batch_size = (self.width, f"{self.name}({self.argument})", self.scale,
+                                                        self.output, self.batch_size)
+
+        def call(column: pa.Array) -> pa.Array:
+            if isinstance(column, pa.ChunkedArray):
+                column = column.combine_chunks()
+            check_shape(column, width, call_text)
+            return here.predict(column, scale, output, batch_size)
+
+        return call
+
     def for_workers(self) -> "ModelFunction":
         """The same actors, without the session's warm pool (which stays in the session's process)."""
-        return replace(self, pool=None, shape=None)
+        return replace(self, pool=None, shape=None, predictor=None, rows_ref=None)
 
     @property
     def arrow_type(self) -> pa.DataType:

@@ -6,9 +6,11 @@ wait for its owner's session (one request at a time) and go through parsing, tra
 catalog and a DuckDB query: about 25 ms apiece, so 32 clients queued for a second. Here a select
 whose every column is a chain of registered functions (and ``vec_dense``, a cast) over one input
 column is planned once per text (``plan``), and each request calls the warm session's function
-objects on Arrow columns, beside the session's running request, its lock not taken. Concurrent
-requests to one function are gathered into one call (``Batches``): the model's actors see one
-batch of rows, not one round trip per row.
+objects on Arrow columns, beside the session's running request, its lock not taken: a
+scikit-learn, XGBoost or ALS model loaded into this process once (``SQLFunction.nearby``), so a
+request costs the model's prediction and no round trip to its actors; a Keras model on its
+actors. Concurrent requests to one function are gathered into one call (``Batches``): the model
+sees one batch of rows, not one call per row.
 
 Anything else goes the script's way (``None`` from ``predict``): another select, a function not
 registered (yet), nulls in the input (DuckDB's null handling decides those), and any error, so
@@ -18,7 +20,10 @@ that an error reads exactly as the script's path words it.
 from __future__ import annotations
 
 import functools
+import logging
 import threading
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -28,6 +33,8 @@ from sqlglot import exp
 from ..engine import Session, vectors
 from ..ml.functions import SQLFunction
 from ..spark import vectors as spark_vectors
+
+log = logging.getLogger(__name__)
 
 #: the built-in functions a chain may hold besides registered ones: each as DuckDB computes it
 COLUMN_FUNCTIONS = {"vec_dense": spark_vectors.dense_column}
@@ -87,7 +94,7 @@ class Batches:
     then wakes the first caller that came meanwhile to make the next call. A failed batch is called
     again one column at a time, so that only the column at fault fails."""
 
-    def __init__(self, function):
+    def __init__(self, function: Callable[[pa.Array], pa.Array]):
         self.function = function
         self._lock = threading.Lock()
         self._waiting: list[_Call] = []
@@ -133,11 +140,14 @@ class Batches:
 
 
 class FastPath:
-    """The fast path of one server: a ``Batches`` for each registered function it has called."""
+    """The fast path of one server: a ``Batches`` for each registered function it has called, over
+    the function as this process calls it fastest (``nearby``), kept while the function lives."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._batches: dict[int, Batches] = {}  # by the function object's id (a dataclass: not hashable)
+        # by the function object's id (a dataclass: not hashable), with a weak reference to it: an
+        # unregistered function's model, loaded here, goes with it, and a reused id is told apart
+        self._batches: dict[int, tuple[weakref.ref, Batches]] = {}
 
     def answer(self, session: Session, select: str, table: pa.Table, named: str) -> tuple[pa.Table, dict[str, str]] | None:
         """The rows and vector columns ``select`` answers over ``table`` in ``session``, or None:
@@ -168,7 +178,14 @@ class FastPath:
 
     def _batched(self, function: SQLFunction) -> Batches:
         with self._lock:
-            batches = self._batches.get(id(function))
-            if batches is None or batches.function is not function:
-                batches = self._batches[id(function)] = Batches(function)
-            return batches
+            known = self._batches.get(id(function))
+            if known is None or known[0]() is not function:
+                for key in [key for key, (ref, _) in self._batches.items() if ref() is None]:
+                    del self._batches[key]
+                try:
+                    call = function.nearby()
+                except Exception as exc:  # noqa: BLE001 - its actors still answer
+                    log.warning("%s: the model could not be loaded in the server, its actors answer: %s", function.name, exc)
+                    call = function
+                known = self._batches[id(function)] = (weakref.ref(function), Batches(call))
+            return known[1]
