@@ -17,6 +17,7 @@ import urllib.parse
 from pathlib import Path
 
 import httpx
+import hypothesis
 import pytest
 
 TOKEN = "test-token-0123456789abcdef"
@@ -555,3 +556,14 @@ def test_the_kernel_runs_its_cells_on_the_engine(server: Server, tmp_path: Path)
             assert reply["status"] == "ok"
         finally:
             kernel.close()
+
+
+@hypothesis.given(hypothesis.strategies.text(alphabet="ab=&%+\\é 2CcF0z\n", max_size=40)
+                  | hypothesis.strategies.dictionaries(hypothesis.strategies.text(max_size=8),
+                                                       hypothesis.strategies.text(max_size=30)).map(urllib.parse.urlencode))
+def test_a_form_body_reads_as_urllib_reads_it(text: str):
+    """``predict_request.form_fields``, the C codec's percent-decoding, against urllib's: broken
+    escapes, backslashes, plus signs, non-ASCII, blank values and all."""
+    from mlsql_ray.ml.predict_request import form_fields
+
+    assert form_fields(text.encode()) == urllib.parse.parse_qsl(text, keep_blank_values=True)
