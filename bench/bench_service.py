@@ -11,7 +11,8 @@ A server is started as a process (a fresh warehouse, no token) and called over H
    Target: ≤ 1.2× the direct fits.
 2. `/model/predict` of one row through the registered RandomForest, `--clients` clients at once,
    each on its own connection, `--requests` each: p50 and p99 latency and the throughput.
-   Target: p50 ≤ 5 ms, p99 ≤ 25 ms at 32 clients. 2b: the same model registered with
+   Target: p50 ≤ 5 ms, p99 ≤ 25 ms at 32 clients. Then the same load by wrk (``--clients``
+   connections for 15 s), when Debian's ``wrk`` is installed: the Python clients' own CPU left out. 2b: the same model registered with
    ``serve="true"`` (``--replicas`` Ray Serve replicas) and called the same way on its route.
 3. 4 owners × 25 scripts at once, each owner in a session of their own (``sessionPerUser``): every
    answer right and in its owner's session; the server's RSS after the burst vs before it.
@@ -24,12 +25,15 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,6 +110,27 @@ def predict_latencies(url: str, clients: int, requests: int, row: list[float],
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         latencies = [t for times in pool.map(one_client, range(clients)) for t in times]
     return latencies, time.perf_counter() - start
+
+
+def wrk_latencies(url: str, clients: int, seconds: int, row: list[float]) -> str | None:
+    """/model/predict under wrk (``clients`` connections, 2 threads; C, so the load costs the
+    machine less CPU than the Python clients do): its p50, p99 and requests/s; None without wrk
+    (Debian's package ``wrk``)."""
+    if shutil.which("wrk") is None:
+        return None
+    body = urllib.parse.urlencode({"dataType": "vector", "data": json.dumps([row]), "sql": "select rf(vec_dense(feature)) as p"})
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "body").write_text(body)
+        script = Path(folder) / "post.lua"
+        script.write_text(f'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n'
+                          f'wrk.body = io.open("{folder}/body"):read("*a")\n')
+        out = subprocess.run(["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", str(script),
+                              f"{url}/model/predict"], capture_output=True, text=True, check=True).stdout
+    found = {key: re.search(pattern, out)[1] for key, pattern in
+             (("p50", r"50%\s+(\S+)"), ("p99", r"99%\s+(\S+)"), ("rate", r"Requests/sec:\s+(\S+)"))}
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return (f"p50 {found['p50']}, p99 {found['p99']}, {float(found['rate']):.0f} requests/s"
+            + (f", {errors[1]} answers not 200" if errors else ""))
 
 
 def percentiles(latencies: list[float], wall: float) -> str:
@@ -198,6 +223,8 @@ def main() -> None:
                   f"{before:.0f} -> {after:.0f} MiB ({(after - before) / before * 100:+.1f} %, target within 10 %)")
             print(f"2. /model/predict, one row, {args.clients} clients x {args.requests}: "
                   f"{percentiles(*predict_latencies(url, args.clients, args.requests, row))} (targets p50 <= 5 ms, p99 <= 25 ms)")
+            by_wrk = wrk_latencies(url, args.clients, 15, row)
+            print(f"2. the same by wrk, {args.clients} connections x 15 s: {by_wrk or 'no wrk on this machine'}")
             serve_port = free_port()
             with client_for(url) as client:
                 run(client, f'register RandomForest.`db.served` as rf_serve where serve="true" '
