@@ -522,6 +522,36 @@ def test_concurrent_calls_of_a_function_are_batched_and_a_bad_column_fails_alone
     assert len(sizes) < 21 + 20 and max(sizes) > 1  # some calls held several columns
 
 
+def test_calls_on_the_event_loop_are_batched_and_a_bad_column_fails_alone():
+    """``LoopBatches`` (an in-process model's calls on the server's event loop): the requests the
+    loop has ready are one call; a failing batch is called again column by column."""
+    import asyncio
+
+    import pyarrow as pa
+
+    from mlsql_ray.service.fast_predict import LoopBatches
+
+    sizes = []
+
+    def doubled(column: pa.Array) -> pa.Array:
+        sizes.append(len(column))
+        if any(v is None for v in column.to_pylist()):
+            raise ValueError("a null")
+        return pa.array([v * 2 for v in column.to_pylist()])
+
+    async def requests():
+        batches = LoopBatches(doubled)
+        first = await asyncio.gather(*(batches(pa.array([i, i + 1])) for i in range(10)))
+        second = await asyncio.gather(batches(pa.array([5])), batches(pa.array([None], pa.int64())),
+                                      return_exceptions=True)
+        return first, second
+
+    first, second = asyncio.run(requests())
+    assert [a.to_pylist() for a in first] == [[i * 2, i * 2 + 2] for i in range(10)]
+    assert second[0].to_pylist() == [10] and isinstance(second[1], ValueError)
+    assert sizes == [20, 2, 1, 1]  # ten requests in one call; then a failed pair, each alone
+
+
 def test_the_kernel_runs_its_cells_on_the_engine(server: Server, tmp_path: Path):
     """A real ``mlsql`` kernel process with ``MLSQL_ENGINE_URL``: each cell runs on the server (its
     table is in the server's session, nothing runs here), shown as a local table; an error names

@@ -175,18 +175,22 @@ class Service:
 
     # -- /model/predict --------------------------------------------------------------------------
 
-    def predict(self, params: dict[str, str]) -> tuple[int, str]:
+    async def predict(self, params: dict[str, str]) -> tuple[int, str]:
         """Byzer's API service: ``data`` as a table (``dataType`` row: its objects; vector or
         string: a column ``feature``), through ``sql`` or ``pipeline`` over registered functions:
-        by the fast path (``fast_predict``) when it can, else as a script in the owner's session."""
+        by the fast path (``fast_predict``) on the event loop when it can, else as a script in the
+        owner's session, in a worker thread."""
         table = _predict_input(params.get("dataType", "vector"), params.get("data", "[]"))
         select = params.get("sql") or _pipeline_select(params.get("pipeline", ""))
-        text = f"{select} from {PREDICT_INPUT} as {PREDICT_OUTPUT};"
         owner, per_user = params.get("owner", "admin"), _flag(params, "sessionPerUser")
         warm = self.sessions.warm(owner, per_user)
-        fast = self.fast.answer(warm, select, table, f"{select} from {PREDICT_INPUT}") if warm is not None else None
+        fast = await self.fast.answer(warm, select, table, f"{select} from {PREDICT_INPUT}") if warm is not None else None
         if fast is not None:
             return 200, render.rows_json(*fast)
+        return await anyio.to_thread.run_sync(self._predict_by_script, table, select, owner, per_user, limiter=self.threads)
+
+    def _predict_by_script(self, table: pa.Table, select: str, owner: str, per_user: bool) -> tuple[int, str]:
+        text = f"{select} from {PREDICT_INPUT} as {PREDICT_OUTPUT};"
         with self.sessions.lease(owner, per_user, False) as session:
             session.catalog.add_arrow(PREDICT_INPUT, table, "/model/predict")
             try:
@@ -374,7 +378,7 @@ def build_app(service: Service) -> Starlette:
 
     async def model_predict(request: Request, params: dict[str, str]) -> Response:
         checked_owner(params.get("owner", "admin"))
-        return _text(*await anyio.to_thread.run_sync(service.predict, params, limiter=service.threads))
+        return _text(*await service.predict(params))
 
     async def check(request: Request, params: dict[str, str]) -> Response:
         return JSONResponse({})

@@ -6,11 +6,12 @@ wait for its owner's session (one request at a time) and go through parsing, tra
 catalog and a DuckDB query: about 25 ms apiece, so 32 clients queued for a second. Here a select
 whose every column is a chain of registered functions (and ``vec_dense``, a cast) over one input
 column is planned once per text (``plan``), and each request calls the warm session's function
-objects on Arrow columns, beside the session's running request, its lock not taken: a
-scikit-learn, XGBoost or ALS model loaded into this process once (``SQLFunction.nearby``), so a
-request costs the model's prediction and no round trip to its actors; a Keras model on its
-actors. Concurrent requests to one function are gathered into one call (``Batches``): the model
-sees one batch of rows, not one call per row.
+objects on Arrow columns, beside the session's running request, its lock not taken. A
+scikit-learn, XGBoost or ALS model is loaded into this process once (``SQLFunction.nearby``) and
+called on the server's event loop: no round trip to its actors, no thread hop, no threads taking
+turns at the GIL; a Keras model is called on its actors from a worker thread. Concurrent requests
+to one function are gathered into one call (``LoopBatches`` on the loop, ``Batches`` across
+threads): the model sees one batch of rows, not one call per row.
 
 Anything else goes the script's way (``None`` from ``predict``): another select, a function not
 registered (yet), nulls in the input (DuckDB's null handling decides those), and any error, so
@@ -19,6 +20,7 @@ that an error reads exactly as the script's path words it.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
@@ -26,6 +28,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
@@ -139,6 +142,45 @@ class Batches:
                 call.done(error=exc)
 
 
+class LoopBatches:
+    """Calls of one in-process function from requests on the event loop, gathered: the first
+    caller schedules the call for when the loop has run what is ready (the other requests already
+    read), and every caller until then joins it. The call runs on the loop: it is a model's
+    prediction in this process, milliseconds. A failed batch is called again column by column."""
+
+    def __init__(self, function: Callable[[pa.Array], pa.Array]):
+        self.function = function
+        self._waiting: list[tuple[pa.Array, asyncio.Future]] = []
+
+    async def __call__(self, column: pa.Array) -> pa.Array:
+        loop = asyncio.get_running_loop()
+        answer = loop.create_future()
+        self._waiting.append((column, answer))
+        if len(self._waiting) == 1:
+            loop.call_soon(self._call)
+        return await answer
+
+    def _call(self) -> None:
+        batch, self._waiting = self._waiting, []
+        try:
+            whole = self.function(pa.concat_arrays([column for column, _ in batch]))
+        except Exception:  # noqa: BLE001 - one column's fault: each alone, below
+            whole = None
+        start = 0
+        for column, answer in batch:
+            if answer.cancelled():  # its request went away
+                start += len(column)
+                continue
+            if whole is not None:
+                answer.set_result(whole.slice(start, len(column)))
+                start += len(column)
+                continue
+            try:
+                answer.set_result(self.function(column))
+            except Exception as exc:  # noqa: BLE001 - handed to its caller
+                answer.set_exception(exc)
+
+
 class FastPath:
     """The fast path of one server: a ``Batches`` for each registered function it has called, over
     the function as this process calls it fastest (``nearby``), kept while the function lives."""
@@ -147,12 +189,13 @@ class FastPath:
         self._lock = threading.Lock()
         # by the function object's id (a dataclass: not hashable), with a weak reference to it: an
         # unregistered function's model, loaded here, goes with it, and a reused id is told apart
-        self._batches: dict[int, tuple[weakref.ref, Batches]] = {}
+        self._batches: dict[int, tuple[weakref.ref, Batches, LoopBatches | None]] = {}
 
-    def answer(self, session: Session, select: str, table: pa.Table, named: str) -> tuple[pa.Table, dict[str, str]] | None:
+    async def answer(self, session: Session, select: str, table: pa.Table,
+                     named: str) -> tuple[pa.Table, dict[str, str]] | None:
         """The rows and vector columns ``select`` answers over ``table`` in ``session``, or None:
         the script's way must answer (see the module's doc). ``named``: the select with its ``from``,
-        as the script's way runs it (which of its columns are vectors)."""
+        as the script's way runs it (which of its columns are vectors). On the event loop."""
         projections = plan(select)
         if projections is None or session.model_functions is None:
             return None
@@ -168,24 +211,38 @@ class FastPath:
                 for name in projection.functions:
                     if column.null_count:  # DuckDB answers null without calling the function: its way
                         return None
-                    call = COLUMN_FUNCTIONS.get(name) or self._batched(registered[name])
-                    column = call(column)
+                    if name in COLUMN_FUNCTIONS:
+                        column = COLUMN_FUNCTIONS[name](column)
+                        continue
+                    function = registered[name]
+                    known = self._known(function)
+                    if known is None:  # its first call here: the model loads off the loop
+                        known = await anyio.to_thread.run_sync(self._batched, function)
+                    _, batches, on_loop = known
+                    column = await on_loop(column) if on_loop is not None else await anyio.to_thread.run_sync(batches, column)
                 columns.append(column)
             marks = vectors.of_select(session, named, ())
         except Exception:  # noqa: BLE001 - the script's way says what went wrong, as it always does
             return None
         return pa.Table.from_arrays(columns, names=[p.name for p in projections]), marks
 
-    def _batched(self, function: SQLFunction) -> Batches:
+    def _known(self, function: SQLFunction) -> tuple[weakref.ref, Batches, LoopBatches | None] | None:
+        known = self._batches.get(id(function))  # one dict read: atomic, no lock on the event loop
+        return known if known is not None and known[0]() is function else None
+
+    def _batched(self, function: SQLFunction) -> tuple[weakref.ref, Batches, LoopBatches | None]:
+        """``function``'s entry, made on its first call (in a worker thread: loading its model takes
+        time): its ``Batches``, and a ``LoopBatches`` when it runs in this process (``nearby``)."""
         with self._lock:
-            known = self._batches.get(id(function))
-            if known is None or known[0]() is not function:
-                for key in [key for key, (ref, _) in self._batches.items() if ref() is None]:
+            known = self._known(function)
+            if known is None:
+                for key in [key for key, (ref, *_) in self._batches.items() if ref() is None]:
                     del self._batches[key]
                 try:
                     call = function.nearby()
                 except Exception as exc:  # noqa: BLE001 - its actors still answer
                     log.warning("%s: the model could not be loaded in the server, its actors answer: %s", function.name, exc)
                     call = function
-                known = self._batches[id(function)] = (weakref.ref(function), Batches(call))
-            return known[1]
+                known = self._batches[id(function)] = (weakref.ref(function), Batches(call),
+                                                       LoopBatches(call) if call is not function else None)
+            return known

@@ -85,9 +85,9 @@ class Sessions:
 
     def warm(self, owner: str, per_user: bool) -> Session | None:
         """The session a lease would give, if it is open already, without waiting for it: for
-        what may run beside its request (``fast_predict``)."""
-        with self._lock:
-            held = self._held.get(owner if per_user else SHARED)
+        what may run beside its request (``fast_predict``). On the event loop: one dict read
+        (atomic), not the lock, which is held while a session opens."""
+        held = self._held.get(owner if per_user else SHARED)
         return held.session if held is not None else None
 
     def _session(self, key: str, home: Path | None) -> _Held:
