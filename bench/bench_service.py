@@ -126,8 +126,8 @@ def wrk_latencies(url: str, clients: int, seconds: int, row: list[float]) -> str
                           f'wrk.body = io.open("{folder}/body"):read("*a")\n')
         out = subprocess.run(["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "--latency", "-s", str(script),
                               f"{url}/model/predict"], capture_output=True, text=True, check=True).stdout
-    found = {key: re.search(pattern, out)[1] for key, pattern in
-             (("p50", r"50%\s+(\S+)"), ("p99", r"99%\s+(\S+)"), ("rate", r"Requests/sec:\s+(\S+)"))}
+    found = {key: re.search(pattern, out, re.MULTILINE)[1] for key, pattern in  # the latency distribution's lines
+             (("p50", r"^\s+50%\s+(\S+)"), ("p99", r"^\s+99%\s+(\S+)"), ("rate", r"Requests/sec:\s+(\S+)"))}
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return (f"p50 {found['p50']}, p99 {found['p99']}, {float(found['rate']):.0f} requests/s"
             + (f", {errors[1]} answers not 200" if errors else ""))
