@@ -132,27 +132,30 @@ class Straggling:
     """A training worker class mixin that makes worker 1 ``FACTOR`` times slower, to see what
     stragglers do (``fit(..., worker_class=STRAGGLERS[mode])``): after each training call of its
     model (``fit`` in a synchronous round, ``train_on_batch`` in an asynchronous step) it sleeps
-    (FACTOR - 1) times as long as the call took. The first call is not stretched: it includes
-    tracing and compiling, a one-off cost, not the speed being simulated."""
+    (FACTOR - 1) times as long as the call took, the call counted as at least ``SHORTEST_S``: a
+    tiny model's step takes about a millisecond, less than what each step costs besides it (its
+    pushes and pulls), so stretching the call alone left the two workers' speeds to chance on a
+    fast machine (a CI run's async workers: 20 steps to the straggler's 22). The first call is not
+    stretched: it includes tracing and compiling, a one-off cost, not the speed being simulated."""
 
-    SLOW_WORKER, FACTOR = 1, 3.0
+    SLOW_WORKER, FACTOR, SHORTEST_S = 1, 3.0, 0.01
 
     def setup(self, index, *args):
         answer = super().setup(index, *args)
         if index == self.SLOW_WORKER:
             for name in ("fit", "train_on_batch"):
-                object.__setattr__(self.model, name, _stretched(getattr(self.model, name), self.FACTOR))
+                object.__setattr__(self.model, name, _stretched(getattr(self.model, name), self.FACTOR, self.SHORTEST_S))
         return answer
 
 
-def _stretched(method, factor: float):
+def _stretched(method, factor: float, shortest: float):
     calls = []
 
     def slow(*args, **kwargs):
         began = time.perf_counter()
         answer = method(*args, **kwargs)
         if calls:
-            time.sleep((factor - 1) * (time.perf_counter() - began))
+            time.sleep((factor - 1) * max(time.perf_counter() - began, shortest))
         calls.append(None)
         return answer
 
