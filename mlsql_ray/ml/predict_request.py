@@ -32,7 +32,6 @@ def parameters(query: dict[str, str], body: bytes, content_type: str) -> dict[st
                 raise BadRequest("a JSON body must be an object of parameters")
             params.update({k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()})
         else:
-            body.decode("utf-8")  # the error below, for a body that is not UTF-8
             params.update(form_fields(body))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadRequest(f"the body is not {'JSON' if kind == 'application/json' else 'form-encoded UTF-8'}: {exc}") from exc
@@ -44,22 +43,20 @@ def form_fields(body: bytes) -> list[tuple[str, str]]:
     each field is percent-decoded by Python's C ``unicode_escape`` codec (``%2C`` read as
     ``\\x2C``) instead of urllib's Python loop, which took 14 % of the server's CPU for
     ``/model/predict`` of one MNIST row (784 numbers, ``bench/bench_service.py``). A field that
-    codec refuses (a ``%`` without two hex digits, bytes that are not UTF-8) is urllib's."""
+    codec refuses (a ``%`` without two hex digits, escapes that are not UTF-8) is urllib's; raw
+    bytes that are not UTF-8 raise UnicodeDecodeError, as decoding the body would."""
     return [(_unquote(name), _unquote(value))
             for name, _, value in (field.partition(b"=") for field in body.split(b"&") if field)]
 
 
 def _unquote(raw: bytes) -> str:
     if b"%" not in raw and b"+" not in raw:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return raw.decode("utf-8", "replace")
+        return raw.decode("utf-8")
     try:
         escaped = raw.replace(b"\\", b"\\x5c").replace(b"+", b" ").replace(b"%", b"\\x")
         return escaped.decode("unicode_escape").encode("latin-1").decode("utf-8")
     except UnicodeError:
-        return urllib.parse.unquote_plus(raw.decode("utf-8", "replace"))
+        return urllib.parse.unquote_plus(raw.decode("utf-8"))
 
 
 def input_table(data_type: str, data: str) -> pa.Table:

@@ -189,7 +189,7 @@ class FastPath:
         self._lock = threading.Lock()
         # by the function object's id (a dataclass: not hashable), with a weak reference to it: an
         # unregistered function's model, loaded here, goes with it, and a reused id is told apart
-        self._batches: dict[int, tuple[weakref.ref, Batches, LoopBatches | None]] = {}
+        self._batches: dict[int, tuple[weakref.ref, Batches | LoopBatches]] = {}
 
     async def answer(self, session: Session, select: str, table: pa.Table,
                      named: str) -> tuple[pa.Table, dict[str, str]] | None:
@@ -218,21 +218,24 @@ class FastPath:
                     known = self._known(function)
                     if known is None:  # its first call here: the model loads off the loop
                         known = await anyio.to_thread.run_sync(self._batched, function)
-                    _, batches, on_loop = known
-                    column = await on_loop(column) if on_loop is not None else await anyio.to_thread.run_sync(batches, column)
+                    gathered = known[1]
+                    if isinstance(gathered, LoopBatches):
+                        column = await gathered(column)
+                    else:  # on its actors: a blocking call, in a worker thread
+                        column = await anyio.to_thread.run_sync(gathered, column)
                 columns.append(column)
             marks = vectors.of_select(session, named, ())
         except Exception:  # noqa: BLE001 - the script's way says what went wrong, as it always does
             return None
         return pa.Table.from_arrays(columns, names=[p.name for p in projections]), marks
 
-    def _known(self, function: SQLFunction) -> tuple[weakref.ref, Batches, LoopBatches | None] | None:
+    def _known(self, function: SQLFunction) -> tuple[weakref.ref, Batches | LoopBatches] | None:
         known = self._batches.get(id(function))  # one dict read: atomic, no lock on the event loop
         return known if known is not None and known[0]() is function else None
 
-    def _batched(self, function: SQLFunction) -> tuple[weakref.ref, Batches, LoopBatches | None]:
+    def _batched(self, function: SQLFunction) -> tuple[weakref.ref, Batches | LoopBatches]:
         """``function``'s entry, made on its first call (in a worker thread: loading its model takes
-        time): its ``Batches``, and a ``LoopBatches`` when it runs in this process (``nearby``)."""
+        time): a ``LoopBatches`` when it runs in this process (``nearby``), else its ``Batches``."""
         with self._lock:
             known = self._known(function)
             if known is None:
@@ -243,6 +246,6 @@ class FastPath:
                 except Exception as exc:  # noqa: BLE001 - its actors still answer
                     log.warning("%s: the model could not be loaded in the server, its actors answer: %s", function.name, exc)
                     call = function
-                known = self._batches[id(function)] = (weakref.ref(function), Batches(call),
-                                                       LoopBatches(call) if call is not function else None)
+                gathered = LoopBatches(call) if call is not function else Batches(call)
+                known = self._batches[id(function)] = (weakref.ref(function), gathered)
             return known
