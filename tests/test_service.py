@@ -133,7 +133,7 @@ def test_every_jobs_first_train_fits_on_the_fit_hosts_the_server_started(server:
         assert trained.status_code == 200, trained.text
         assert [r["value"] for r in trained.json() if r["name"] == "status"] == ["success", "success"]
         assert fit_hosts(server) == hosts
-        # each host fitted a group (reading the rows, 20 trees, skops): tenths of a CPU second, where
+        # each host fitted a group (20 trees, skops): tenths of a CPU second, where
         # an idle host spends next to none (a fit in the server would leave them idle)
         assert all(cpu_ticks(pid) - before[pid] >= 5 for pid in hosts), (before, {p: cpu_ticks(p) for p in hosts})
 

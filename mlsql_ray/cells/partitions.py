@@ -254,11 +254,6 @@ def plan(session, name: str, num_partitions: int | None) -> list:
     return _stored_plan(session, name, parts, num_partitions)
 
 
-def file_plan(session, name: str, num_partitions: int | None) -> list | None:
-    """``plan`` when the table's rows can be read from files by a worker (FileRows), else None."""
-    return _file_plan(session, name, session.catalog.partitions(name), num_partitions)
-
-
 def _stored_plan(session, name: str, parts, num_partitions) -> list:
     """The table's batches in the object store, split into partitions of spans."""
     batches = _stored_batches(session, name)

@@ -339,17 +339,7 @@ def merged_settings(session, cell: ast.PythonCell) -> tuple[dict[str, str], list
 def partition(session, name: str, num_partitions: int | None) -> list[DataServer]:
     """Split the table into at most ``num_partitions`` data servers (by default the cluster's
     CPUs, or the parts its source read it in); see ``partitions``."""
-    return _servers(partitions.plan(session, name, num_partitions))
-
-
-def file_partition(session, name: str, num_partitions: int | None) -> list[DataServer] | None:
-    """``partition`` when the table's rows are read from files (``partitions.FileRows``), else
-    None: nothing is computed or stored for a table that is not."""
-    plans = partitions.file_plan(session, name, num_partitions)
-    return None if plans is None else _servers(plans)
-
-
-def _servers(plans: list) -> list[DataServer]:
+    plans = partitions.plan(session, name, num_partitions)
     return [DataServer(None, index, rows, plan) for index, (plan, rows) in enumerate(plans)]
 
 

@@ -171,7 +171,7 @@ class Prestart:
     def _groups_here(self) -> bool:
         """Whether the train's groups will be fitted in this process: a cluster of this machine alone
         (a cluster at an address not yet reached counts as another: its hosts are started)."""
-        return self.needs.group_hosts is not None and runner.FIT_HERE_ON_ONE_MACHINE and self.session.ray_link.single_machine()
+        return self.needs.group_hosts is not None and runner.one_machine(self.session.ray_link)
 
     def _run(self) -> None:
         link = self.session.ray_link

@@ -16,11 +16,15 @@ not beside them: their start would take the CPUs the fits use). On a cluster of 
 groups always go to hosts (issue 26: each reads its table on the node that fits it).
 
 Where the rows are read: a group fitted in this process reads the table (and the evaluateTable)
-here. Groups fitted on GroupHosts, or by an algorithm whose workers read their own partitions
-(``Algorithm.reads_partitions``), get the table described (``Described``): checked from its first
-row and SQL counts, and sent as data servers (``cells.partitions``: the files and rows to read,
-or where a computed table's batches are in Ray's object store) that each host reads where it
-runs (``HostRows``); the driver never holds the training rows.
+here, and so do groups fitted on GroupHosts when the cluster is this machine alone (``one_machine``):
+the arrays go to Ray's object store once and every host maps them from there, where each host
+reading the whole table itself cost a read per host, all on the same two cores, before any fit
+began (``bench_service.py``: 0.27 s of the first train of a job on the warm server). On a cluster
+of several nodes, and for an algorithm whose workers read their own partitions
+(``Algorithm.reads_partitions``), the table is described instead (``Described``): checked from its
+first row and SQL counts, and sent as data servers (``cells.partitions``: the files and rows to
+read, or where a computed table's batches are in Ray's object store) that each host reads where it
+runs (``HostRows``); the driver never holds those training rows.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from .algorithm import (CLASSIFIER, CLUSTERER, COMMON_OPTIONS, GROUP_OPTIONS, RE
                         TOPICS, Algorithm)
 from .columns import features_of, ids_of, labels_of
 from .store import StoredGroup, byzer_alg_index
-from ..cells.partitions import READ_CACHE_BYTES
 
 AUTOML_OPTIONS = ("algos", "sortedBy")
 
@@ -146,9 +149,6 @@ class TrainTable(Protocol):
     def servers(self, count: int) -> list:
         """The table's rows as at most ``count`` data servers."""
 
-    def file_servers(self, count: int) -> list | None:
-        """``servers`` when the rows are read from files, else None (nothing computed)."""
-
 
 def plan(alg_name: str, options: dict) -> list[GroupPlan]:
     """The groups a train statement asks for, every parameter checked."""
@@ -216,20 +216,26 @@ def described(alg: Algorithm, columns: dict, table: TrainTable, what: str | None
     return Described(what, rows, width, distinct, table.servers)
 
 
-#: whether several groups on a cluster that is this machine alone are fitted here while no warm
-#: GroupHosts are ready (see the module's docstring); tests of the hosts' own path turn it off
+#: whether a cluster that is this machine alone takes the one-machine ways (``one_machine``: several
+#: groups fitted here while no warm GroupHosts are ready, the rows read here for the hosts; see the
+#: module's docstring); tests of the hosts' own path, as on several machines, turn it off
 FIT_HERE_ON_ONE_MACHINE = True
 
 
+def one_machine(ray_link) -> bool:
+    """Whether the train takes the one-machine ways: the cluster is this machine alone."""
+    return FIT_HERE_ON_ONE_MACHINE and ray_link.single_machine()
+
+
 def fitted_here(plans: list[GroupPlan], in_process: bool | None = None, ray_link=None) -> bool:
-    """Whether ``run_groups`` fits the groups in this process rather than on GroupHosts, which read
-    the rows themselves: as ``in_process`` says if given; one group, always; several (``ray_link``
-    given) when the cluster is this machine alone and the warm pool has no GroupHosts ready for them."""
+    """Whether ``run_groups`` fits the groups in this process rather than on GroupHosts: as
+    ``in_process`` says if given; one group, always; several (``ray_link`` given) when the cluster
+    is this machine alone and the warm pool has no GroupHosts ready for them."""
     if in_process is not None:
         return in_process
     if len(plans) == 1:
         return True
-    if ray_link is None or not FIT_HERE_ON_ONE_MACHINE or not ray_link.single_machine():
+    if ray_link is None or not one_machine(ray_link):
         return False
     up = _ray_and_pool()
     if up is None:
@@ -252,15 +258,16 @@ def host_layout(groups: int, cpus: int) -> tuple[int, int]:
     return threads, min(groups, max(1, cpus // threads))
 
 
-def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | None,
-             in_process: bool | None = None) -> dict[tuple, tuple[Dataset | Described, Dataset | Described | None]]:
+def datasets(plans: list[GroupPlan], table: TrainTable, evaluate: TrainTable | None, in_process: bool | None = None,
+             alone: bool = False) -> dict[tuple, tuple[Dataset | Described, Dataset | Described | None]]:
     """(train, evaluation) data per set of columns the groups read (GroupPlan.inputs), checked.
-    Groups fitted on GroupHosts get both tables described, for the hosts to read; a fit in this
-    process (``fitted_here``, or an ``Algorithm.in_process`` one) reads them here, except the
-    training rows of an algorithm whose workers read their own partitions."""
+    A fit in this process (``fitted_here``, or an ``Algorithm.in_process`` one) or on the GroupHosts
+    of a cluster that is this machine alone (``alone``: ``one_machine``) reads them here, except the
+    training rows of an algorithm whose workers read their own partitions; groups fitted on the
+    hosts of a cluster of several nodes get both tables described, for the hosts to read."""
     out = {}
     name = table.name
-    here = fitted_here(plans, in_process)
+    here = alone or fitted_here(plans, in_process)
     for p in plans:
         if p.inputs in out:
             continue
@@ -373,12 +380,11 @@ def _stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None,
-               tables: list[TrainTable] = ()) -> list[StoredGroup]:
+def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | None = None) -> list[StoredGroup]:
     """Fit every group: in this process (``fitted_here``: one group; several on a machine alone
-    while no warm GroupHosts are ready, which are then started for the next train and read
-    ``tables`` ahead), or on GroupHosts sized to the cluster (``in_process`` overrides the choice;
-    bench/bench_sql_train.py measures both)."""
+    while no warm GroupHosts are ready, which are then started for the next train), or on
+    GroupHosts sized to the cluster (``in_process`` overrides the choice; bench/bench_sql_train.py
+    measures both)."""
     if fitted_here(plans, in_process, ray_link):
         if any(p.algorithm.in_process for p in plans):
             ray_link.ensure()  # their fit starts Ray actors
@@ -388,7 +394,7 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
                 _report_start(p, len(plans))
                 train, check = (shipped(p.algorithm, d) for d in data[p.inputs])
                 done.append(_report_end(fit_group(p, train, check, local_cpus()), len(plans)))
-        _start_hosts_ahead(plans, ray_link, tables, data)
+        _start_hosts_ahead(plans, ray_link)
         return done
     local = [p for p in plans if p.algorithm.in_process]
     if local:  # e.g. KerasClassifier, whose fit starts its own actors: they must not wait on our tasks
@@ -405,38 +411,21 @@ def run_groups(plans: list[GroupPlan], data: dict, ray_link, in_process: bool | 
         return _fit_on_hosts(ray, hosts, plans, refs, threads)
 
 
-def _read_ahead(tables: list[TrainTable], data: dict) -> tuple[HostRows, ...]:
-    """What hosts started ahead read into their read cache (``cells.partitions``) once their
-    libraries are imported: the tables just trained on, when their rows come from files and fit
-    the cache, as the next ``train`` (a re-run cell, a tweaked parameter) will most often read
-    them (bench/bench_sql_train.py, 2 RandomForest groups on the sample MNIST re-run on warm
-    hosts: 1.71x the direct fits when the hosts read the tables in the statement, 1.27x read ahead)."""
-    size = sum(d.x.nbytes + (d.y.nbytes if d.y is not None else 0)
-               for pair in data.values() for d in pair if isinstance(d, Dataset))
-    if size > READ_CACHE_BYTES:
-        return ()
-    servers = [(t.name, t.file_servers(1)) for t in tables]
-    return tuple(HostRows(name, tuple(s)) for name, s in servers if s)
-
-
-def _start_hosts_ahead(plans: list[GroupPlan], ray_link, tables: list[TrainTable], data: dict) -> None:
+def _start_hosts_ahead(plans: list[GroupPlan], ray_link) -> None:
     """After groups were fitted here that GroupHosts could fit: start those hosts in the background
-    (as many as free CPUs allow, their libraries imported, ``_read_ahead``'s tables read) for the
-    session's next ``train``."""
+    (as many as free CPUs allow, their libraries imported) for the session's next ``train``."""
     hosted = [p for p in plans if not p.algorithm.in_process]
     up = _ray_and_pool()
     if len(hosted) < 2 or up is None:
         return
     ray, pool = up
-    start_hosts(ray, pool, ray_link.cpus(), len(hosted), tuple(sorted({p.alg for p in hosted})),
-                _read_ahead(tables, data))
+    start_hosts(ray, pool, ray_link.cpus(), len(hosted), tuple(sorted({p.alg for p in hosted})))
 
 
-def start_hosts(ray, pool: warm.WarmPool, cpus: int, groups: int, algorithms: tuple[str, ...],
-                reads: tuple[HostRows, ...] = ()) -> int:
+def start_hosts(ray, pool: warm.WarmPool, cpus: int, groups: int, algorithms: tuple[str, ...]) -> int:
     """Start, in the background, the GroupHosts a train of ``groups`` groups takes on a cluster of
     ``cpus`` CPUs that ``pool`` lacks (as many as free CPUs allow), each importing what fitting
-    ``algorithms`` needs and reading ``reads``; they join ``pool`` once loaded. How many started."""
+    ``algorithms`` needs; they join ``pool`` once loaded. How many started."""
     threads, count = host_layout(groups, cpus)
     shape = warm.Shape(HOST_KIND, threads)
     count = min(count - pool.idle_count(shape), int(ray.available_resources().get("CPU", 0)) // threads)
@@ -444,7 +433,7 @@ def start_hosts(ray, pool: warm.WarmPool, cpus: int, groups: int, algorithms: tu
         return 0
     actor = ray.remote(GroupHost).options(num_cpus=threads, max_restarts=0)
     hosts = [actor.remote() for _ in range(count)]
-    pool.start_ahead(shape, hosts, [host.load.remote(algorithms, reads) for host in hosts])
+    pool.start_ahead(shape, hosts, [host.load.remote(algorithms) for host in hosts])
     return count
 
 
@@ -495,16 +484,9 @@ class GroupHost(warm.WarmActor):
     """A Ray actor that fits groups, one at a time; its imports (scikit-learn, XGBoost, ...) stay
     for the next group and, through the warm pool, the next ``train``."""
 
-    def load(self, algorithms: tuple[str, ...], reads: tuple[HostRows, ...] = ()) -> None:
-        """Import what fitting ``algorithms`` needs, ahead of the first group (``engine.prestart``),
-        and read ``reads`` into this process's read cache (``_read_ahead``)."""
+    def load(self, algorithms: tuple[str, ...]) -> None:
+        """Import what fitting ``algorithms`` needs, ahead of the first group (``engine.prestart``)."""
         load_algorithms(algorithms)
-        for rows in reads:
-            for server in rows.servers:
-                try:
-                    server.read()
-                except Exception:  # noqa: BLE001 - only a guess at the next train's rows: that train
-                    break          # reads them again, and says what is wrong with them if anything is
 
     def fit(self, group: GroupPlan, train: Dataset | HostRows, check: Dataset | HostRows | None,
             threads: int) -> StoredGroup:

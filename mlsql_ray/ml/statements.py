@@ -29,7 +29,7 @@ from ..options import flag
 from . import predictor as ml_predictor, registry, runner, sources, store
 from .algorithm import TOPICS
 from ..cells.partitions import stored_query
-from ..cells.runner import file_partition, partition
+from ..cells.runner import partition
 from .deployments import Loader
 from .serving import Calls, ModelFunction
 
@@ -53,9 +53,8 @@ def train(session, s: ast.Train, plans: list[runner.GroupPlan]) -> tuple[pa.Tabl
     table = CatalogTable(session, s.table)
     with session.workers.active():
         here = runner.fitted_here(plans, ray_link=session.ray_link)  # decided once: the data's form follows
-        data = runner.datasets(plans, table, evaluate, in_process=here)
-        groups = runner.run_groups(plans, data, session.ray_link, in_process=here,
-                                   tables=[t for t in (table, evaluate) if t is not None])
+        data = runner.datasets(plans, table, evaluate, in_process=here, alone=runner.one_machine(session.ray_link))
+        groups = runner.run_groups(plans, data, session.ray_link, in_process=here)
     if all(g.status == "fail" for g in groups):
         reasons = "; ".join(f"group {g.index}: {g.metadata.get('reason', '')}" for g in groups)
         raise MLSQLError(f"every parameter group failed, nothing saved to {s.path} ({reasons})")
@@ -120,9 +119,6 @@ class CatalogTable:
     def servers(self, count: int) -> list:
         self.session.ray_link.ensure()
         return partition(self.session, self.name, count)
-
-    def file_servers(self, count: int) -> list | None:
-        return file_partition(self.session, self.name, count)
 
 
 def _write_data(folder: Path, tables: dict[str, pa.Table]) -> None:
