@@ -70,6 +70,8 @@ class Algorithm:
     #: what ``load modelExplain`` shows of a fitted model, name → numbers, when its fitted
     #: attributes (sources.EXPLAINED) do not explain it (ALS: parameters and factor shapes)
     explain: Callable[[Any], dict] | None = None
+    #: a classifier's class probabilities (estimator, rows) when not by its own ``predict_proba``
+    scores: Callable[[Any, Any], Any] | None = None
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]

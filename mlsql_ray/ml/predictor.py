@@ -46,7 +46,7 @@ class FittedModel:
             raise MLSQLError(f"the model takes rows of {self.width} features, got rows of {x.shape[1]}")
         kind = self.algorithm.kind
         if kind == CLASSIFIER:
-            scores = self.estimator.predict_proba(x)
+            scores = (self.algorithm.scores or type(self.estimator).predict_proba)(self.estimator, x)
             classes = np.asarray(self.metadata["classes"], dtype=np.float64)
             return {"prediction": pa.array(classes[scores.argmax(axis=1)]), "probability": _lists(scores)}
         if kind == TOPICS:

@@ -4,6 +4,8 @@ importances for modelExplain."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..algorithm import CLASSIFIER, Algorithm, spark_param, to_int
 from ...options import boolean
 from .common import SEED, subset_strategy
@@ -14,6 +16,26 @@ def _build(kwargs: dict, n_samples: int):
 
     rate = kwargs.pop("max_samples", 1.0)
     return RandomForestClassifier(max_samples=None if rate >= 1 else rate, **kwargs)
+
+
+def _scores(forest, x: np.ndarray) -> np.ndarray:
+    """The forest's ``predict_proba(x)``. On one thread (``n_jobs`` 1, a served model's), its
+    trees are asked here one after another, as the forest asks them (each tree's ``predict_proba``
+    of the rows as float32, summed in order, divided by their number: the same numbers), without
+    its joblib dispatch and input checks: for 40 trees those cost 2.5 ms a call whatever the
+    rows, 7 times the trees' own work for the few rows of a ``/model/predict`` batch. Rows the
+    checks would look at (not finite as float32) go the forest's way, which says what it says."""
+    if forest.n_jobs not in (None, 1):
+        return forest.predict_proba(x)
+    with np.errstate(over="ignore"):  # a value no float32 holds: the forest's checks say so below
+        rows = np.ascontiguousarray(x, dtype=np.float32)
+    if not np.isfinite(rows).all():
+        return forest.predict_proba(x)
+    trees = forest.estimators_
+    total = trees[0].predict_proba(rows, check_input=False)
+    for tree in trees[1:]:
+        total += tree.predict_proba(rows, check_input=False)
+    return total / len(trees)
 
 
 ALGORITHMS = (Algorithm(
@@ -33,5 +55,5 @@ ALGORITHMS = (Algorithm(
         spark_param("checkpointInterval", None, to_int, 10, "accepted for Spark compatibility; no effect"),
         SEED,
     ),
-    build=_build, threads_param="n_jobs", features_dtype="float32",
+    build=_build, threads_param="n_jobs", features_dtype="float32", scores=_scores,
 ),)
