@@ -597,3 +597,21 @@ def test_a_form_body_reads_as_urllib_reads_it(text: str):
     from mlsql_ray.ml.predict_request import form_fields
 
     assert form_fields(text.encode()) == urllib.parse.parse_qsl(text, keep_blank_values=True)
+
+
+@hypothesis.given(hypothesis.strategies.recursive(
+    hypothesis.strategies.none() | hypothesis.strategies.booleans() | hypothesis.strategies.floats()
+    | hypothesis.strategies.integers(min_value=-2**70, max_value=2**70) | hypothesis.strategies.text(max_size=5),
+    lambda inner: hypothesis.strategies.lists(inner, max_size=4)
+    | hypothesis.strategies.dictionaries(hypothesis.strategies.text(max_size=4), inner, max_size=3), max_leaves=12))
+def test_predict_data_reads_as_json_reads_it(value):
+    """``/model/predict``'s ``data``, read by orjson where it can: what json reads it reads the same
+    (NaN, infinities and integers past 64 bits, which orjson refuses, through json), and what is
+    not JSON is json's error."""
+    from mlsql_ray.ml.predict_request import _loads
+
+    text = json.dumps(value)
+    got = _loads(text)
+    assert json.dumps(got) == text and type(got) is type(value)  # floats to the bit (repr), -0.0 and NaN too
+    with pytest.raises(json.JSONDecodeError, match="Extra data"):
+        _loads(text + "]")
