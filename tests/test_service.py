@@ -606,8 +606,8 @@ def test_a_form_body_reads_as_urllib_reads_it(text: str):
     | hypothesis.strategies.dictionaries(hypothesis.strategies.text(max_size=4), inner, max_size=3), max_leaves=12))
 def test_predict_data_reads_as_json_reads_it(value):
     """``/model/predict``'s ``data``, read by orjson where it can: what json reads it reads the same
-    (NaN, infinities and integers past 64 bits, which orjson refuses, through json), and what is
-    not JSON is json's error."""
+    (NaN and infinities, which orjson refuses, and integers past 64 bits, which it reads as doubles,
+    through json), and what is not JSON is json's error."""
     from mlsql_ray.ml.predict_request import _loads
 
     text = json.dumps(value)
