@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "submit":
         return submit_job.submit(args)
     if args.command == "serve":
-        from ..service.server import serve  # the service (Starlette, uvicorn) only for serve
+        from ..service.server import serve  # the service (uvicorn) only for serve
 
         return serve(args)
     try:

@@ -1,4 +1,4 @@
-"""The HTTP side of ``mlsql-ray serve``: Byzer's REST API on Starlette.
+"""The HTTP side of ``mlsql-ray serve``: Byzer's REST API, its routes on ``asgi.App``.
 
 Every route takes its parameters as Byzer's controller does: from the query string and from a
 form-encoded or JSON body, GET or POST. The order of a request's checks is the order of its
@@ -24,10 +24,6 @@ from typing import Callable
 import anyio
 import pyarrow as pa
 import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from .. import lang
 from ..engine import Session
@@ -37,10 +33,11 @@ from ..frontend.engine_client import SCRIPT_NAME  # the FILE of a sent script's 
 from ..lang import ast
 from ..ml import deployments, predict_request
 from . import render
+from .asgi import Answer, App, Refused, Request
 from .fast_predict import FastPath
 from .jobs import JobBoard, Limits, ServiceJob
 from .models import RegisteredModels, statement as registered_statement
-from .owners import Refused, Sessions, checked_owner
+from .owners import Sessions, checked_owner
 
 log = logging.getLogger("mlsql_ray.service")
 
@@ -264,24 +261,12 @@ def _int(params: dict[str, str], name: str, default: int) -> int:
         raise Refused(400, f"{name} must be a whole number, not {text[:40]!r}") from None
 
 
-async def _body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise Refused(413, f"the request's body is {int(declared)} bytes, more than the server takes ({limit}; --max-body-mib)")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"the request's body is more than the server takes ({limit} bytes; --max-body-mib)")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _params(request: Request, limit: int) -> dict[str, str]:
-    """Byzer's parameters: the query string's, then the body's (form-encoded, or a JSON object)."""
-    body = await _body(request, limit)
+def _params(request: Request) -> dict[str, str]:
+    """Byzer's parameters: the query string's (ASCII: uvicorn refuses other bytes in it), then the
+    body's (form-encoded, or a JSON object)."""
     try:
-        return predict_request.parameters(dict(request.query_params), body, request.headers.get("content-type", ""))
+        query = dict(predict_request.form_fields(request.query)) if request.query else {}
+        return predict_request.parameters(query, request.body, request.content_type)
     except predict_request.BadRequest as exc:
         raise Refused(400, str(exc)) from exc
 
@@ -289,7 +274,7 @@ async def _params(request: Request, limit: int) -> dict[str, str]:
 def _authorized(token: str | None, request: Request, params: dict[str, str]) -> bool:
     if token is None:
         return True
-    header = request.headers.get("authorization", "")
+    header = request.authorization
     given = header[len("bearer "):] if header.lower().startswith("bearer ") else params.get("access_token", "")
     return hmac.compare_digest(given.encode(), token.encode())
 
@@ -309,31 +294,18 @@ class JobStoppingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def build_app(service: Service) -> Starlette:
-    limit = service.limits.max_body_bytes
-
+def build_app(service: Service) -> App:
     def endpoint(handler, public: bool = False):
         """A route: parameters read and the token checked first (``public``: a probe, which says
-        only that the server lives), a refusal as its status and message, never a crash of the server."""
-        async def route(request: Request) -> Response:
-            try:
-                params = await _params(request, limit)
-                if not public and not _authorized(service.token, request, params):
-                    raise Refused(403, "access_token is not right")
-                response = await handler(request, params)
-            except Refused as refused:
-                response = JSONResponse({"msg": refused.message}, status_code=refused.status)
-            except Exception as exc:  # noqa: BLE001 - our bug: answered, logged, the server lives on
-                log.exception("%s failed", request.url.path)
-                response = Response(f"internal error in mlsql-ray serve: {type(exc).__name__}: {exc}", status_code=500)
-            response.headers["Access-Control-Allow-Origin"] = "*"
-            # the path, not the query (it may hold the token); read from the scope: request.url builds a
-            # whole URL, 3.6 % of the server's time at /model/predict's load, for a line seldom shown
-            log.info("%s %s %s", request.method, request.scope["path"], response.status_code)
-            return response
+        only that the server lives)."""
+        async def route(request: Request) -> Answer:
+            params = _params(request)
+            if not public and not _authorized(service.token, request, params):
+                raise Refused(403, "access_token is not right")
+            return await handler(params)
         return route
 
-    async def run_script(request: Request, params: dict[str, str]) -> Response:
+    async def run_script(params: dict[str, str]) -> Answer:
         sql = params.get("sql")
         if not sql or not sql.strip():
             raise Refused(400, "sql is required: the script to run")
@@ -344,7 +316,7 @@ def build_app(service: Service) -> Starlette:
             _json_object(params["callbackHeader"], "callbackHeader")
         mode = params.get("executeMode", "query")
         if mode == "analyze":
-            return _text(*await anyio.to_thread.run_sync(service.analyze, sql, limiter=service.threads))
+            return Answer.byzer(*await anyio.to_thread.run_sync(service.analyze, sql, limiter=service.threads))
         if mode != "query":
             raise Refused(400, f"no executeMode named {mode!r}: query or analyze")
         if _flag(params, "skipInclude") and any(isinstance(s, ast.Include) for s in _parsed(sql)):
@@ -358,56 +330,49 @@ def build_app(service: Service) -> Starlette:
             def run_and_call_back():
                 service.callback(job, params, *service.run_script(job, params))
             threading.Thread(target=run_and_call_back, name=f"mlsql-job-{job.group_id}", daemon=True).start()
-            response = _text(200, render.result_json(None, {}, _flag(params, "includeSchema")))
+            answer = Answer.byzer(200, render.result_json(None, {}, _flag(params, "includeSchema")))
         else:
-            response = _text(*await anyio.to_thread.run_sync(service.run_script, job, params, limiter=service.threads))
-        response.headers["X-MLSQL-Group-Id"] = job.group_id
-        return response
+            answer = Answer.byzer(*await anyio.to_thread.run_sync(service.run_script, job, params, limiter=service.threads))
+        answer.headers["X-MLSQL-Group-Id"] = job.group_id
+        return answer
 
-    async def running_jobs(request: Request, params: dict[str, str]) -> Response:
-        return JSONResponse({job.group_id: job.info() for job in service.board.running()})
+    async def running_jobs(params: dict[str, str]) -> Answer:
+        return Answer.json({job.group_id: job.info() for job in service.board.running()})
 
-    async def kill_job(request: Request, params: dict[str, str]) -> Response:
+    async def kill_job(params: dict[str, str]) -> Answer:
         group_id, name = params.get("groupId"), params.get("jobName")
         if not group_id and not name:
             raise Refused(400, "give groupId or jobName: the job to kill")
         job = service.board.find(group_id, name)
         if job is None:
-            return JSONResponse({"msg": f"no running job with {'groupId' if group_id else 'jobName'} {group_id or name}"})
+            return Answer.json({"msg": f"no running job with {'groupId' if group_id else 'jobName'} {group_id or name}"})
         service.board.stop(job)
         await anyio.to_thread.run_sync(job.done.wait, 10)
-        return JSONResponse({} if job.done.is_set() else {"msg": f"job {job.group_id} is still stopping"})
+        return Answer.json({} if job.done.is_set() else {"msg": f"job {job.group_id} is still stopping"})
 
-    async def model_predict(request: Request, params: dict[str, str]) -> Response:
+    async def model_predict(params: dict[str, str]) -> Answer:
         checked_owner(params.get("owner", "admin"))
-        return _text(*await service.predict(params))
+        return Answer.byzer(*await service.predict(params))
 
-    async def check(request: Request, params: dict[str, str]) -> Response:
-        return JSONResponse({})
+    async def check(params: dict[str, str]) -> Answer:
+        return Answer.json({})
 
-    async def liveness(request: Request, params: dict[str, str]) -> Response:
-        return JSONResponse({"status": "UP"})
+    async def liveness(params: dict[str, str]) -> Answer:
+        return Answer.json({"status": "UP"})
 
-    async def readiness(request: Request, params: dict[str, str]) -> Response:
+    async def readiness(params: dict[str, str]) -> Answer:
         if not service.ready.is_set():
-            return JSONResponse({"status": "STARTING", "msg": "registering the kept models again"}, status_code=503)
-        return JSONResponse({"status": "UP", "restoreErrors": len(service.restore_errors),  # their text is in the log
-                             "warm": service.warm.is_set()})
+            return Answer.json({"status": "STARTING", "msg": "registering the kept models again"}, 503)
+        return Answer.json({"status": "UP", "restoreErrors": len(service.restore_errors),  # their text is in the log
+                            "warm": service.warm.is_set()})
 
-    methods = ["GET", "POST"]
-    routes = [Route("/run/script", endpoint(run_script), methods=methods),
-              Route("/runningjobs", endpoint(running_jobs), methods=methods),
-              Route("/killjob", endpoint(kill_job), methods=methods),
-              Route("/model/predict", endpoint(model_predict), methods=methods),
-              Route("/check", endpoint(check, public=True), methods=methods),
-              Route("/health/liveness", endpoint(liveness, public=True), methods=methods),
-              Route("/health/readiness", endpoint(readiness, public=True), methods=methods)]
-    return Starlette(routes=routes)
-
-
-def _text(status: int, body: str) -> Response:
-    """Byzer's answers: JSON text when it worked, the error's text when not."""
-    return Response(body, status_code=status, media_type="application/json" if status == 200 else "text/plain")
+    return App({"/run/script": endpoint(run_script),
+                "/runningjobs": endpoint(running_jobs),
+                "/killjob": endpoint(kill_job),
+                "/model/predict": endpoint(model_predict),
+                "/check": endpoint(check, public=True),
+                "/health/liveness": endpoint(liveness, public=True),
+                "/health/readiness": endpoint(readiness, public=True)}, service.limits.max_body_bytes)
 
 
 def _json_object(text: str, name: str) -> dict:

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from ..masking import mask
-from .owners import Refused
+from .asgi import Refused
 
 KILL_REPEAT_S = 0.1
 SCRIPT_SHOWN = 2000  # characters of a job's script /runningjobs shows

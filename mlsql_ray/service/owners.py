@@ -16,21 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from .asgi import Refused
+
 if TYPE_CHECKING:  # the CLI's parser reads the service's limits without importing the engine
     from ..engine import Session  # the CLI's parser reads this module; the engine only when a session starts
 
 #: what an owner may be called: a name, never a path (no ``/``, no ``..``), as a home folder's name
 OWNER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}\Z")
 SHARED = ""  # the key of the session every owner shares without sessionPerUser
-
-
-class Refused(Exception):
-    """A request the service answers with ``status`` and ``message`` before running anything."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 def checked_owner(owner: str) -> str:

@@ -135,8 +135,10 @@ def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr():
+            # no proxy headers: nothing reads a client's address, and their middleware is a layer per request
             server_config = uvicorn.Config(build_app(service), host=args.host, port=args.port, access_log=False,
-                                           log_level="info" if args.verbose else "warning", limit_concurrency=1000)
+                                           proxy_headers=False, log_level="info" if args.verbose else "warning",
+                                           limit_concurrency=1000)
             JobStoppingServer(server_config, service).run()
     except (_Terminated, KeyboardInterrupt):  # uvicorn raises the signal it handled again once it has stopped
         pass
