@@ -212,6 +212,11 @@ def test_hostile_inputs_are_clear_4xx_and_the_server_lives(server: Server):
     assert server.client.post("/run/script", content=b"[1]", headers={"content-type": "application/json"}).status_code == 400
     included = server.run("include local.`other.mlsql`;", skipInclude="true")
     assert included.status_code == 400 and "skipInclude" in included.json()["msg"]
+    assert server.client.get("/nosuch").status_code == 404
+    put = server.client.put("/run/script", data={"sql": "select 1 as a as t;"})
+    assert put.status_code == 405 and put.headers["allow"] == "GET, POST"
+    probe = server.client.head("/health/liveness")  # a probe's HEAD: GET's answer without its body
+    assert probe.status_code == 200 and probe.content == b"" and probe.headers["access-control-allow-origin"] == "*"
     assert server.client.get("/health/liveness").json() == {"status": "UP"}
 
 
@@ -496,6 +501,36 @@ def test_mlsql_ray_run_sends_a_script_to_the_engine(server: Server, tmp_path: Pa
     assert refused.returncode == 1 and "answered 403" in refused.stderr
 
 
+def test_the_fast_path_answers_with_the_function_a_name_holds_now(ray_session, tmp_path: Path):
+    """``FastPath`` looks a select's functions up once per session (``_Prepared``) and keeps them
+    while each name holds the same function: a name registered again with another model answers
+    with that model, and a name unregistered sends the select the script's way (None)."""
+    import asyncio
+
+    import pyarrow as pa
+
+    from mlsql_ray.service.fast_predict import FastPath
+
+    ray_session.execute(f"""select array(cast(id as double)) as features, cast(id < 10 as double) as low,
+        cast(id >= 10 as double) as high from range(20) as r(id) as data;
+        select vec_dense(features) as features, low, high from data as d;
+        train d as RandomForest.`{tmp_path / 'low'}` where `fitParam.0.labelCol`="low";
+        train d as RandomForest.`{tmp_path / 'high'}` where `fitParam.0.labelCol`="high";
+        register RandomForest.`{tmp_path / 'low'}` as f;""")
+    fast, select = FastPath(), "select f(vec_dense(feature)) as p"
+    rows = pa.table({"feature": pa.array([[2.0], [15.0]], pa.list_(pa.float64()))})
+
+    def answer() -> list | None:
+        found = asyncio.run(fast.answer(ray_session, select, rows, f"{select} from rows"))
+        return None if found is None else found[0].column("p").to_pylist()
+
+    assert answer() == [1.0, 0.0] == answer()
+    ray_session.execute(f"register RandomForest.`{tmp_path / 'high'}` as f;")
+    assert answer() == [0.0, 1.0]
+    ray_session.execute("unregister RandomForest.`f`;")
+    assert answer() is None
+
+
 def test_concurrent_calls_of_a_function_are_batched_and_a_bad_column_fails_alone():
     """``fast_predict.Batches``: callers that come while a call runs are gathered into the next
     one; a batch that fails is called again column by column, so only the bad column's caller fails."""
@@ -588,12 +623,13 @@ def test_the_kernel_runs_its_cells_on_the_engine(server: Server, tmp_path: Path)
             kernel.close()
 
 
-@hypothesis.given(hypothesis.strategies.text(alphabet="ab=&%+\\é 2CcF0z\n", max_size=40)
+@hypothesis.given(hypothesis.strategies.text(alphabet="ab=&%+\\é 2CcF0z_\r\n", max_size=40)
                   | hypothesis.strategies.dictionaries(hypothesis.strategies.text(max_size=8),
                                                        hypothesis.strategies.text(max_size=30)).map(urllib.parse.urlencode))
 def test_a_form_body_reads_as_urllib_reads_it(text: str):
-    """``predict_request.form_fields``, the C codec's percent-decoding, against urllib's: broken
-    escapes, backslashes, plus signs, non-ASCII, blank values and all."""
+    """``predict_request.form_fields``, percent-decoding by quoted-printable's decoder, against
+    urllib's: broken escapes, quoted-printable's own marks, backslashes, plus signs, non-ASCII,
+    blank values and all."""
     from mlsql_ray.ml.predict_request import form_fields
 
     assert form_fields(text.encode()) == urllib.parse.parse_qsl(text, keep_blank_values=True)

@@ -5,8 +5,9 @@ Byzer's API service answers a select of registered functions over the posted row
 wait for its owner's session (one request at a time) and go through parsing, translation, the
 catalog and a DuckDB query: about 25 ms apiece, so 32 clients queued for a second. Here a select
 whose every column is a chain of registered functions (and ``vec_dense``, a cast) over one input
-column is planned once per text (``plan``), and each request calls the warm session's function
-objects on Arrow columns, beside the session's running request, its lock not taken. A
+column is planned once per text (``plan``), what it needs of a session looked up once
+(``_Prepared``), and each request calls the warm session's function objects on Arrow columns,
+beside the session's running request, its lock not taken. A
 scikit-learn, XGBoost or ALS model is loaded into this process once (``SQLFunction.nearby``) and
 called on the server's event loop: no round trip to its actors, no thread hop, no threads taking
 turns at the GIL; a Keras model is called on its actors from a worker thread. Concurrent requests
@@ -181,15 +182,35 @@ class LoopBatches:
                 answer.set_exception(exc)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What one select needs of one session, looked up at its first request: the registered
+    functions its chains call (by weak reference: an unregistered function's model goes with it)
+    and which of its answer's columns are vectors. Good while each name holds the same function."""
+
+    functions: dict[str, weakref.ref]
+    marks: dict[str, str]
+
+    def current(self, registered: dict[str, SQLFunction]) -> dict[str, SQLFunction] | None:
+        """The functions, if the session's registry holds each still (one dict read apiece: atomic,
+        no lock, beside a register running in a worker thread); else None."""
+        functions = {name: ref() for name, ref in self.functions.items()}
+        return functions if all(registered.get(name) is f is not None for name, f in functions.items()) else None
+
+
 class FastPath:
     """The fast path of one server: a ``Batches`` for each registered function it has called, over
-    the function as this process calls it fastest (``nearby``), kept while the function lives."""
+    the function as this process calls it fastest (``nearby``), kept while the function lives; and
+    each select's ``_Prepared`` in each session."""
+
+    MAX_PREPARED = 256  # selects x sessions remembered: past it, they are looked up again
 
     def __init__(self):
         self._lock = threading.Lock()
         # by the function object's id (a dataclass: not hashable), with a weak reference to it: an
         # unregistered function's model, loaded here, goes with it, and a reused id is told apart
         self._batches: dict[int, tuple[weakref.ref, Batches | LoopBatches]] = {}
+        self._prepared: dict[tuple[int, str], tuple[weakref.ref, _Prepared]] = {}
 
     async def answer(self, session: Session, select: str, table: pa.Table,
                      named: str) -> tuple[pa.Table, dict[str, str]] | None:
@@ -199,11 +220,11 @@ class FastPath:
         projections = plan(select)
         if projections is None or session.model_functions is None:
             return None
-        registered = dict(session.model_functions.functions)  # a register running beside may change it
+        found = self._functions(session, select, projections, named)
         given = {name.lower(): name for name in table.column_names}
-        if any(p.column.lower() not in given or not all(f in COLUMN_FUNCTIONS or f in registered for f in p.functions)
-               for p in projections):
+        if found is None or any(p.column.lower() not in given for p in projections):
             return None
+        functions, marks = found
         columns = []
         try:
             for projection in projections:
@@ -214,7 +235,7 @@ class FastPath:
                     if name in COLUMN_FUNCTIONS:
                         column = COLUMN_FUNCTIONS[name](column)
                         continue
-                    function = registered[name]
+                    function = functions[name]
                     known = self._known(function)
                     if known is None:  # its first call here: the model loads off the loop
                         known = await anyio.to_thread.run_sync(self._batched, function)
@@ -224,10 +245,34 @@ class FastPath:
                     else:  # on its actors: a blocking call, in a worker thread
                         column = await anyio.to_thread.run_sync(gathered, column)
                 columns.append(column)
-            marks = vectors.of_select(session, named, ())
         except Exception:  # noqa: BLE001 - the script's way says what went wrong, as it always does
             return None
         return pa.Table.from_arrays(columns, names=[p.name for p in projections]), marks
+
+    def _functions(self, session: Session, select: str, projections: tuple[Projection, ...],
+                   named: str) -> tuple[dict[str, SQLFunction], dict[str, str]] | None:
+        """The registered functions ``projections`` call in ``session`` by name, and the answer's
+        vector marks; None if one is not registered there (or the marks cannot be told)."""
+        registered = session.model_functions.functions
+        key = (id(session), select)
+        held = self._prepared.get(key)
+        if held is not None and held[0]() is session:
+            functions = held[1].current(registered)
+            if functions is not None:
+                return functions, held[1].marks
+        names = {name for p in projections for name in p.functions if name not in COLUMN_FUNCTIONS}
+        functions = {name: registered.get(name) for name in names}
+        if any(f is None for f in functions.values()):
+            return None
+        try:
+            marks = vectors.of_select(session, named, ())
+        except Exception:  # noqa: BLE001 - the script's way says what went wrong, as it always does
+            return None
+        if len(self._prepared) >= self.MAX_PREPARED:
+            self._prepared.clear()
+        self._prepared[key] = (weakref.ref(session),
+                               _Prepared({name: weakref.ref(f) for name, f in functions.items()}, marks))
+        return functions, marks
 
     def _known(self, function: SQLFunction) -> tuple[weakref.ref, Batches | LoopBatches] | None:
         known = self._batches.get(id(function))  # one dict read: atomic, no lock on the event loop

@@ -191,5 +191,6 @@ FAMILY = Family("vectors", macros=MACROS)
 
 def dense_column(column: pa.Array) -> pa.Array:
     """``vec_dense`` of an Arrow column, as its macro's ``CAST(a AS DOUBLE[])`` makes it, for a
-    caller that calls it without DuckDB (the service's fast path)."""
-    return column.cast(ARROW_TYPE)
+    caller that calls it without DuckDB (the service's fast path); a column of that type already is
+    its own answer (a cast to it costs 5 µs a call)."""
+    return column if column.type == ARROW_TYPE else column.cast(ARROW_TYPE)
