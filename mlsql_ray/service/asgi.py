@@ -75,10 +75,7 @@ class App:
         self.max_body = max_body
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if scope["type"] != "http":  # uvicorn runs it with lifespan="off": nothing starts or stops with it
             return
         method, path = scope["method"], scope["path"]
         try:
@@ -127,13 +124,3 @@ class App:
             more = message.get("more_body", False)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-
-async def _lifespan(receive, send) -> None:
-    """Uvicorn's start and stop messages, acknowledged: the service starts and stops around uvicorn."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

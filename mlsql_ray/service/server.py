@@ -135,10 +135,11 @@ def serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         with contextlib.nullcontext() if args.verbose else quiet.filtered_stderr():
-            # no proxy headers: nothing reads a client's address, and their middleware is a layer per request
+            # no proxy headers: nothing reads a client's address, and their middleware is a layer per
+            # request; no lifespan: the service starts and stops around uvicorn, not inside it
             server_config = uvicorn.Config(build_app(service), host=args.host, port=args.port, access_log=False,
-                                           proxy_headers=False, log_level="info" if args.verbose else "warning",
-                                           limit_concurrency=1000)
+                                           proxy_headers=False, lifespan="off",
+                                           log_level="info" if args.verbose else "warning", limit_concurrency=1000)
             JobStoppingServer(server_config, service).run()
     except (_Terminated, KeyboardInterrupt):  # uvicorn raises the signal it handled again once it has stopped
         pass
